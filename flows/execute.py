@@ -1,0 +1,148 @@
+"""Executing a planned run: every stage's shards that are not done yet, as Prefect tasks on Ray.
+
+Shared by the generate flow (a new run) and the rerun flow (an existing one): a shard whose
+output is committed is never run again, a shard whose input is missing is recorded as blocked,
+and every other shard is submitted, one task per (stage, shard). Stages run in order; within a
+stage all shards run in parallel on Ray. Metrics go to DuckDB from here only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.client.orchestration import get_client
+from prefect_ray import RayTaskRunner
+
+from flows.runtime import llm_endpoint, ray_session
+from tasks.shard import configured
+from toolfactory.execution import ShardJob
+from toolfactory.manifest import Manifest
+from toolfactory.shards import ShardPaths, read_metrics
+from toolfactory.stages import STAGE_NAMES, ShardSpec
+from toolfactory.stats import StatsDB
+from toolfactory.storage import ObjectStore
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
+    """Run what is left of `manifest`'s run; the run's summary (see :meth:`StatsDB.run_summary`)."""
+    config = manifest.run_config()
+    stats = StatsDB(config.stats_path())
+    stats.start_run(manifest.run_id, manifest.created_at, store.url, manifest.config, manifest.versions, _now())
+    plan = manifest.shard_plan()
+    with ray_session(config), llm_endpoint(config) as base_url:
+        for stage in STAGE_NAMES:
+            pending = _record_done(store, stats, manifest.run_id, plan[stage])
+            runnable = _runnable(store, stats, manifest.run_id, pending)
+            if runnable:
+                jobs = [ShardJob(manifest.run_id, config, spec, base_url) for spec in runnable]
+                stage_flow.with_options(
+                    flow_run_name=f"{manifest.run_id}/{stage}",
+                    task_runner=RayTaskRunner(),
+                )(jobs, str(stats.path))
+    failed = _not_completed(plan, store, manifest.run_id)
+    stats.finish_run(manifest.run_id, "failed" if failed else "completed", _now())
+    summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
+    if store.url.startswith("s3://"):
+        store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
+    _publish(manifest, store, summary)
+    return summary
+
+
+@flow(name="stage", log_prints=False)
+def stage_flow(jobs: list[ShardJob], stats_path: str) -> None:
+    """One stage of a run: one task per shard, submitted together, recorded as each finishes."""
+    stats = StatsDB(stats_path)
+    shard = configured(jobs[0].config)
+    futures = [shard.submit(job.run_id, job.spec.stage, job.spec.index, job) for job in jobs]
+    logger = get_run_logger()
+    for job, future in zip(jobs, futures):
+        future.wait()
+        if future.state.is_completed():
+            metrics = future.result()
+            stats.record_shard(metrics, metrics.get("attempts", 1))
+            continue
+        error = _error_of(future.state)
+        attempts = _attempts(future.task_run_id)
+        logger.warning("%s shard %d failed after %d attempt(s): %s", job.spec.stage, job.spec.index, attempts, error)
+        stats.record_shard_status(job.run_id, job.spec.stage, job.spec.index, "failed", attempts, error, job.spec.fingerprint())
+
+
+def _error_of(state: Any) -> str:
+    try:
+        state.result()
+    except BaseException as exc:  # the task's own exception, as Prefect kept it
+        return f"{type(exc).__name__}: {exc}"[:2000]
+    return state.message or state.name
+
+
+def _attempts(task_run_id: Any) -> int:
+    with get_client(sync_client=True) as client:
+        return int(client.read_task_run(task_run_id).run_count or 1)
+
+
+def _record_done(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec]) -> list[ShardSpec]:
+    """Record shards already committed (from their metrics sidecar); return the others."""
+    pending = []
+    for spec in specs:
+        paths = ShardPaths(run_id, spec.stage, spec.index)
+        metrics = read_metrics(store, paths) if store.exists(paths.main) else None
+        if metrics is None:
+            pending.append(spec)
+        else:
+            stats.record_shard(metrics, metrics.get("attempts", 1))
+    return pending
+
+
+def _runnable(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec]) -> list[ShardSpec]:
+    runnable = []
+    for spec in specs:
+        missing = [path for path in spec.inputs if not store.exists(path)]
+        if missing:
+            error = f"input shard missing (its shard failed): {', '.join(missing)}"
+            stats.record_shard_status(run_id, spec.stage, spec.index, "blocked", 0, error, spec.fingerprint())
+        else:
+            runnable.append(spec)
+    return runnable
+
+
+def _not_completed(plan: dict[str, list[ShardSpec]], store: ObjectStore, run_id: str) -> list[ShardSpec]:
+    return [s for specs in plan.values() for s in specs if not store.exists(ShardPaths(run_id, s.stage, s.index).main)]
+
+
+def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any]) -> None:
+    """Prefect artifacts: per-stage pass rates, shard status and where the output is."""
+    key = f"run-{manifest.run_id}".lower()
+    rows = [
+        {
+            "stage": s["stage"],
+            "shards": f"{s['shards_completed']}/{s['shards_total']}",
+            "failed": s["shards_failed"],
+            "in": s["items_in"],
+            "out": s["items_out"],
+            "pass rate": "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}",
+            "llm calls": s["llm_calls"],
+            "cache hits": s["cache_hits"],
+            "top rejection": next(iter(s["rejections"]), "-"),
+        }
+        for s in summary["stages"]
+    ]
+    create_table_artifact(rows, key=f"{key}-stages", description=f"Per-stage pass rates of run {manifest.run_id}")
+    failed = [f"| {s['stage']} | {f['shard']} | {f['status']} | {f['error']} |" for s in summary["stages"] for f in s["failed_shards"]]
+    lines = [
+        f"# Run {manifest.run_id}: {summary['status']}",
+        f"- output: `{store.uri(f'runs/{manifest.run_id}/verify/')}`",
+        f"- rejected records: `{store.uri(f'runs/{manifest.run_id}/verify/rejected/')}`",
+        f"- manifest: `{store.uri(manifest.path)}`",
+    ]
+    if failed:
+        lines += ["", "## Shards to re-run", f"`toolfactory rerun {manifest.run_id}`", "",
+                  "| stage | shard | status | error |", "| --- | --- | --- | --- |", *failed]
+    create_markdown_artifact("\n".join(lines), key=f"{key}-status", description="Shard status and output")

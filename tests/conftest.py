@@ -1,0 +1,106 @@
+"""Shared fixtures: real Prefect (test harness), real local Ray, moto's S3 server over HTTP,
+and the simulator as a real HTTP server. Each is started once per session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No TOOLFACTORY_* variable from the outside changes what a test sees."""
+    for key in list(os.environ):
+        if key.startswith("TOOLFACTORY_"):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"the papers' released data is expected at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def prefect_api() -> Iterator[str]:
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield str(PREFECT_API_URL.value())
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(prefect_api: str) -> Iterator[None]:
+    import ray
+
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        namespace="toolfactory-tests",
+        runtime_env={"env_vars": {"PREFECT_API_URL": prefect_api}},
+    )
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[dict[str, str]]:
+    """moto's S3 server on a free loopback port, with fake credentials in the environment."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    creds = {"AWS_ACCESS_KEY_ID": "moto-test-access-key", "AWS_SECRET_ACCESS_KEY": "fake-secret-value-123456789", "AWS_REGION": "us-east-1"}
+    saved = {k: os.environ.get(k) for k in creds}
+    os.environ.update(creds)
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket="toolfactory")
+    yield {"endpoint": endpoint, "bucket": "toolfactory", **creds}
+    server.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def simulator_url() -> Iterator[str]:
+    from toolfactory.simulator import SimulatorSettings, start_simulator
+
+    with start_simulator(SimulatorSettings()) as sim:
+        yield sim.base_url
+
+
+def small_run_overrides(root: Path | str, **extra: Any) -> list[str]:
+    """Overrides for a quick run: few tools, no simulated latency or content faults."""
+    values: dict[str, Any] = {
+        "storage.root": str(root),
+        "tools.max_tools": 8,
+        "tools.tools_per_shard": 4,
+        "tasks.instructions_per_tool": 2,
+        "llm.simulator.latency_ms": 0,
+        "llm.simulator.latency_jitter_ms": 0,
+        "llm.simulator.rate_malformed_json": 0,
+        "llm.simulator.rate_hallucinated_function": 0,
+        "llm.simulator.rate_missing_required": 0,
+        "llm.simulator.rate_wrong_type": 0,
+        "orchestration.task_retry_delay_s": 0,
+        **extra,
+    }
+    return [f"{key}={value}" for key, value in values.items()]

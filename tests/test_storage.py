@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import boto3
+import pytest
+
+from toolfactory.config import StorageConfig
+from toolfactory.models import Rejected, Tool
+from toolfactory.shards import ShardPaths, commit_shard, read_metrics, read_records, read_rejected
+from toolfactory.storage import ObjectStore
+
+
+def _stores(tmp_path: Path, s3: dict[str, str] | None) -> ObjectStore:
+    if s3 is None:
+        return ObjectStore.open(StorageConfig(root=str(tmp_path / "data")))
+    return ObjectStore.open(StorageConfig(root=f"s3://{s3['bucket']}/{tmp_path.name}", endpoint_url=s3["endpoint"]))
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    s3 = request.getfixturevalue("s3_server") if request.param == "s3" else None
+    return _stores(tmp_path, s3)
+
+
+def test_write_read_list_delete(store: ObjectStore) -> None:
+    store.write_bytes("a/b/c.json", b"{}")
+    store.write_bytes("a/d.json", b"[]")
+    assert store.read_bytes("a/b/c.json") == b"{}"
+    assert store.list("a") == ["a/b/c.json", "a/d.json"]
+    assert store.read_bytes_or_none("a/missing.json") is None
+    store.delete("a/d.json")
+    assert not store.exists("a/d.json")
+
+
+def test_shard_round_trip_with_rejections_and_metrics(store: ObjectStore) -> None:
+    paths = ShardPaths("run-1", "tools", 3)
+    tool = Tool(name="Weather", functions=[])
+    rejected = Rejected(id="x", stage="tools", reasons=["tool_no_functions"], record={"name": "x"})
+    commit_shard(store, paths, [tool], [rejected], {"items_in": 2})
+    assert paths.main == "runs/run-1/tools/part-00003.parquet"
+    assert read_records(store, paths.main) == [tool.model_dump(exclude_none=True, mode="json")]
+    [row] = read_rejected(store, paths.rejected)
+    assert row["reasons"] == ["tool_no_functions"]
+    assert read_metrics(store, paths) == {"items_in": 2}
+
+
+def test_local_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    store = _stores(tmp_path, None)
+    store.write_bytes("x/part-00000.parquet", b"data")
+    assert [p.name for p in (tmp_path / "data" / "x").iterdir()] == ["part-00000.parquet"]
+
+
+def test_s3_objects_are_real_objects_in_the_bucket(tmp_path: Path, s3_server: dict[str, str]) -> None:
+    store = _stores(tmp_path, s3_server)
+    store.write_bytes("runs/r/manifest.json", b"{}")
+    client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket="toolfactory", Prefix=tmp_path.name)["Contents"]]
+    assert keys == [f"{tmp_path.name}/runs/r/manifest.json"]

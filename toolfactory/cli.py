@@ -1,0 +1,142 @@
+"""The `toolfactory` command line.
+
+    toolfactory run [--config FILE] [--set section.field=value ...] [--run-id ID]
+    toolfactory rerun RUN_ID [--config FILE] [--set ...]
+    toolfactory stats [RUN_ID] [--json] [--config FILE]
+    toolfactory simulator serve [--port P] [--latency-ms X] [--rate-429 R] ...
+
+Exit status: 0 when every shard completed, 1 when some shard failed (re-run them with
+`toolfactory rerun RUN_ID`), 2 for invalid config or arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional
+
+import typer
+
+from toolfactory.config import Config, load_config
+from toolfactory.errors import ConfigError, RunNotFound
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Synthesize and verify tool-use training data.")
+simulator_app = typer.Typer(add_completion=False, help="The offline OpenAI-compatible LLM simulator.")
+app.add_typer(simulator_app, name="simulator")
+
+ConfigOption = typer.Option(None, "--config", "-c", help="YAML config (default: the built-in quickstart defaults).")
+SetOption = typer.Option(None, "--set", "-s", help="Override a field: section.field=value (repeatable).")
+
+
+def _config(path: Optional[str], overrides: Optional[list[str]]) -> Config:
+    try:
+        return load_config(path, overrides or ())
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    typer.echo(f"run {summary['run_id']}: {summary['status']}")
+    header = f"{'stage':<10} {'shards':>7} {'failed':>6} {'in':>6} {'out':>6} {'pass':>7} {'llm calls':>9} {'cache hits':>10}  top rejections"
+    typer.echo(header)
+    for s in summary["stages"]:
+        rate = "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
+        top = ", ".join(f"{k}={v}" for k, v in list(s["rejections"].items())[:3]) or "-"
+        typer.echo(
+            f"{s['stage']:<10} {s['shards_total']:>7} {s['shards_failed']:>6} {s['items_in']:>6} {s['items_out']:>6} "
+            f"{rate:>7} {s['llm_calls']:>9} {s['cache_hits']:>10}  {top}"
+        )
+    for s in summary["stages"]:
+        for failure in s["failed_shards"]:
+            typer.echo(f"  {s['stage']} shard {failure['shard']} {failure['status']}: {failure['error']}")
+
+
+def _finish(summary: dict[str, Any]) -> None:
+    _print_summary(summary)
+    if summary["status"] != "completed":
+        typer.echo(f"some shards did not complete; finish the run with: toolfactory rerun {summary['run_id']}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def run(
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+    run_id: Optional[str] = typer.Option(None, help="Run id (default: generated)."),
+) -> None:
+    """Generate a dataset: tools → tasks → dialogues → verify."""
+    resolved = _config(config, overrides)
+    from flows.generate import generate
+    from flows.runtime import prefect_api
+    from toolfactory.planning import new_run_id
+
+    run_id = run_id or resolved.run.run_id or new_run_id(resolved)
+    typer.echo(f"run {run_id}: storage {resolved.storage.root}, stats {resolved.stats_path()}")
+    with prefect_api():
+        summary = generate(config_path=config, overrides=overrides or [], run_id=run_id)
+    _finish(summary)
+
+
+@app.command()
+def rerun(
+    run_id: str = typer.Argument(..., help="The run to finish."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """Run the failed, blocked or missing shards of a run, with the run's own config."""
+    _config(config, overrides)
+    from flows.rerun import rerun as rerun_flow
+    from flows.runtime import prefect_api
+
+    try:
+        with prefect_api():
+            summary = rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [])
+    except RunNotFound as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    _finish(summary)
+
+
+@app.command()
+def stats(
+    run_id: Optional[str] = typer.Argument(None, help="Run id (default: the latest run)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """Per-stage pass rates, shard status and LLM usage of a run."""
+    from toolfactory.stages import STAGE_NAMES
+    from toolfactory.stats import StatsDB
+
+    db = StatsDB(_config(config, overrides).stats_path())
+    run_id = run_id or db.latest_run_id()
+    if run_id is None:
+        typer.echo(f"error: no runs recorded in {db.path}", err=True)
+        raise typer.Exit(2)
+    summary = db.run_summary(run_id, STAGE_NAMES)
+    if summary["status"] is None:
+        typer.echo(f"error: run {run_id!r} is not recorded in {db.path}", err=True)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2, default=str))
+    else:
+        _print_summary(summary)
+
+
+@simulator_app.command(
+    "serve", context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+)
+def simulator_serve(ctx: typer.Context) -> None:
+    """Serve the simulator over HTTP (flags: see `toolfactory simulator serve --help`)."""
+    from toolfactory.simulator import main as simulator_main
+
+    simulator_main(["serve", *ctx.args])
+
+
+def main() -> None:
+    app(prog_name="toolfactory")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

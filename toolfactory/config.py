@@ -1,0 +1,310 @@
+"""The one configuration of a run: a YAML file validated by pydantic.
+
+Values resolve, lowest precedence first, from the YAML file, then environment variables
+``TOOLFACTORY_<SECTION>__<FIELD>`` (``__`` separates nesting levels, as pydantic-settings does),
+then ``--set section.field=value`` arguments on the command line. Values given as text are parsed
+as YAML scalars, so ``--set llm.max_concurrency=8`` yields an integer.
+
+Secrets are never part of the configuration: it names where a key comes from (an environment
+variable or a Prefect Secret block), and the key is read only where a request is made.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from toolfactory.errors import ConfigError
+from toolfactory.simulator import SimulatorSettings
+
+ENV_PREFIX = "TOOLFACTORY_"
+
+# The simulator of the quickstart answers with some latency and a few faulty answers, so that a
+# first run shows the verifier at work.
+QUICKSTART_SIMULATOR = {
+    "latency_ms": 20.0,
+    "latency_jitter_ms": 10.0,
+    "rate_malformed_json": 0.02,
+    "rate_hallucinated_function": 0.05,
+    "rate_missing_required": 0.05,
+    "rate_wrong_type": 0.05,
+}
+ROLES = ("user", "assistant", "tool", "judge")
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_default=True)
+
+
+class RoleConfig(Section):
+    """Model and sampling parameters for one agent role."""
+
+    model: str = "sim-small"
+    """Model name sent to the endpoint for this role."""
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    """Sampling temperature."""
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling mass."""
+    max_tokens: int = Field(512, ge=1)
+    """Upper bound of completion tokens per request."""
+
+
+# The user agent samples widely for varied requests; the judge decides deterministically; the
+# tool executor needs room for list-shaped API responses.
+ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "user": {"temperature": 0.9},
+    "assistant": {},
+    "tool": {"max_tokens": 768},
+    "judge": {"temperature": 0.0, "max_tokens": 256},
+}
+
+
+def _default_roles() -> dict[str, RoleConfig]:
+    return {role: RoleConfig(**ROLE_DEFAULTS[role]) for role in ROLES}
+
+
+class LLMConfig(Section):
+    """How toolfactory reaches an LLM (always through the openai client)."""
+
+    provider: Literal["simulator", "openai-compatible"] = "simulator"
+    """`simulator` starts the offline simulator on a free loopback port (demo and tests; its
+    output is not real training data); `openai-compatible` uses `base_url` (OpenAI, vLLM, SGLang…)."""
+    base_url: str | None = None
+    """Endpoint of an OpenAI-compatible API, e.g. https://api.openai.com/v1 (openai-compatible only)."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable that holds the API key (read on the worker)."""
+    api_key_secret_block: str | None = None
+    """Name of a Prefect Secret block holding the API key; takes precedence over `api_key_env`."""
+    roles: dict[Literal["user", "assistant", "tool", "judge"], RoleConfig] = Field(
+        default_factory=_default_roles
+    )
+    """Model and sampling parameters per role: user, assistant, tool, judge."""
+    max_concurrency: int = Field(32, ge=1, le=1024)
+    """Concurrent requests per shard worker."""
+    max_retries: int = Field(4, ge=0, le=20)
+    """Retries of a request after 429, 5xx, timeouts and connection errors."""
+    backoff_initial_s: float = Field(0.5, gt=0)
+    """First backoff delay; doubles per retry, with full jitter, unless Retry-After says otherwise."""
+    backoff_max_s: float = Field(30.0, gt=0)
+    """Upper bound of one backoff delay (also caps a Retry-After the endpoint sends)."""
+    timeout_s: float = Field(60.0, gt=0)
+    """Timeout of one HTTP request."""
+    max_reasks: int = Field(2, ge=0, le=10)
+    """Re-asks after an answer that does not parse or fit its JSON Schema."""
+    cache: bool = True
+    """Content-addressed request cache in the storage root, shared by runs and re-runs."""
+    simulator: SimulatorSettings = Field(default_factory=lambda: SimulatorSettings(**QUICKSTART_SIMULATOR))
+    """Knobs of the offline simulator (latency, fault rates); used when provider is `simulator`."""
+
+    @model_validator(mode="after")
+    def _complete_roles(self) -> LLMConfig:
+        # Overriding one role (``--set llm.roles.judge.model=x``) keeps the defaults of the others.
+        for role in ROLES:
+            self.roles.setdefault(role, RoleConfig(**ROLE_DEFAULTS[role]))  # type: ignore[call-overload]
+        return self
+
+    @model_validator(mode="after")
+    def _endpoint_needs_url(self) -> LLMConfig:
+        if self.provider == "openai-compatible" and not self.base_url:
+            raise ValueError("base_url is required when provider is 'openai-compatible'")
+        return self
+
+
+class StorageConfig(Section):
+    """Where shards, manifests and the LLM cache live."""
+
+    root: str = "./toolfactory-data"
+    """A local folder, or s3://bucket/prefix (AWS or MinIO; credentials from env or IAM)."""
+    endpoint_url: str | None = None
+    """S3 endpoint for MinIO or another S3-compatible server, e.g. http://localhost:9000."""
+    region: str | None = None
+    """S3 region."""
+
+    @property
+    def is_s3(self) -> bool:
+        return self.root.startswith("s3://")
+
+
+class StatsConfig(Section):
+    """The DuckDB file that holds runs, shard status and per-stage metrics."""
+
+    path: str | None = None
+    """Local DuckDB file; default `<root>/stats.duckdb` for local storage and
+    `./toolfactory-stats.duckdb` for S3 (then also copied next to the run)."""
+
+
+class SourceFile(Section):
+    path: str
+    """A tool file to import."""
+    format: Literal["catalog", "openai", "toolbench", "toolalpaca"] = "catalog"
+    """catalog (toolfactory YAML/JSON), openai (tools JSON), toolbench (tool JSON or query
+    file), toolalpaca (tool list with OpenAPI Documentation)."""
+
+
+class ToolsConfig(Section):
+    """The tools stage: which tools enter the pool."""
+
+    builtin_catalog: bool = True
+    """Include the seed catalog shipped with toolfactory."""
+    files: list[SourceFile] = Field(default_factory=list)
+    """More tool files to import."""
+    max_tools: int | None = Field(None, ge=1)
+    """Keep at most this many tools (after a seeded shuffle); all when unset."""
+    tools_per_shard: int = Field(6, ge=1)
+    """Tools per shard; fixes the shard count of every later stage."""
+
+
+class TasksConfig(Section):
+    """The tasks stage: sampled functions and user instructions."""
+
+    instructions_per_tool: int = Field(2, ge=1, le=50)
+    """Instructions generated per tool (each aimed at one of its functions, round robin)."""
+
+
+class VerifyConfig(Section):
+    """The verify stage."""
+
+    disabled_rules: list[str] = Field(default_factory=list)
+    """Rule codes to skip."""
+
+
+class RunConfig(Section):
+    """Identity and failure policy of a run."""
+
+    seed: int = 0
+    """Seed of every sampling decision; the shard plan is a function of (config, seed)."""
+    run_id: str | None = None
+    """Run id; generated from the time and a config hash when unset."""
+    tolerate_transient_failures: float = Field(0.0, ge=0.0, le=1.0)
+    """Fraction of a shard's records that may fail on transient LLM errors (after retries) and be
+    rejected with their reason; above it the shard fails and a re-run completes it from cache."""
+
+
+class OrchestrationConfig(Section):
+    """Prefect and Ray. PREFECT_API_URL and RAY_ADDRESS in the environment select servers."""
+
+    ray_address: str | None = None
+    """Ray cluster address; default RAY_ADDRESS from the environment, else a local Ray."""
+    ray_num_cpus: int | None = Field(None, ge=1)
+    """CPUs of a local Ray (default: all)."""
+    task_retries: int = Field(2, ge=0, le=10)
+    """Retries of a shard task after a transient error."""
+    task_retry_delay_s: float = Field(2.0, ge=0)
+    """Delay between shard task retries."""
+
+
+class Config(Section):
+    """A whole toolfactory run."""
+
+    run: RunConfig = Field(default_factory=RunConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    stats: StatsConfig = Field(default_factory=StatsConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    orchestration: OrchestrationConfig = Field(default_factory=OrchestrationConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    tasks: TasksConfig = Field(default_factory=TasksConfig)
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+
+    def stats_path(self) -> str:
+        if self.stats.path:
+            return self.stats.path
+        if self.storage.is_s3:
+            return "./toolfactory-stats.duckdb"
+        return str(Path(self.storage.root) / "stats.duckdb")
+
+    def snapshot(self) -> dict[str, Any]:
+        """The config as stored in a manifest; secrets never appear in it (see module doc)."""
+        return self.model_dump(mode="json")
+
+
+# --- loading -----------------------------------------------------------------------------
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Load, merge and validate a config; raise :class:`ConfigError` naming every bad field."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        data = _read_yaml(Path(path))
+    env = os.environ if environ is None else environ
+    for key, value in sorted(env.items()):
+        if key.startswith(ENV_PREFIX) and "__" in key:
+            dotted = key[len(ENV_PREFIX) :].lower().replace("__", ".")
+            _set_path(data, dotted, _parse_scalar(value))
+    for item in overrides:
+        dotted, sep, value = item.partition("=")
+        if not sep or not dotted.strip():
+            raise ConfigError(f"invalid override {item!r}: expected section.field=value")
+        _set_path(data, dotted.strip(), _parse_scalar(value))
+    return validate_config(data)
+
+
+def validate_config(data: Mapping[str, Any]) -> Config:
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {path} must hold a mapping, not {type(loaded).__name__}")
+    return loaded
+
+
+def _parse_scalar(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"cannot set {dotted}: {part} is not a section")
+        node = child
+    node[leaf] = value
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        loc = ".".join(str(part) for part in error["loc"]) or "config"
+        if error["type"] == "extra_forbidden":
+            allowed = _allowed_fields(error["loc"][:-1])
+            lines.append(f"{loc}: unknown field (allowed: {', '.join(allowed)})")
+        else:
+            got = error.get("input")
+            shown = "" if isinstance(got, dict) else f" (got {got!r})"
+            lines.append(f"{loc}: {error['msg']}{shown}")
+    return "invalid config: " + "; ".join(lines)
+
+
+def _allowed_fields(loc: Sequence[Any]) -> list[str]:
+    model: Any = Config
+    for part in loc:
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            break
+        annotation = field.annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        if model is None:
+            return []
+    return sorted(getattr(model, "model_fields", {}))

@@ -1,0 +1,116 @@
+"""Shard files of a run and the order in which they are committed.
+
+A shard of stage S writes, in this order::
+
+    runs/<run_id>/<S>/rejected/part-NNNNN.parquet   records the stage rejected, with reasons
+    runs/<run_id>/<S>/_metrics/part-NNNNN.json      the shard's metrics
+    runs/<run_id>/<S>/part-NNNNN.parquet            the accepted records: the commit marker
+
+A shard is done exactly when its main part exists. Every file name is a function of
+(run, stage, shard), so a re-run of an interrupted shard overwrites what it had left and can
+never duplicate a record; the metrics sidecar lets the stats database be rebuilt from storage
+if the flow died before recording them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from toolfactory.models import Record, Rejected
+from toolfactory.storage import ObjectStore
+
+_RECORDS_SCHEMA = pa.schema([("id", pa.string()), ("record", pa.string())])
+_REJECTED_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("stage", pa.string()),
+        ("reasons", pa.list_(pa.string())),
+        ("detail", pa.string()),
+        ("record", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ShardPaths:
+    run_id: str
+    stage: str
+    index: int
+
+    @property
+    def _name(self) -> str:
+        return f"part-{self.index:05d}"
+
+    @property
+    def main(self) -> str:
+        return f"runs/{self.run_id}/{self.stage}/{self._name}.parquet"
+
+    @property
+    def rejected(self) -> str:
+        return f"runs/{self.run_id}/{self.stage}/rejected/{self._name}.parquet"
+
+    @property
+    def metrics(self) -> str:
+        return f"runs/{self.run_id}/{self.stage}/_metrics/{self._name}.json"
+
+
+def _parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def records_table(records: Iterable[Record]) -> pa.Table:
+    rows = [(getattr(r, "id"), r.to_json()) for r in records]
+    return pa.table(
+        {"id": [row[0] for row in rows], "record": [row[1] for row in rows]},
+        schema=_RECORDS_SCHEMA,
+    )
+
+
+def rejected_table(rejected: Iterable[Rejected]) -> pa.Table:
+    items = list(rejected)
+    return pa.table(
+        {
+            "id": [r.id for r in items],
+            "stage": [r.stage for r in items],
+            "reasons": [r.reasons for r in items],
+            "detail": [r.detail for r in items],
+            "record": [json.dumps(r.record, ensure_ascii=False) for r in items],
+        },
+        schema=_REJECTED_SCHEMA,
+    )
+
+
+def commit_shard(
+    store: ObjectStore,
+    paths: ShardPaths,
+    records: list[Record],
+    rejected: list[Rejected],
+    metrics: dict[str, Any],
+) -> None:
+    """Write a shard's files, the main part last (see the module doc for why)."""
+    store.write_bytes(paths.rejected, _parquet_bytes(rejected_table(rejected)))
+    store.write_bytes(paths.metrics, json.dumps(metrics, sort_keys=True).encode())
+    store.write_bytes(paths.main, _parquet_bytes(records_table(records)))
+
+
+def read_records(store: ObjectStore, path: str) -> list[dict[str, Any]]:
+    table = pq.read_table(io.BytesIO(store.read_bytes(path)))
+    return [json.loads(text) for text in table.column("record").to_pylist()]
+
+
+def read_rejected(store: ObjectStore, path: str) -> list[dict[str, Any]]:
+    table = pq.read_table(io.BytesIO(store.read_bytes(path)))
+    return table.to_pylist()
+
+
+def read_metrics(store: ObjectStore, paths: ShardPaths) -> dict[str, Any] | None:
+    data = store.read_bytes_or_none(paths.metrics)
+    return None if data is None else json.loads(data)

@@ -1,0 +1,22 @@
+"""The stages of the factory, in run order."""
+
+from __future__ import annotations
+
+from toolfactory.stages.base import ShardContext, ShardSpec, Stage, StageOutput
+from toolfactory.stages.dialogues.stage import DialoguesStage
+from toolfactory.stages.tasks.stage import TasksStage
+from toolfactory.stages.tools.stage import ToolsStage
+from toolfactory.stages.verify.stage import VerifyStage
+
+STAGES: tuple[Stage, ...] = (ToolsStage(), TasksStage(), DialoguesStage(), VerifyStage())
+STAGE_NAMES: tuple[str, ...] = tuple(stage.name for stage in STAGES)
+
+
+def stage_named(name: str) -> Stage:
+    for stage in STAGES:
+        if stage.name == name:
+            return stage
+    raise KeyError(f"unknown stage {name!r} (stages: {', '.join(STAGE_NAMES)})")
+
+
+__all__ = ["STAGES", "STAGE_NAMES", "ShardContext", "ShardSpec", "Stage", "StageOutput", "stage_named"]

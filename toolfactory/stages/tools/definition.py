@@ -1,0 +1,43 @@
+"""API definition clarity (ToolACE §3.1, Table 6): what a tool must have to enter the pool."""
+
+from __future__ import annotations
+
+import re
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from toolfactory.models import Tool
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def definition_problems(tool: Tool) -> list[tuple[str, str]]:
+    """(reason code, message) for every problem of `tool`; empty when it may enter the pool."""
+    problems: list[tuple[str, str]] = []
+    if not tool.functions:
+        problems.append(("tool_no_functions", f"tool {tool.name!r} has no functions"))
+    seen: set[str] = set()
+    for fn in tool.functions:
+        where = f"{tool.name}.{fn.name}"
+        if not _NAME.match(fn.name):
+            problems.append(("tool_function_name_invalid", f"{where}: name must match {_NAME.pattern}"))
+        if fn.name in seen:
+            problems.append(("tool_duplicate_function", f"{where}: function name used twice"))
+        seen.add(fn.name)
+        if not fn.description.strip():
+            problems.append(("tool_missing_description", f"{where}: no description"))
+        for label, schema in (("parameters", fn.parameters), ("returns", fn.returns)):
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as exc:
+                path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+                problems.append(("tool_invalid_schema", f"{where}.{label} at {path}: {exc.message}"))
+        if fn.parameters.get("type") != "object":
+            problems.append(("tool_parameters_not_object", f"{where}: parameters must be a JSON Schema object"))
+            continue
+        properties = fn.parameters.get("properties") or {}
+        missing = [name for name in fn.parameters.get("required", []) if name not in properties]
+        if missing:
+            problems.append(("tool_required_undeclared", f"{where}: required {missing} not in properties"))
+    return problems
