@@ -69,18 +69,23 @@ def stage_flow(jobs: list[ShardJob], stats_path: str) -> None:
             metrics = future.result()
             stats.record_shard(metrics, metrics.get("attempts", 1))
             continue
-        error = _error_of(future.state)
+        exception = _exception_of(future.state)
+        error = f"{type(exception).__name__}: {exception}"[:2000] if exception else str(future.state.message)
         attempts = _attempts(future.task_run_id)
         logger.warning("%s shard %d failed after %d attempt(s): %s", job.spec.stage, job.spec.index, attempts, error)
-        stats.record_shard_status(job.run_id, job.spec.stage, job.spec.index, "failed", attempts, error, job.spec.fingerprint())
+        stats.record_shard_status(
+            job.run_id, job.spec.stage, job.spec.index, "failed", attempts, error, job.spec.fingerprint(),
+            metrics=getattr(exception, "metrics", None),
+        )
 
 
-def _error_of(state: Any) -> str:
+def _exception_of(state: Any) -> BaseException | None:
+    """The task's own exception, as Prefect kept it with the failed state."""
     try:
         state.result()
-    except BaseException as exc:  # the task's own exception, as Prefect kept it
-        return f"{type(exc).__name__}: {exc}"[:2000]
-    return state.message or state.name
+    except BaseException as exc:
+        return exc
+    return None
 
 
 def _attempts(task_run_id: Any) -> int:

@@ -12,6 +12,14 @@ import pytest
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+# Fake credentials for moto's S3 server, set before any Ray worker starts so that workers
+# inherit them as production workers inherit theirs (unsigned uploads would be refused by S3).
+S3_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "moto-test-access-key",
+    "AWS_SECRET_ACCESS_KEY": "fake-secret-value-123456789",
+    "AWS_REGION": "us-east-1",
+}
+os.environ.update(S3_CREDENTIALS)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 REPO = Path(__file__).resolve().parents[1]
@@ -58,7 +66,7 @@ def ray_cluster(prefect_api: str) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[dict[str, str]]:
-    """moto's S3 server on a free loopback port, with fake credentials in the environment."""
+    """moto's S3 server on a free loopback port (credentials: S3_CREDENTIALS above)."""
     import boto3
     from moto.server import ThreadedMotoServer
 
@@ -66,17 +74,9 @@ def s3_server() -> Iterator[dict[str, str]]:
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    creds = {"AWS_ACCESS_KEY_ID": "moto-test-access-key", "AWS_SECRET_ACCESS_KEY": "fake-secret-value-123456789", "AWS_REGION": "us-east-1"}
-    saved = {k: os.environ.get(k) for k in creds}
-    os.environ.update(creds)
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket="toolfactory")
-    yield {"endpoint": endpoint, "bucket": "toolfactory", **creds}
+    yield {"endpoint": endpoint, "bucket": "toolfactory", **S3_CREDENTIALS}
     server.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
 
 
 @pytest.fixture(scope="session")

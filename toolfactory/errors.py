@@ -14,6 +14,8 @@ exception that carries such a reason code out of the LLM gateway to the stage th
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ToolfactoryError(Exception):
     """Base of every error toolfactory raises on purpose."""
@@ -41,7 +43,10 @@ class ShardIncomplete(TransientError):
     """Some records of a shard failed on transient LLM errors.
 
     Their answers obtained so far are cached, so a retry or a re-run pays only for the rest.
+    ``metrics`` holds what the attempt spent, so that the run's accounting includes it.
     """
+
+    metrics: dict[str, Any] | None = None
 
 
 class LLMFailure(ToolfactoryError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -55,14 +56,8 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
     async with LLMGateway(endpoint, job.config.llm, RequestCache(store)) as gateway:
         ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway)
         output = await stage_named(job.spec.stage).run(job.spec, inputs, ctx)
-    failed = sum(output.transient_failures.values())
-    if failed > job.config.run.tolerate_transient_failures * max(output.items_in, 1):
-        reasons = ", ".join(f"{code}: {n}" for code, n in sorted(output.transient_failures.items()))
-        raise ShardIncomplete(
-            f"{job.spec.stage} shard {job.spec.index}: {failed} of {output.items_in} records failed on "
-            f"transient LLM errors ({reasons}); answers obtained so far are cached, a re-run completes it"
-        )
     metrics = {
+        "attempt_id": uuid.uuid4().hex,
         "run_id": job.run_id,
         "stage": job.spec.stage,
         "shard": job.spec.index,
@@ -77,5 +72,14 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
         "finished_at": _now(),
         "wall_s": round(time.perf_counter() - started, 3),
     }
+    failed = sum(output.transient_failures.values())
+    if failed > job.config.run.tolerate_transient_failures * max(output.items_in, 1):
+        reasons = ", ".join(f"{code}: {n}" for code, n in sorted(output.transient_failures.items()))
+        incomplete = ShardIncomplete(
+            f"{job.spec.stage} shard {job.spec.index}: {failed} of {output.items_in} records failed on "
+            f"transient LLM errors ({reasons}); answers obtained so far are cached, a re-run completes it"
+        )
+        incomplete.metrics = metrics  # what the attempt spent, for the stats
+        raise incomplete
     commit_shard(store, job.paths, output.records, output.rejected, metrics)
     return metrics

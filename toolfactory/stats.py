@@ -21,24 +21,35 @@ CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, created_at VARCHAR, started_at VARCHAR, finished_at VARCHAR,
     status VARCHAR, storage VARCHAR, config JSON, versions JSON, attempts INTEGER
 );
+-- The latest state of each shard.
 CREATE TABLE IF NOT EXISTS shards (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, status VARCHAR, attempts INTEGER, error VARCHAR,
     fingerprint VARCHAR, started_at VARCHAR, finished_at VARCHAR, wall_s DOUBLE,
-    items_in INTEGER, items_out INTEGER, rejected INTEGER, llm_calls INTEGER, cache_hits INTEGER, retries INTEGER,
-    reasks INTEGER, prompt_tokens BIGINT, completion_tokens BIGINT, llm_latency_s DOUBLE,
+    items_in INTEGER, items_out INTEGER, rejected INTEGER,
     PRIMARY KEY (run_id, stage, shard)
 );
 CREATE TABLE IF NOT EXISTS rejections (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, reason VARCHAR, count INTEGER,
     PRIMARY KEY (run_id, stage, shard, reason)
 );
+-- Every executed attempt that reported its LLM use, completed or not: what a run has spent.
+CREATE TABLE IF NOT EXISTS shard_attempts (
+    attempt_id VARCHAR PRIMARY KEY, run_id VARCHAR, stage VARCHAR, shard INTEGER, outcome VARCHAR,
+    started_at VARCHAR, finished_at VARCHAR, llm_calls INTEGER, cache_hits INTEGER, retries INTEGER,
+    reasks INTEGER, prompt_tokens BIGINT, completion_tokens BIGINT, llm_latency_s DOUBLE
+);
 CREATE TABLE IF NOT EXISTS llm_usage (
-    run_id VARCHAR, stage VARCHAR, shard INTEGER, role VARCHAR, calls INTEGER, cache_hits INTEGER,
-    retries INTEGER, reasks INTEGER, prompt_tokens BIGINT, completion_tokens BIGINT,
-    latency_s DOUBLE, failures JSON,
-    PRIMARY KEY (run_id, stage, shard, role)
+    attempt_id VARCHAR, run_id VARCHAR, stage VARCHAR, shard INTEGER, role VARCHAR, calls INTEGER,
+    cache_hits INTEGER, retries INTEGER, reasks INTEGER, prompt_tokens BIGINT,
+    completion_tokens BIGINT, latency_s DOUBLE, failures JSON,
+    PRIMARY KEY (attempt_id, role)
 );
 CREATE OR REPLACE VIEW stage_metrics AS
+WITH usage AS (
+    SELECT run_id, stage, sum(llm_calls) AS llm_calls, sum(cache_hits) AS cache_hits,
+           sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens
+    FROM shard_attempts GROUP BY run_id, stage
+)
 SELECT s.run_id, s.stage,
        count(*) AS shards_total,
        count(*) FILTER (WHERE s.status = 'completed') AS shards_completed,
@@ -46,12 +57,13 @@ SELECT s.run_id, s.stage,
        coalesce(sum(s.items_in), 0) AS items_in,
        coalesce(sum(s.items_out), 0) AS items_out,
        coalesce(sum(s.rejected), 0) AS rejected,
-       coalesce(sum(s.llm_calls), 0) AS llm_calls,
-       coalesce(sum(s.cache_hits), 0) AS cache_hits,
-       coalesce(sum(s.prompt_tokens), 0) AS prompt_tokens,
-       coalesce(sum(s.completion_tokens), 0) AS completion_tokens,
+       coalesce(any_value(u.llm_calls), 0) AS llm_calls,
+       coalesce(any_value(u.cache_hits), 0) AS cache_hits,
+       coalesce(any_value(u.prompt_tokens), 0) AS prompt_tokens,
+       coalesce(any_value(u.completion_tokens), 0) AS completion_tokens,
        coalesce(sum(s.wall_s), 0) AS wall_s
-FROM shards s GROUP BY s.run_id, s.stage;
+FROM shards s LEFT JOIN usage u USING (run_id, stage)
+GROUP BY s.run_id, s.stage;
 """
 
 
@@ -87,39 +99,55 @@ class StatsDB:
             con.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?", [status, finished_at, run_id])
 
     def record_shard(self, metrics: dict[str, Any], attempts: int) -> None:
-        """Record a completed shard from the metrics its task returned."""
+        """Record a completed shard from the metrics its task returned (idempotent)."""
         key = [metrics["run_id"], metrics["stage"], metrics["shard"]]
-        llm = metrics.get("llm", {})
         with self._connect() as con:
             con.execute("BEGIN")
             con.execute(
-                "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, 'completed', ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [*key, attempts, metrics["fingerprint"], metrics["started_at"], metrics["finished_at"], metrics["wall_s"],
-                 metrics["items_in"], metrics["items_out"], metrics["rejected"], llm.get("calls", 0), llm.get("cache_hits", 0),
-                 llm.get("retries", 0), llm.get("reasks", 0), llm.get("prompt_tokens", 0),
-                 llm.get("completion_tokens", 0), llm.get("latency_s", 0.0)],
+                "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, 'completed', ?, NULL, ?, ?, ?, ?, ?, ?, ?)",
+                [*key, attempts, metrics["fingerprint"], metrics["started_at"], metrics["finished_at"],
+                 metrics["wall_s"], metrics["items_in"], metrics["items_out"], metrics["rejected"]],
             )
             con.execute("DELETE FROM rejections WHERE run_id = ? AND stage = ? AND shard = ?", key)
             for reason, count in sorted(metrics.get("rejections", {}).items()):
                 con.execute("INSERT INTO rejections VALUES (?, ?, ?, ?, ?)", [*key, reason, count])
-            con.execute("DELETE FROM llm_usage WHERE run_id = ? AND stage = ? AND shard = ?", key)
-            for role, usage in sorted(metrics.get("llm_by_role", {}).items()):
-                con.execute(
-                    "INSERT INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [*key, role, usage["calls"], usage["cache_hits"], usage["retries"], usage["reasks"],
-                     usage["prompt_tokens"], usage["completion_tokens"], usage["latency_s"], json.dumps(usage["failures"])],
-                )
+            self._record_attempt(con, metrics, "completed")
             con.execute("COMMIT")
 
-    def record_shard_status(self, run_id: str, stage: str, shard: int, status: str, attempts: int, error: str | None, fingerprint: str) -> None:
-        """Record a shard that did not complete (failed, or blocked by a failed input)."""
+    def record_shard_status(
+        self, run_id: str, stage: str, shard: int, status: str, attempts: int, error: str | None,
+        fingerprint: str, metrics: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a shard that did not complete (failed, or blocked by a failed input), with the
+        LLM use of its last attempt when the attempt reported it."""
         with self._connect() as con:
+            con.execute("BEGIN")
             con.execute(
                 """INSERT INTO shards (run_id, stage, shard, status, attempts, error, fingerprint)
                    VALUES (?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (run_id, stage, shard) DO UPDATE SET status = excluded.status,
                    attempts = shards.attempts + excluded.attempts, error = excluded.error""",
                 [run_id, stage, shard, status, attempts, error, fingerprint],
+            )
+            if metrics is not None:
+                self._record_attempt(con, metrics, status)
+            con.execute("COMMIT")
+
+    @staticmethod
+    def _record_attempt(con: duckdb.DuckDBPyConnection, metrics: dict[str, Any], outcome: str) -> None:
+        key = [metrics["attempt_id"], metrics["run_id"], metrics["stage"], metrics["shard"]]
+        llm = metrics.get("llm", {})
+        con.execute(
+            "INSERT OR IGNORE INTO shard_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [*key, outcome, metrics["started_at"], metrics["finished_at"], llm.get("calls", 0), llm.get("cache_hits", 0),
+             llm.get("retries", 0), llm.get("reasks", 0), llm.get("prompt_tokens", 0), llm.get("completion_tokens", 0),
+             llm.get("latency_s", 0.0)],
+        )
+        for role, usage in sorted(metrics.get("llm_by_role", {}).items()):
+            con.execute(
+                "INSERT OR IGNORE INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [*key, role, usage["calls"], usage["cache_hits"], usage["retries"], usage["reasks"],
+                 usage["prompt_tokens"], usage["completion_tokens"], usage["latency_s"], json.dumps(usage["failures"])],
             )
 
     # --- reading ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 import openai
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
@@ -222,7 +223,7 @@ class LLMGateway:
             except json.JSONDecodeError as exc:
                 reason, problem = "llm_malformed_json", f"is not valid JSON ({exc.msg} at char {exc.pos})"
             else:
-                error = next(iter(sorted(validator.iter_errors(value), key=lambda e: list(e.path))), None)
+                error = best_match(validator.iter_errors(value))
                 if error is None:
                     return value
                 where = "/".join(str(p) for p in error.absolute_path) or "(root)"

@@ -1,0 +1,1 @@
+"""Performance benchmarks of toolfactory (run with ``make bench``; see README.md)."""

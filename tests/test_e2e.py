@@ -1,0 +1,252 @@
+"""Whole runs on the real parts: Prefect (test harness), a local Ray, the simulator over HTTP,
+local storage and moto's S3 server, a DuckDB file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import boto3
+import duckdb
+import httpx
+import pytest
+
+from conftest import small_run_overrides
+from toolfactory.config import load_config
+from toolfactory.models import Dialogue
+from toolfactory.shards import read_records, read_rejected
+from toolfactory.simulator import SimulatorSettings, start_simulator
+from toolfactory.stages.verify.rules import check
+from toolfactory.storage import ObjectStore
+
+pytestmark = pytest.mark.e2e
+STAGES = ["tools", "tasks", "dialogues", "verify"]
+API_KEY = "sk-e2e-secret-never-stored-0123456789abcdef"
+TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
+
+
+@pytest.fixture
+def runtime(prefect_api: str, ray_cluster: None, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    return prefect_api
+
+
+def generate(overrides: list[str]) -> dict[str, Any]:
+    from flows.generate import generate as generate_flow
+
+    return generate_flow(config_path=None, overrides=overrides)
+
+
+def all_bytes_under(root: Path) -> list[tuple[Path, bytes]]:
+    return [(p, p.read_bytes()) for p in root.rglob("*") if p.is_file()]
+
+
+def part_files(root: Path, run_id: str) -> dict[str, tuple[bytes, int]]:
+    """Every committed shard file of a run: content and modification time."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in (root / "runs" / run_id).rglob("part-*.parquet")
+    }
+
+
+def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_path: Path, shared_data: Path) -> None:
+    bad_tools = tmp_path / "bad_tools.json"
+    bad_tools.write_text(json.dumps([
+        {"type": "function", "function": {"name": "no_description", "parameters": {"type": "object", "properties": {}}}},
+        {"type": "function", "function": {"name": "broken_schema", "description": "x", "parameters": {"type": "object", "properties": {"a": {"type": "nope"}}}}},
+    ]))
+    files = json.dumps([
+        {"path": str(bad_tools), "format": "openai"},
+        {"path": str(shared_data / "toolbench/instruction/G1_query.json"), "format": "toolbench"},
+    ])
+    root = tmp_path / "data"
+    summary = generate(small_run_overrides(root, **{"tools.files": files, "tools.max_tools": 12}))
+    run_id = summary["run_id"]
+
+    assert summary["status"] == "completed"
+    assert [s["stage"] for s in summary["stages"]] == STAGES
+    tools = summary["stages"][0]
+    assert tools["shards_total"] == 3 and tools["shards_failed"] == 0
+    assert sum(s["items_out"] for s in summary["stages"][:1]) + tools["rejected"] == tools["items_in"]
+
+    store = ObjectStore.open(load_config(None, [f"storage.root={root}"], environ={}).storage)
+    manifest = json.loads(store.read_bytes(f"runs/{run_id}/manifest.json"))
+    assert manifest["config"]["tools"]["max_tools"] == 12
+    assert {"prefect", "ray", "openai", "pyarrow", "duckdb"} <= set(manifest["versions"])
+    assert [len(manifest["plan"][s]) for s in STAGES] == [3, 3, 3, 3]
+
+    accepted = [Dialogue.model_validate(r) for i in range(3) for r in read_records(store, f"runs/{run_id}/verify/part-{i:05d}.parquet")]
+    assert accepted and all(check(d) == [] for d in accepted)
+    assert len({d.id for d in accepted}) == len(accepted)
+    assert summary["stages"][3]["items_out"] == len(accepted)
+
+    with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
+        shard_rows = con.execute("SELECT stage, count(*), min(status), max(status) FROM shards WHERE run_id = ? GROUP BY stage", [run_id]).fetchall()
+        calls = con.execute("SELECT sum(calls) FROM llm_usage WHERE run_id = ?", [run_id]).fetchone()[0]
+    assert sorted(shard_rows) == sorted((s, 3, "completed", "completed") for s in STAGES)
+    assert calls == sum(s["llm_calls"] for s in summary["stages"]) > 0
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        keys = [f"run-{run_id}-stages", f"run-{run_id}-status"]
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys)))
+        names = {t.name for t in client.read_task_runs()}
+        flow_names = {f.name for f in client.read_flow_runs()}
+    assert {a.key for a in artifacts} == set(keys)
+    table = next(a for a in artifacts if a.key.endswith("stages"))
+    assert "pass rate" in str(table.data) and "dialogues" in str(table.data)
+    assert {f"{run_id}/{stage}/part-00000" for stage in STAGES} <= names
+    assert f"generate-{run_id}" in flow_names and f"{run_id}/verify" in flow_names
+
+
+def test_malformed_tools_are_rejected_with_reasons_and_counted(runtime: str, tmp_path: Path) -> None:
+    bad_tools = tmp_path / "tools.json"
+    bad_tools.write_text(json.dumps([
+        {"type": "function", "function": {"name": "ok", "description": "Find books by title.", "parameters": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}}},
+        {"type": "function", "function": {"name": "no_description", "parameters": {"type": "object", "properties": {}}}},
+        {"type": "function", "function": {"description": "no name at all"}},
+    ]))
+    root = tmp_path / "data"
+    overrides = small_run_overrides(root, **{"tools.builtin_catalog": "false", "tools.files": json.dumps([{"path": str(bad_tools), "format": "openai"}])})
+    summary = generate(overrides)
+    tools = summary["stages"][0]
+    assert summary["status"] == "completed"
+    assert (tools["items_out"], tools["rejected"]) == (1, 2)
+    assert tools["rejections"] == {"tool_missing_description": 1, "tool_malformed": 1}
+    store = ObjectStore.open(load_config(None, [f"storage.root={root}"], environ={}).storage)
+    rejected = read_rejected(store, f"runs/{summary['run_id']}/tools/rejected/part-00000.parquet")
+    assert sorted(r["reasons"][0] for r in rejected) == ["tool_malformed", "tool_missing_description"]
+    assert all(r["detail"] for r in rejected)
+
+
+def test_s3_run_keeps_everything_in_the_bucket_and_no_secret_anywhere(runtime: str, tmp_path: Path, s3_server: dict[str, str]) -> None:
+    prefix = f"nightly-{tmp_path.name}"
+    overrides = small_run_overrides(f"s3://{s3_server['bucket']}/{prefix}") + [
+        f"storage.endpoint_url={s3_server['endpoint']}",
+        f"stats.path={tmp_path / 'stats.duckdb'}",
+    ]
+    summary = generate(overrides)
+    run_id = summary["run_id"]
+    assert summary["status"] == "completed"
+
+    s3 = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket="toolfactory", Prefix=prefix) for o in page.get("Contents", [])]
+    run_prefix = f"{prefix}/runs/{run_id}/"
+    for expected in ["manifest.json", "stats.duckdb", *(f"{s}/part-00000.parquet" for s in STAGES), "verify/rejected/part-00001.parquet"]:
+        assert run_prefix + expected in keys
+    assert any(k.startswith(f"{prefix}/llm-cache/") for k in keys)
+    assert not any("/.tmp-" in k for k in keys)
+
+    secrets = [API_KEY, s3_server["AWS_SECRET_ACCESS_KEY"], s3_server["AWS_ACCESS_KEY_ID"]]
+    blobs = [s3.get_object(Bucket="toolfactory", Key=k)["Body"].read() for k in keys] + [(tmp_path / "stats.duckdb").read_bytes()]
+    for secret in secrets:
+        assert not any(secret.encode() in blob for blob in blobs), f"a secret leaked into storage"
+
+
+def test_no_secret_in_local_storage_or_stats(runtime: str, tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    generate(small_run_overrides(root))
+    files = all_bytes_under(root)
+    assert any(p.name == "stats.duckdb" for p, _ in files)
+    assert not any(API_KEY.encode() in blob for _, blob in files)
+
+
+def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(runtime: str, tmp_path: Path) -> None:
+    settings = SimulatorSettings(rate_500=0.25)
+    with start_simulator(settings) as sim:
+        def endpoint(root: Path) -> list[str]:
+            return small_run_overrides(root, **{
+                "llm.provider": "openai-compatible", "llm.base_url": sim.base_url,
+                "llm.max_retries": 0, "orchestration.task_retries": 0,
+            })
+
+        root = tmp_path / "data"
+        first = generate(endpoint(root))
+        run_id = first["run_id"]
+        failed = [(s["stage"], f["shard"]) for s in first["stages"] for f in s["failed_shards"]]
+        assert first["status"] == "failed" and failed
+        assert any(f["status"] == "failed" and "llm_server_error" in f["error"] for s in first["stages"] for f in s["failed_shards"])
+        committed = part_files(root, run_id)
+        paid_first = sum(s["llm_calls"] for s in first["stages"])
+
+        # The endpoint recovers; the re-run uses the run's own config from its manifest.
+        httpx.post(f"{sim.root_url}/simulator/settings", json={"rate_500": 0.0}).raise_for_status()
+        httpx.post(f"{sim.root_url}/simulator/reset").raise_for_status()
+        from flows.rerun import rerun
+
+        second = rerun(run_id=run_id, overrides=[f"storage.root={root}"])
+        sent_by_rerun = httpx.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"]
+
+        assert second["status"] == "completed" and second["run_id"] == run_id
+        after = part_files(root, run_id)
+        assert all(after[path] == committed[path] for path in committed)  # untouched: same bytes, same mtime
+        assert len(after) > len(committed)
+
+        # A clean run of the same config is the reference: every answer is paid for exactly once.
+        reference = generate(endpoint(tmp_path / "reference"))
+        paid_clean = sum(s["llm_calls"] for s in reference["stages"])
+    paid_second = sum(s["llm_calls"] for s in second["stages"]) - paid_first
+    assert sent_by_rerun == paid_second
+    assert paid_first + paid_second == paid_clean
+    assert sum(s["cache_hits"] for s in second["stages"]) > 0
+
+    store = ObjectStore.open(load_config(None, [f"storage.root={root}"], environ={}).storage)
+    ids = [r["id"] for i in range(2) for r in read_records(store, f"runs/{run_id}/verify/part-{i:05d}.parquet")]
+    rejected = [r["id"] for i in range(2) for r in read_rejected(store, f"runs/{run_id}/verify/rejected/part-{i:05d}.parquet")]
+    assert len(set(ids)) == len(ids) and not set(ids) & set(rejected)
+    assert len(ids) + len(rejected) == reference["stages"][2]["items_out"]
+
+
+def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    env = {**os.environ, "PREFECT_API_URL": runtime, "RAY_AUTH_MODE": "disabled"}
+    overrides = small_run_overrides(root, **{"llm.simulator.latency_ms": 400, "tools.max_tools": 12, "tools.tools_per_shard": 3})
+    args = [TOOLFACTORY, "run", *sum((["--set", o] for o in overrides), [])]
+    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not list(root.glob("runs/*/tasks/part-*.parquet")):
+            assert process.poll() is None, process.stdout.read().decode()[-3000:] if process.stdout else ""
+            assert time.monotonic() < deadline, "the run never committed a tasks shard"
+            time.sleep(0.2)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    [run_dir] = list((root / "runs").iterdir())
+    assert not (run_dir / "verify").exists() or len(list((run_dir / "verify").glob("part-*.parquet"))) < 4
+
+    result = subprocess.run([TOOLFACTORY, "rerun", run_dir.name, "--set", f"storage.root={root}"], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert f"run {run_dir.name}: completed" in result.stdout
+
+    store = ObjectStore.open(load_config(None, [f"storage.root={root}"], environ={}).storage)
+    dialogues = [r["id"] for i in range(4) for r in read_records(store, f"runs/{run_dir.name}/dialogues/part-{i:05d}.parquet")]
+    tasks = [r["id"] for i in range(4) for r in read_records(store, f"runs/{run_dir.name}/tasks/part-{i:05d}.parquet")]
+    assert len(dialogues) == len(set(dialogues)) == len(tasks) == 24
+
+    stats = subprocess.run([TOOLFACTORY, "stats", run_dir.name, "--json", "--set", f"storage.root={root}"], env=env, capture_output=True, text=True, timeout=60)
+    summary = json.loads(stats.stdout)
+    assert summary["run_id"] == run_dir.name and summary["status"] == "completed"
+    for stage in summary["stages"]:
+        assert {"stage", "shards_total", "shards_failed", "items_in", "items_out", "pass_rate", "llm_calls", "cache_hits", "rejections"} <= set(stage)
+        assert stage["shards_total"] == 4 and stage["shards_failed"] == 0
+
+
+def test_invalid_config_fails_before_any_work(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    result = subprocess.run(
+        [TOOLFACTORY, "run", "--set", f"storage.root={root}", "--set", "llm.provider=gpt4"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "llm.provider" in result.stderr and "'simulator' or 'openai-compatible'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not root.exists()

@@ -1,0 +1,235 @@
+"""The LLM gateway against the simulator over real HTTP, through the real openai client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+
+from toolfactory.config import LLMConfig, StorageConfig, load_config
+from toolfactory.errors import LLMFailure, TerminalError
+from toolfactory.llm import Endpoint, LLMGateway, RequestCache
+from toolfactory.simulator import SimulatorSettings, start_simulator
+from toolfactory.storage import ObjectStore
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+    "required": ["city", "days"],
+}
+HELLO = [{"role": "user", "content": "What is the weather in Lyon tomorrow?"}]
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[Any]:
+    with start_simulator(SimulatorSettings()) as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def knobs(sim: Any) -> Iterator[Any]:
+    """Set the simulator's knobs for one test; reset counters and knobs afterwards."""
+
+    def set_knobs(**values: Any) -> None:
+        httpx.post(f"{sim.root_url}/simulator/settings", json=values).raise_for_status()
+
+    httpx.post(f"{sim.root_url}/simulator/reset").raise_for_status()
+    yield set_knobs
+    httpx.post(f"{sim.root_url}/simulator/settings", json=SimulatorSettings().model_dump()).raise_for_status()
+
+
+def server_stats(sim: Any) -> dict[str, Any]:
+    return httpx.get(f"{sim.root_url}/simulator/stats").json()
+
+
+def llm(**values: Any) -> LLMConfig:
+    base = {"llm.backoff_initial_s": 0.01, "llm.backoff_max_s": 2, "llm.timeout_s": 10}
+    base.update({f"llm.{k}": v for k, v in values.items()})
+    return load_config(None, [f"{k}={json.dumps(v)}" for k, v in base.items()], environ={}).llm
+
+
+def gateway(sim: Any, config: LLMConfig, tmp_path: Path | None = None) -> LLMGateway:
+    cache = RequestCache(ObjectStore.open(StorageConfig(root=str(tmp_path)))) if tmp_path else None
+    return LLMGateway(Endpoint(sim.base_url, "sk-test"), config, cache)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_chat_returns_an_answer_and_counts_usage(sim: Any, knobs: Any) -> None:
+    async def go() -> tuple[dict[str, Any], Any]:
+        async with gateway(sim, llm()) as gw:
+            return await gw.chat("assistant", HELLO), gw.meter
+
+    message, meter = run(go())
+    assert message["role"] == "assistant" and message["content"]
+    usage = meter.role("assistant")
+    assert usage.calls == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
+
+
+def test_structured_answer_fits_the_schema(sim: Any, knobs: Any) -> None:
+    async def go() -> Any:
+        async with gateway(sim, llm()) as gw:
+            return await gw.structured("user", HELLO, SCHEMA, name="weather")
+
+    value = run(go())
+    assert isinstance(value["city"], str) and 1 <= value["days"] <= 7
+
+
+def test_retry_after_is_honoured_then_the_failure_has_a_reason(sim: Any, knobs: Any) -> None:
+    knobs(rate_429=1.0, retry_after_s=0.3)
+
+    async def go() -> tuple[float, Any, LLMFailure]:
+        async with gateway(sim, llm(max_retries=2)) as gw:
+            started = time.perf_counter()
+            with pytest.raises(LLMFailure) as err:
+                await gw.chat("assistant", HELLO)
+            return time.perf_counter() - started, gw.meter, err.value
+
+    elapsed, meter, failure = run(go())
+    assert failure.reason == "llm_rate_limited" and failure.transient
+    assert meter.role("assistant").retries == 2
+    assert server_stats(sim)["faults"]["429"] == 3
+    # backoff alone would wait ~0.01-0.04 s; two Retry-After waits of 0.3 s were honoured
+    assert elapsed >= 0.6
+
+
+def test_intermittent_rate_limits_are_retried_to_success(sim: Any, knobs: Any) -> None:
+    knobs(rate_429=0.5, retry_after_s=0.01)
+
+    async def go() -> tuple[list[dict[str, Any]], Any]:
+        async with gateway(sim, llm(max_retries=12)) as gw:
+            prompts = [[{"role": "user", "content": f"question {i}"}] for i in range(20)]
+            return await asyncio.gather(*(gw.chat("assistant", p) for p in prompts)), gw.meter
+
+    answers, meter = run(go())
+    assert len(answers) == 20 and meter.role("assistant").calls == 20
+    assert meter.role("assistant").retries == server_stats(sim)["faults"]["429"] > 0
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"), [({"rate_500": 1.0}, "llm_server_error"), ({"rate_timeout": 1.0, "timeout_hang_s": 2.0}, "llm_timeout")]
+)
+def test_server_errors_and_timeouts_become_transient_failures(sim: Any, knobs: Any, fault: dict[str, float], reason: str) -> None:
+    knobs(**fault)
+
+    async def go() -> LLMFailure:
+        async with gateway(sim, llm(max_retries=1, timeout_s=0.4)) as gw:
+            with pytest.raises(LLMFailure) as err:
+                await gw.chat("assistant", HELLO)
+            assert gw.meter.role("assistant").failures[reason] == 1
+            return err.value
+
+    failure = run(go())
+    assert failure.reason == reason and failure.transient
+
+
+def test_malformed_answers_are_reasked_then_rejected_with_a_reason(sim: Any, knobs: Any) -> None:
+    knobs(rate_malformed_json=1.0)
+
+    async def go() -> tuple[LLMFailure, Any]:
+        async with gateway(sim, llm(max_reasks=2)) as gw:
+            with pytest.raises(LLMFailure) as err:
+                await gw.structured("user", HELLO, SCHEMA, name="weather")
+            return err.value, gw.meter
+
+    failure, meter = run(go())
+    assert failure.reason == "llm_malformed_json" and not failure.transient
+    assert meter.role("user").reasks == 2 and meter.role("user").calls == 3
+
+
+def test_a_reask_shows_the_model_its_invalid_answer(sim: Any, knobs: Any) -> None:
+    knobs(rate_malformed_json=0.3)
+
+    async def go() -> tuple[list[Any], Any]:
+        async with gateway(sim, llm(max_reasks=6)) as gw:
+            prompts = [[{"role": "user", "content": f"weather question {i}"}] for i in range(12)]
+            return await asyncio.gather(*(gw.structured("user", p, SCHEMA, name="w") for p in prompts)), gw.meter
+
+    values, meter = run(go())
+    assert all(isinstance(v["days"], int) for v in values)
+    assert meter.role("user").reasks > 0
+
+
+def test_cache_answers_a_repeated_request_without_the_endpoint(sim: Any, knobs: Any, tmp_path: Path) -> None:
+    async def ask() -> tuple[dict[str, Any], Any]:
+        async with gateway(sim, llm(), tmp_path) as gw:
+            return await gw.chat("assistant", HELLO), gw.meter
+
+    first, _ = run(ask())
+    requests_after_first = server_stats(sim)["chat_requests"]
+    second, meter = run(ask())  # a new gateway, as on another worker or in a re-run
+    assert second == first
+    assert meter.role("assistant").cache_hits == 1 and meter.role("assistant").calls == 0
+    assert server_stats(sim)["chat_requests"] == requests_after_first == 1
+
+
+def test_cache_key_separates_samples_and_sampling_parameters(sim: Any, knobs: Any, tmp_path: Path) -> None:
+    async def go() -> Any:
+        async with gateway(sim, llm(), tmp_path) as gw:
+            await gw.chat("assistant", HELLO, sample=0)
+            await gw.chat("assistant", HELLO, sample=1)
+            await gw.chat("judge", HELLO)  # another role: other temperature
+            return gw.meter
+
+    meter = run(go())
+    assert meter.totals()["calls"] == 3 and meter.totals()["cache_hits"] == 0
+
+
+def test_concurrency_is_bounded(sim: Any, knobs: Any) -> None:
+    knobs(latency_ms=200)
+
+    async def go() -> float:
+        async with gateway(sim, llm(max_concurrency=2)) as gw:
+            started = time.perf_counter()
+            await asyncio.gather(*(gw.chat("assistant", [{"role": "user", "content": f"q{i}"}]) for i in range(6)))
+            return time.perf_counter() - started
+
+    # six 200 ms requests, two at a time, cannot finish in fewer than three rounds
+    assert run(go()) >= 0.6
+
+
+def test_tool_calls_come_back_in_openai_format(sim: Any, knobs: Any) -> None:
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city", "parameters": SCHEMA}}]
+
+    async def go() -> dict[str, Any]:
+        async with gateway(sim, llm()) as gw:
+            return await gw.chat("assistant", HELLO, tools=tools, tool_choice="auto")
+
+    [call] = run(go())["tool_calls"]
+    assert call["function"]["name"] == "get_weather"
+    assert set(json.loads(call["function"]["arguments"])) >= {"city", "days"}
+
+
+def test_refused_credentials_are_a_terminal_error(tmp_path: Path) -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    import threading
+    import uvicorn
+
+    async def refuse(request: Any) -> JSONResponse:
+        return JSONResponse({"error": {"message": "bad key", "type": "invalid_request_error", "code": "invalid_api_key"}}, status_code=401)
+
+    server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/v1/chat/completions", refuse, methods=["POST"])]), host="127.0.0.1", port=0, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        async def go() -> None:
+            async with LLMGateway(Endpoint(f"http://127.0.0.1:{port}/v1", "sk-wrong"), llm()) as gw:
+                await gw.chat("assistant", HELLO)
+
+        with pytest.raises(TerminalError, match="401"):
+            run(go())
+    finally:
+        server.should_exit = True
+        thread.join(5)
