@@ -28,6 +28,7 @@ import io
 import json
 import os
 import pstats
+import resource
 import sys
 import tempfile
 import time
@@ -102,6 +103,12 @@ def _child_cpu_s(pid: int) -> float | None:
         return None
 
 
+def _context_switches() -> int:
+    """Voluntary + involuntary context switches of this process (all its threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw + usage.ru_nivcsw
+
+
 def _sim_requests(root_url: str) -> int:
     with urllib.request.urlopen(f"{root_url}/simulator/stats", timeout=5) as response:
         return int(json.loads(response.read())["chat_requests"])
@@ -114,6 +121,7 @@ class Meter:
         self.sim_pid = sim_pid
 
     def __enter__(self) -> Meter:
+        self._ctx0 = _context_switches()
         self._sim0 = _child_cpu_s(self.sim_pid)
         self._cpu0 = time.process_time()
         self._t0 = time.perf_counter()
@@ -122,6 +130,7 @@ class Meter:
     def __exit__(self, *exc: object) -> None:
         self.wall_s = time.perf_counter() - self._t0
         self.cpu_s = time.process_time() - self._cpu0
+        self.context_switches = _context_switches() - self._ctx0
         sim1 = _child_cpu_s(self.sim_pid)
         self.sim_cpu_s = None if sim1 is None or self._sim0 is None else sim1 - self._sim0
 
@@ -134,6 +143,7 @@ def _figures(kind: str, n: int, meter: Meter, **extra: Any) -> dict[str, Any]:
         "rps": round(n / meter.wall_s, 2),
         "client_cpu_s": round(meter.cpu_s, 3),
         "client_cpu_ms_per_request": round(1000 * meter.cpu_s / n, 3),
+        "context_switches_per_request": round(meter.context_switches / n, 2),
         "simulator_cpu_s": None if meter.sim_cpu_s is None else round(meter.sim_cpu_s, 3),
         **extra,
     }
@@ -231,6 +241,8 @@ async def run_setting(
         "gateway_bare_ratio_per_round": [round(g["rps"] / b["rps"], 4) for b, g in zip(bare, gw)],
         "bare_cpu_ms_per_request_median": round(median([f["client_cpu_ms_per_request"] for f in bare]), 3),
         "gateway_cpu_ms_per_request_median": round(median([f["client_cpu_ms_per_request"] for f in gw]), 3),
+        "bare_context_switches_per_request_median": median([f["context_switches_per_request"] for f in bare]),
+        "gateway_context_switches_per_request_median": median([f["context_switches_per_request"] for f in gw]),
         "identical_answers": len(digests) == 1,
         "bare_rounds": bare,
         "gateway_rounds": gw,
@@ -253,7 +265,8 @@ def _progress(latency_ms: float, r: int, f: dict[str, Any]) -> None:
         extra = f"  calls={f['llm_calls']} hits={f['cache_hits']} endpoint={f['endpoint_calls']} retries={f['retries']}"
     print(
         f"  latency {latency_ms:>4g} ms  round {r + 1}  {f['kind']:<17} {f['rps']:>8.1f} rps  "
-        f"wall {f['wall_s']:6.2f} s  cpu {f['client_cpu_ms_per_request']:6.3f} ms/req{extra}",
+        f"wall {f['wall_s']:6.2f} s  cpu {f['client_cpu_ms_per_request']:6.3f} ms/req  "
+        f"ctxsw {f['context_switches_per_request']:5.2f}/req{extra}",
         file=sys.stderr,
         flush=True,
     )
@@ -284,6 +297,7 @@ def report(results: dict[str, Any]) -> str:
             f"{s['latency_ms']:g} ms", s["bound_rps"], s["bare_rps_median"], s["gateway_rps_median"],
             s["bare_bound_ratio"], s["gateway_bound_ratio"], s["gateway_bare_ratio"],
             s["bare_cpu_ms_per_request_median"], s["gateway_cpu_ms_per_request_median"],
+            s["bare_context_switches_per_request_median"], s["gateway_context_switches_per_request_median"],
         ])
     lines = [
         f"gateway benchmark: {results['params']['requests']} requests, concurrency "
@@ -292,7 +306,7 @@ def report(results: dict[str, Any]) -> str:
         "",
         table(
             ["latency", "bound rps", "bare rps", "gateway rps", "bare/bound", "gw/bound", "gw/bare",
-             "bare cpu ms/req", "gw cpu ms/req"],
+             "bare cpu ms/req", "gw cpu ms/req", "bare ctxsw/req", "gw ctxsw/req"],
             rows,
         ),
     ]

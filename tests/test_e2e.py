@@ -250,3 +250,31 @@ def test_invalid_config_fails_before_any_work(tmp_path: Path) -> None:
     assert "llm.provider" in result.stderr and "'simulator' or 'openai-compatible'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not root.exists()
+
+
+def test_transient_failures_are_retried_by_the_task_until_the_shard_completes(runtime: str, tmp_path: Path) -> None:
+    with start_simulator(SimulatorSettings(rate_500=0.15)) as sim:
+        root = tmp_path / "data"
+        summary = generate(small_run_overrides(root, **{
+            "llm.provider": "openai-compatible", "llm.base_url": sim.base_url,
+            "llm.max_retries": 0, "orchestration.task_retries": 10,
+        }))
+    assert summary["status"] == "completed"
+    with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
+        attempts = dict(con.execute("SELECT stage || '/' || shard, attempts FROM shards WHERE run_id = ?", [summary["run_id"]]).fetchall())
+        incomplete = con.execute("SELECT count(*) FROM shard_attempts WHERE run_id = ? AND outcome = 'completed'", [summary["run_id"]]).fetchone()[0]
+    assert max(attempts.values()) > 1  # some shard needed a retry…
+    assert incomplete == len(attempts)  # …and each shard completed exactly once
+
+
+def test_api_key_from_a_prefect_secret_block(runtime: str, tmp_path: Path) -> None:
+    from prefect.blocks.system import Secret
+
+    from toolfactory.llm.endpoint import resolve_api_key
+
+    Secret(value="sk-from-block-0123456789").save("toolfactory-llm-key", overwrite=True)
+    config = load_config(None, ["llm.api_key_secret_block=toolfactory-llm-key"], environ={})
+    assert resolve_api_key(config.llm) == "sk-from-block-0123456789"
+    missing = load_config(None, ["llm.api_key_secret_block=no-such-block"], environ={})
+    with pytest.raises(Exception, match="no-such-block"):
+        resolve_api_key(missing.llm)
