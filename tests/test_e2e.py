@@ -226,6 +226,7 @@ def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, tmp_
     result = subprocess.run([TOOLFACTORY, "rerun", run_dir.name, "--set", f"storage.root={root}"], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"run {run_dir.name}: completed" in result.stdout
+    assert not list(run_dir.rglob(".tmp-*"))
 
     store = ObjectStore.open(load_config(None, [f"storage.root={root}"], environ={}).storage)
     dialogues = [r["id"] for i in range(4) for r in read_records(store, f"runs/{run_dir.name}/dialogues/part-{i:05d}.parquet")]

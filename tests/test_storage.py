@@ -57,3 +57,12 @@ def test_s3_objects_are_real_objects_in_the_bucket(tmp_path: Path, s3_server: di
     client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
     keys = [o["Key"] for o in client.list_objects_v2(Bucket="toolfactory", Prefix=tmp_path.name)["Contents"]]
     assert keys == [f"{tmp_path.name}/runs/r/manifest.json"]
+
+
+def test_temporary_files_of_a_killed_write_are_removed(tmp_path: Path) -> None:
+    store = _stores(tmp_path, None)
+    store.write_bytes("runs/r/tools/part-00000.parquet", b"done")
+    (tmp_path / "data/runs/r/tools/.tmp-deadbeef").write_bytes(b"half")
+    assert store.list("runs/r") == ["runs/r/tools/part-00000.parquet"]
+    assert store.remove_temporary("runs/r") == 1
+    assert [p.name for p in (tmp_path / "data/runs/r/tools").iterdir()] == ["part-00000.parquet"]

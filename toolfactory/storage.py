@@ -87,6 +87,14 @@ class ObjectStore:
             paths.append(info.path[len(self.base) + 1 :])
         return sorted(paths)
 
+    def remove_temporary(self, prefix: str) -> int:
+        """Delete temporary files left under `prefix` by writes that were killed; their count."""
+        selector = pafs.FileSelector(self._full(prefix), recursive=True, allow_not_found=True)
+        stale = [i.path for i in self.fs.get_file_info(selector) if i.type == pafs.FileType.File and "/.tmp-" in i.path]
+        for path in stale:
+            self.fs.delete_file(path)
+        return len(stale)
+
     def delete(self, path: str) -> None:
         if self.exists(path):
             self.fs.delete_file(self._full(path))

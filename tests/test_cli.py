@@ -1,0 +1,61 @@
+"""The command line as a user runs it, in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from conftest import small_run_overrides
+from toolfactory.simulator import SimulatorSettings, start_simulator
+
+TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
+
+
+def sets(overrides: list[str]) -> list[str]:
+    return [arg for override in overrides for arg in ("--set", override)]
+
+
+@pytest.mark.e2e
+def test_a_run_with_failed_shards_exits_1_and_says_how_to_rerun(prefect_api: str, tmp_path: Path) -> None:
+    with start_simulator(SimulatorSettings(rate_500=1.0)) as sim:
+        overrides = small_run_overrides(tmp_path / "data", **{
+            "llm.provider": "openai-compatible", "llm.base_url": sim.base_url,
+            "llm.max_retries": 0, "orchestration.task_retries": 0, "tools.max_tools": 4,
+        })
+        env = {**os.environ, "PREFECT_API_URL": prefect_api}
+        result = subprocess.run([TOOLFACTORY, "run", *sets(overrides)], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
+    [run_line] = [line for line in result.stdout.splitlines() if line.startswith("run ") and line.endswith(": failed")]
+    run_id = run_line.split()[1].rstrip(":")
+    assert f"toolfactory rerun {run_id}" in result.stderr
+    assert "tasks shard 0 failed" in result.stdout and "llm_server_error" in result.stdout
+    assert "dialogues shard 0 blocked" in result.stdout
+
+
+def test_simulator_serve_answers_on_the_given_port() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([TOOLFACTORY, "simulator", "serve", "--port", str(port), "--latency-ms", "5"])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                models = httpx.get(f"http://127.0.0.1:{port}/v1/models").json()
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        assert models["object"] == "list" and models["data"]
+        settings = httpx.get(f"http://127.0.0.1:{port}/simulator/settings").json()
+        assert settings["latency_ms"] == 5
+    finally:
+        process.terminate()
+        process.wait(10)
