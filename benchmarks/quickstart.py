@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -194,16 +195,60 @@ def _parse_time_v(text: str) -> dict[str, Any]:
     return out
 
 
+_PREFECT_LINE = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) \| \w+\s*\| (.*)$")
+_RAY_STARTED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\s+INFO .*Started a local Ray instance")
+
+
+def phases(log: str, started: datetime, wall_s: float) -> list[dict[str, Any]]:
+    """Where the wall time went, from the timestamps of the run's log (local clock)."""
+    events: list[tuple[float, str]] = []
+
+    def offset(clock: datetime) -> float:
+        delta = (clock - started).total_seconds()
+        return delta + 86400 if delta < -3600 else delta  # a run across midnight
+
+    for line in log.splitlines():
+        if m := _RAY_STARTED.match(line):
+            events.append((offset(datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f")), "ray started"))
+            continue
+        m = _PREFECT_LINE.match(line)
+        if not m:
+            continue
+        clock = datetime.combine(started.date(), datetime.strptime(m.group(1), "%H:%M:%S.%f").time())
+        text = m.group(2)
+        if "Starting temporary server" in text:
+            events.append((offset(clock), "prefect server starting"))
+        elif sub := re.match(r"Flow run '[^']*/(\w+)' - (Beginning|Finished)", text):
+            events.append((offset(clock), f"stage {sub.group(1)} {sub.group(2).lower()}"))
+        elif re.match(r"Flow run 'generate-[^']*' - Beginning flow run", text):
+            events.append((offset(clock), "flow begins"))
+        elif re.match(r"Flow run 'generate-[^']*' - Finished", text):
+            events.append((offset(clock), "flow finished"))
+        elif "Stopping temporary server" in text:
+            events.append((offset(clock), "prefect server stopping"))
+    events.sort()
+    out, previous, name = [], 0.0, "process start"
+    for at, event in events + [(wall_s, "process exit")]:
+        out.append({"from": name, "to": event, "seconds": round(at - previous, 2)})
+        previous, name = at, event
+    return out
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-").lower()
+
+
 def run_once(label: str, root: Path, workdir: Path) -> dict[str, Any]:
     tf = toolfactory_script()
     command = [tf, "run", "--set", f"storage.root={root}"]
     time_bin = shutil.which("time") or ("/usr/bin/time" if Path("/usr/bin/time").exists() else None)
-    time_file = workdir / f"time-{label}.txt"
+    time_file = workdir / f"time-{_slug(label)}.txt"
     if time_bin:
         command = [time_bin, "-v", "-o", str(time_file), *command]
-    log_file = workdir / f"run-{label}.log"
+    log_file = workdir / f"run-{_slug(label)}.log"
     print(f"{label}: {' '.join(command)}", file=sys.stderr, flush=True)
     with open(log_file, "wb") as log:
+        started_clock = datetime.now()
         started = time.perf_counter()
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
         sampler = TreeSampler(process.pid)
@@ -225,7 +270,9 @@ def run_once(label: str, root: Path, workdir: Path) -> dict[str, Any]:
     stats_cmd = [tf, "stats", *([run_id] if run_id else []), "--json", "--set", f"storage.root={root}"]
     stats = json.loads(subprocess.run(stats_cmd, check=True, capture_output=True, text=True, cwd=workdir).stdout)
     timing = _parse_time_v(time_file.read_text()) if time_bin and time_file.exists() else {}
-    return summarise(label, wall, stats, timing, sampler)
+    summary = summarise(label, wall, stats, timing, sampler)
+    summary["phases"] = phases(output, started_clock, wall)
+    return summary
 
 
 def summarise(label: str, wall: float, stats: dict[str, Any], timing: dict[str, Any], sampler: TreeSampler) -> dict[str, Any]:
@@ -293,6 +340,17 @@ def report(results: dict[str, Any]) -> str:
             )
         )
         lines.append("")
+    lines.append("where the wall time goes (from the run logs' timestamps), seconds:")
+    names = [f"{p['from']} -> {p['to']}" for p in runs[0]["phases"]]
+    phase_rows = []
+    for i, name in enumerate(names):
+        row: list[Any] = [name]
+        for r in runs:
+            same = r["phases"][i] if i < len(r["phases"]) and f"{r['phases'][i]['from']} -> {r['phases'][i]['to']}" == name else None
+            row.append(same["seconds"] if same else None)
+        phase_rows.append(row)
+    lines.append(table(["phase", *[r["label"] for r in runs]], phase_rows))
+    lines.append("")
     c = results["cache"]
     lines.append(
         f"cache re-use: run 2 got {c['cache_hits']} cache hits and made {c['llm_calls']} endpoint calls "
@@ -308,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary storage root and logs")
     args = parser.parse_args(argv)
 
+    load_start = os.getloadavg()
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="toolfactory-bench-quickstart-"))
     root = workdir / "data"
@@ -323,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {
         "benchmark": "quickstart",
         "machine": machine_info(),
+        "loadavg_start": [round(x, 2) for x in load_start],
         "command": "toolfactory run --set storage.root=<tmpdir> (twice, same root)",
         "runs": runs,
         "cache": {

@@ -233,3 +233,15 @@ def test_refused_credentials_are_a_terminal_error(tmp_path: Path) -> None:
     finally:
         server.should_exit = True
         thread.join(5)
+
+
+def test_embeddings_are_float_vectors_and_cached(sim: Any, knobs: Any, tmp_path: Path) -> None:
+    async def go() -> tuple[list[list[float]], Any]:
+        async with gateway(sim, llm(), tmp_path) as gw:
+            return await gw.embed(["weather in Lyon", "stock price"], model="sim-embed"), gw.meter
+
+    vectors, meter = run(go())
+    again, meter_again = run(go())
+    assert len(vectors) == 2 and all(isinstance(x, float) for x in vectors[0])
+    assert again == vectors
+    assert (meter.role("embedding").calls, meter_again.role("embedding").cache_hits) == (1, 1)

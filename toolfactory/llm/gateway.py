@@ -102,6 +102,8 @@ class LLMGateway:
 
     async def aclose(self) -> None:
         await self._client.close()
+        if self._cache is not None:
+            await self._cache.aclose()
 
     async def __aenter__(self) -> LLMGateway:
         return self
@@ -155,7 +157,7 @@ class LLMGateway:
                 return cached
         started = time.perf_counter()
         try:
-            response = await self._send(lambda: self._client.chat.completions.create(**request), usage)
+            response = await self._send(lambda: self._client.chat.completions.with_raw_response.create(**request), usage)
         except openai.APIStatusError as exc:
             if exc.status_code in (401, 403, 404):
                 raise TerminalError(
@@ -173,11 +175,14 @@ class LLMGateway:
         usage.prompt_tokens += int(counted.get("prompt_tokens") or 0)
         usage.completion_tokens += int(counted.get("completion_tokens") or 0)
         if self._cache is not None:
-            await self._cache.put(key, response)
+            self._cache.put(key, response)
         return response
 
     async def _send(self, call: Callable[[], Awaitable[Any]], usage: RoleUsage) -> dict[str, Any]:
-        """`call` with bounded concurrency and retries; the answer as a JSON-able dict."""
+        """`call` (a raw-response request) with bounded concurrency and retries; its JSON body.
+
+        The raw body is what the cache stores and what the stages read, so the client's pydantic
+        models are never built (measured: parsing and dumping them cost ~5 % when CPU-bound)."""
         def count_retry(_: RetryCallState) -> None:
             usage.retries += 1
 
@@ -191,8 +196,8 @@ class LLMGateway:
         async for attempt in retrying:
             with attempt:
                 async with self._slots:
-                    answer = await call()
-        return answer.model_dump(mode="json", exclude_unset=True)  # type: ignore[no-any-return]
+                    raw = await call()
+        return raw.http_response.json()  # type: ignore[no-any-return]
 
     def _wait(self, state: RetryCallState) -> float:
         asked = retry_after_seconds(state.outcome.exception() if state.outcome else None)
@@ -248,11 +253,14 @@ class LLMGateway:
             usage.cache_hits += 1
             return [item["embedding"] for item in cached["data"]]
         try:
-            data = await self._send(lambda: self._client.embeddings.create(model=model, input=list(texts)), usage)
+            data = await self._send(
+                lambda: self._client.embeddings.with_raw_response.create(model=model, input=list(texts), encoding_format="float"),
+                usage,
+            )
         except openai.APIError as exc:
             usage.failures[_reason(exc)] += 1
             raise LLMFailure(_reason(exc), str(exc), transient=_is_transient(exc)) from None
         usage.calls += 1
         if self._cache is not None:
-            await self._cache.put(key, data)
+            self._cache.put(key, data)
         return [item["embedding"] for item in data["data"]]
