@@ -59,3 +59,16 @@ def test_simulator_serve_answers_on_the_given_port() -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.mark.e2e
+def test_a_missing_tool_file_is_one_clear_error(prefect_api: str, tmp_path: Path) -> None:
+    env = {**os.environ, "PREFECT_API_URL": prefect_api}
+    files = '[{"path": "%s", "format": "toolbench"}]' % (tmp_path / "nowhere.json")
+    result = subprocess.run(
+        [TOOLFACTORY, "run", "--set", f"storage.root={tmp_path / 'data'}", "--set", f"tools.files={files}"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == f"error: tools.files: no such file '{tmp_path / 'nowhere.json'}'"
+    assert not list((tmp_path / "data").glob("runs/*/tools/part-*"))

@@ -18,7 +18,7 @@ from typing import Any, Optional
 import typer
 
 from toolfactory.config import Config, load_config
-from toolfactory.errors import ConfigError, RunNotFound
+from toolfactory.errors import ConfigError, TerminalError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Synthesize and verify tool-use training data.")
 simulator_app = typer.Typer(add_completion=False, help="The offline OpenAI-compatible LLM simulator.")
@@ -73,8 +73,12 @@ def run(
 
     run_id = run_id or resolved.run.run_id or new_run_id(resolved)
     typer.echo(f"run {run_id}: storage {resolved.storage.root}, stats {resolved.stats_path()}")
-    with prefect_api():
-        summary = generate(config_path=config, overrides=overrides or [], run_id=run_id)
+    try:
+        with prefect_api():
+            summary = generate(config_path=config, overrides=overrides or [], run_id=run_id)
+    except (ConfigError, TerminalError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     _finish(summary)
 
 
@@ -92,7 +96,7 @@ def rerun(
     try:
         with prefect_api():
             summary = rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [])
-    except RunNotFound as exc:
+    except (ConfigError, TerminalError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     _finish(summary)

@@ -94,7 +94,7 @@ class DialoguesStage:
                 scenario=task.scenario,
                 mode=task.mode,
                 models={role: ctx.gateway.model_for(role) for role in ("user", "assistant", "tool")},
-                llm_calls=calls + 1,  # + the user agent's call that wrote the instruction
+                llm_calls=calls,  # this stage's requests for this record (assistant and tool executor)
             )
         ]
 

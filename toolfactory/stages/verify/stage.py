@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from toolfactory.config import Config
+from toolfactory.errors import ConfigError
 from toolfactory.models import Dialogue
 from toolfactory.stages.base import ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.verify.rules import RULES, check
@@ -16,8 +17,6 @@ class VerifyStage:
     def plan(self, config: Config, run_id: str, upstream: list[ShardSpec]) -> list[ShardSpec]:
         unknown = sorted(set(config.verify.disabled_rules) - set(RULES))
         if unknown:
-            from toolfactory.errors import ConfigError
-
             raise ConfigError(f"verify.disabled_rules: unknown rule codes {unknown} (allowed: {', '.join(sorted(RULES))})")
         return one_to_one(self.name, run_id, upstream)
 
