@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -72,3 +73,32 @@ def test_a_missing_tool_file_is_one_clear_error(prefect_api: str, tmp_path: Path
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == f"error: tools.files: no such file '{tmp_path / 'nowhere.json'}'"
     assert not list((tmp_path / "data").glob("runs/*/tools/part-*"))
+
+
+@pytest.mark.e2e
+def test_a_run_uses_the_ray_cluster_named_by_ray_address(prefect_api: str, tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ray = str(Path(sys.executable).with_name("ray"))
+    env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled"}
+    head = subprocess.Popen(
+        [ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", "--block"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        overrides = small_run_overrides(tmp_path / "data", **{"tools.max_tools": 4})
+        result = subprocess.run(
+            [TOOLFACTORY, "run", *sets(overrides)], env={**env, "RAY_ADDRESS": f"127.0.0.1:{port}"},
+            capture_output=True, text=True, timeout=300,
+        )
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait(10)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert "Connecting to existing Ray cluster" in output and "Started a local Ray instance" not in output
