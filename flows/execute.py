@@ -51,7 +51,7 @@ def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
     failed = _not_completed(plan, store, manifest.run_id)
     stats.finish_run(manifest.run_id, "failed" if failed else "completed", _now())
     summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
-    if store.url.startswith("s3://"):
+    if config.storage.is_s3:
         store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
     _publish(manifest, store, summary)
     return summary
@@ -59,7 +59,7 @@ def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
 
 @flow(name="stage", log_prints=False)
 def stage_flow(jobs: list[ShardJob], stats_path: str) -> None:
-    """One stage of a run: one task per shard, submitted together, recorded as each finishes."""
+    """One stage of a run: one task per shard, all submitted at once, then recorded in order."""
     stats = StatsDB(stats_path)
     shard = configured(jobs[0].config)
     futures = [shard.submit(job.run_id, job.spec.stage, job.spec.index, job) for job in jobs]

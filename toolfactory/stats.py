@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import duckdb
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -67,6 +68,17 @@ GROUP BY s.run_id, s.stage;
 """
 
 
+@retry(
+    retry=retry_if_exception(lambda exc: isinstance(exc, duckdb.IOException) and "lock" in str(exc)),
+    wait=wait_random(0.05, 0.25),
+    stop=stop_after_delay(30),
+    reraise=True,
+)
+def _open(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open the file, waiting while another process holds it (the flow writes in short bursts)."""
+    return duckdb.connect(path, read_only=read_only)
+
+
 class StatsDB:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -75,7 +87,7 @@ class StatsDB:
     def _connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        con = duckdb.connect(str(self.path), read_only=read_only)
+        con = _open(str(self.path), read_only)
         try:
             if not read_only:
                 con.execute(_SCHEMA)
