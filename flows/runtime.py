@@ -65,6 +65,9 @@ def ray_session(config: Config) -> Iterator[None]:
     env = {"PREFECT_API_URL": current_api_url()}
     kwargs: dict[str, object] = {"runtime_env": {"env_vars": env}, "namespace": "toolfactory", "log_to_driver": False}
     if not address:
+        # "local", not None: with None, Ray connects to whatever `ray start` last recorded in
+        # /tmp/ray/ray_current_cluster, and hangs if that cluster has died.
+        address = "local"
         kwargs.update(include_dashboard=False, num_cpus=config.orchestration.ray_num_cpus)
     ray.init(address=address, **kwargs)  # type: ignore[arg-type]
     try:

@@ -54,6 +54,7 @@ def ray_cluster(prefect_api: str) -> Iterator[None]:
     import ray
 
     ray.init(
+        address="local",
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -82,8 +84,12 @@ def test_a_run_uses_the_ray_cluster_named_by_ray_address(prefect_api: str, tmp_p
         port = probe.getsockname()[1]
     ray = str(Path(sys.executable).with_name("ray"))
     env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled"}
+    # Its own temp dir (short: Ray's socket paths are length-limited), so the head never records
+    # itself as the machine's current cluster in /tmp/ray.
+    temp_dir = tempfile.mkdtemp(prefix="tfray", dir="/tmp")
     head = subprocess.Popen(
-        [ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", "--block"],
+        [ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+         "--disable-usage-stats", f"--temp-dir={temp_dir}", "--node-ip-address=127.0.0.1", "--block"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:
@@ -99,6 +105,26 @@ def test_a_run_uses_the_ray_cluster_named_by_ray_address(prefect_api: str, tmp_p
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
             head.wait(10)
+        shutil.rmtree(temp_dir, ignore_errors=True)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert "Connecting to existing Ray cluster" in output and "Started a local Ray instance" not in output
+
+
+@pytest.mark.e2e
+def test_a_stale_ray_cluster_record_does_not_capture_a_local_run(prefect_api: str, tmp_path: Path) -> None:
+    """`ray start` records its cluster in <tmp>/ray/ray_current_cluster; a dead one must not be used."""
+    ray_tmp = Path(tempfile.mkdtemp(prefix="tfray", dir="/tmp"))
+    (ray_tmp / "ray").mkdir()
+    (ray_tmp / "ray" / "ray_current_cluster").write_text("127.0.0.1:9")  # nothing listens there
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update(PREFECT_API_URL=prefect_api, RAY_TMPDIR=str(ray_tmp))
+    try:
+        result = subprocess.run(
+            [TOOLFACTORY, "run", *sets(small_run_overrides(tmp_path / "data", **{"tools.max_tools": 2}))],
+            env=env, capture_output=True, text=True, timeout=240,
+        )
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert "Started a local Ray instance" in result.stdout + result.stderr

@@ -1,4 +1,8 @@
-"""The verify stage: rule checks of every dialogue; accepted and rejected records (ToolACE §3)."""
+"""The verify stage: rule checks of every dialogue; accepted and rejected records (ToolACE §3).
+
+Every failed verdict (errors and warnings) is kept in ``dialogue.verdicts``; a record is rejected
+only when at least one verdict has severity "error", with the error codes as the reasons.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from toolfactory.config import Config
 from toolfactory.errors import ConfigError
 from toolfactory.models import Dialogue
 from toolfactory.stages.base import ShardContext, ShardSpec, StageOutput, one_to_one
-from toolfactory.stages.verify.rules import RULES, check
+from toolfactory.stages.verify.rules import RULES, check, errors
 
 
 class VerifyStage:
@@ -27,9 +31,10 @@ class VerifyStage:
             dialogue = Dialogue.model_validate(data)
             failures = check(dialogue, disabled)
             dialogue.verdicts = failures
-            if failures:
-                detail = "; ".join(f"{v.code} at {v.path}: {v.message}" for v in failures)
-                out.reject(self.name, dialogue.id, sorted({v.code for v in failures}), dialogue.model_dump(), detail)
+            rejecting = errors(failures)
+            if rejecting:
+                detail = "; ".join(f"{v.code} at {v.path}: {v.message}" for v in rejecting)
+                out.reject(self.name, dialogue.id, sorted({v.code for v in rejecting}), dialogue.model_dump(), detail)
             else:
                 out.records.append(dialogue)
         return out
