@@ -26,6 +26,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.gateway
 	$(BIN)/python -m benchmarks.quickstart
+	$(BIN)/python -m benchmarks.verifier
 
 clean:
 	rm -rf $(VENV) toolfactory-data toolfactory-stats.duckdb

@@ -22,7 +22,7 @@ from toolfactory.config import load_config
 from toolfactory.models import Dialogue
 from toolfactory.shards import read_records, read_rejected
 from toolfactory.simulator import SimulatorSettings, start_simulator
-from toolfactory.stages.verify.rules import check
+from toolfactory.stages.verify.rules import check, errors
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e
@@ -82,7 +82,7 @@ def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_
     assert [len(manifest["plan"][s]) for s in STAGES] == [3, 3, 3, 3]
 
     accepted = [Dialogue.model_validate(r) for i in range(3) for r in read_records(store, f"runs/{run_id}/verify/part-{i:05d}.parquet")]
-    assert accepted and all(check(d) == [] for d in accepted)
+    assert accepted and all(errors(check(d)) == [] for d in accepted)
     assert len({d.id for d in accepted}) == len(accepted)
     assert summary["stages"][3]["items_out"] == len(accepted)
 

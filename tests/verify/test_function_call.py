@@ -149,6 +149,14 @@ def test_extra_arguments_of_an_open_map_are_validated_by_its_schema() -> None:
     assert paths(with_schema(parameters, {"b": "x"}), "call_argument_type") == ["messages[2].tool_calls[0].arguments/b"]
 
 
+def test_unevaluated_properties_false_reports_undeclared_arguments() -> None:
+    parameters = {"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}}], "unevaluatedProperties": False}
+    assert codes(with_schema(parameters, {"a": "x"})) == set()
+    verdicts = check(with_schema(parameters, {"a": "x", "b": 1}))
+    assert [(v.code, v.path) for v in verdicts] == [("call_unknown_argument", "messages[2].tool_calls[0].arguments")]
+    assert "'b'" in verdicts[0].message and "'a'" not in verdicts[0].message
+
+
 def test_every_missing_required_argument_is_reported_once() -> None:
     parameters = {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "required": ["a", "b", "c"]}
     assert paths(with_schema(parameters, {"b": 1}), "call_missing_required") == [

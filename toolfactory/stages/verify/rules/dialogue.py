@@ -122,7 +122,9 @@ _SCRIPTS = frozenset({
 })
 _CJK = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "BOPOMOFO", "IDEOGRAPHIC", "FULLWIDTH", "HALFWIDTH"})
 _SCRIPT_OF: dict[str, str | None] = {}
-_IGNORED_SPANS = re.compile(r"https?://\S+|www\.\S+|[^\s@]+@[^\s@]+|`[^`]*`|\b[A-Za-z0-9]+(?:_[A-Za-z0-9]*)+")
+# (each alternative starts on a distinct ASCII character and scans one token: linear in practice,
+# also on CJK text that has no spaces)
+_IGNORED_SPANS = re.compile(r"https?://\S+|www\.\S+|[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+|`[^`\n]*`|(?<![A-Za-z0-9])[A-Za-z0-9]+(?:_[A-Za-z0-9]*)+")
 _IGNORED_MARKERS = ("://", "www.", "@", "`", "_")
 _ASCII_WORD = re.compile(r"[A-Za-z]+")
 

@@ -51,8 +51,6 @@ KEYWORD_CODES: dict[str, str] = {
     **{keyword: "call_argument_range" for keyword in RANGE_KEYWORDS},
 }
 OTHER_CODE = "call_argument_invalid"  # every other keyword: uniqueItems, anyOf/oneOf without a branch error, not, contains, ...
-SCHEMA_CODES = ("call_missing_required", "call_unknown_argument", "call_argument_type", "call_argument_enum",
-                "call_argument_pattern", "call_argument_format", "call_argument_range", OTHER_CODE)
 
 MESSAGE_LIMIT = 200
 
@@ -120,7 +118,7 @@ def _call_findings(call: Call, validator: Draft202012Validator) -> Iterator[tupl
     except Exception as exc:  # noqa: BLE001 - a broken schema makes the call unverifiable
         yield OTHER_CODE, base, _short(f"the parameters schema cannot be applied: {type(exc).__name__}: {exc}")
         return
-    reported: set[tuple[str, str]] = set()
+    reported: set[tuple[str, str]] = set()  # (keyword, path) of missing-argument errors already reported
     for error in found:
         if error.context:
             error = best_match([error])  # descends into anyOf/oneOf to the deepest, most relevant error
@@ -129,14 +127,21 @@ def _call_findings(call: Call, validator: Draft202012Validator) -> Iterator[tupl
         where = base + "".join(f"/{part}" for part in error.absolute_path)
         if code == "call_missing_required":
             names = _missing(error)
-            if (code, where) in reported:
+            if (keyword, where) in reported:
                 continue  # jsonschema yields one error per missing name; all are reported at once
-            reported.add((code, where))
+            reported.add((keyword, where))
             for name in names:
                 yield code, f"{where}/{name}", f"required argument {name!r} is missing"
+            if not names:
+                yield code, where, _short(f"{keyword}: {error.message}")
         elif code == "call_unknown_argument":
-            for name in _undeclared(error):
+            # additionalProperties: one finding per undeclared name; unevaluatedProperties (whose
+            # declared names may sit in subschemas): jsonschema's message names them.
+            names = _undeclared(error) if keyword == "additionalProperties" else []
+            for name in names:
                 yield code, f"{where}/{name}", f"argument {name!r} is not declared in the function's parameters"
+            if not names:
+                yield code, where, _short(f"{keyword}: {error.message}")
         else:
             yield code, where, _short(f"{keyword}: {error.message}")
 
