@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import boto3
@@ -7,7 +8,7 @@ import pytest
 
 from toolfactory.config import StorageConfig
 from toolfactory.models import Rejected, Tool
-from toolfactory.shards import ShardPaths, commit_shard, read_metrics, read_records, read_rejected
+from toolfactory.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records, read_rejected
 from toolfactory.storage import ObjectStore
 
 
@@ -37,7 +38,9 @@ def test_shard_round_trip_with_rejections_and_metrics(store: ObjectStore) -> Non
     paths = ShardPaths("run-1", "tools", 3)
     tool = Tool(name="Weather", functions=[])
     rejected = Rejected(id="x", stage="tools", reasons=["tool_no_functions"], record={"name": "x"})
-    commit_shard(store, paths, [tool], [rejected], {"items_in": 2})
+    rows, unstorable = encode_records([tool], "tools")
+    assert unstorable == []
+    commit_shard(store, paths, rows, [rejected], {"items_in": 2})
     assert paths.main == "runs/run-1/tools/part-00003.parquet"
     assert read_records(store, paths.main) == [tool.model_dump(exclude_none=True, mode="json")]
     [row] = read_rejected(store, paths.rejected)
@@ -66,3 +69,17 @@ def test_temporary_files_of_a_killed_write_are_removed(tmp_path: Path) -> None:
     assert store.list("runs/r") == ["runs/r/tools/part-00000.parquet"]
     assert store.remove_temporary("runs/r") == 1
     assert [p.name for p in (tmp_path / "data/runs/r/tools").iterdir()] == ["part-00000.parquet"]
+
+
+def test_a_record_no_file_can_hold_is_rejected_not_fatal(tmp_path: Path) -> None:
+    store = _stores(tmp_path, None)
+    lone_surrogate = json.loads('"weather \\ud800 report"')
+    good, bad = Tool(name="Good"), Tool(name="Bad", description=lone_surrogate)
+    rows, unstorable = encode_records([good, bad], "tools")
+    assert [r[0] for r in rows] == [good.id]
+    assert [(r.id, r.reasons) for r in unstorable] == [(bad.id, ["record_unserializable"])]
+    unstorable[0].record = {"description": lone_surrogate}  # even the rejected copy can be written
+    paths = ShardPaths("run-1", "tools", 0)
+    commit_shard(store, paths, rows, unstorable, {})
+    [row] = read_rejected(store, paths.rejected)
+    assert json.loads(row["record"]) == {"description": lone_surrogate}

@@ -17,7 +17,7 @@ from typing import Any
 from toolfactory.config import Config
 from toolfactory.errors import ShardIncomplete
 from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
-from toolfactory.shards import ShardPaths, commit_shard, read_metrics, read_records
+from toolfactory.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records
 from toolfactory.stages import ShardContext, ShardSpec, stage_named
 from toolfactory.storage import ObjectStore
 
@@ -56,6 +56,8 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
     async with LLMGateway(endpoint, job.config.llm, RequestCache(store)) as gateway:
         ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway)
         output = await stage_named(job.spec.stage).run(job.spec, inputs, ctx)
+    rows, unstorable = encode_records(output.records, job.spec.stage)
+    output.rejected.extend(unstorable)
     metrics = {
         "attempt_id": uuid.uuid4().hex,
         "run_id": job.run_id,
@@ -63,7 +65,7 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
         "shard": job.spec.index,
         "fingerprint": job.spec.fingerprint(),
         "items_in": output.items_in,
-        "items_out": len(output.records),
+        "items_out": len(rows),
         "rejected": len(output.rejected),
         "rejections": dict(output.rejections()),
         "llm": gateway.meter.totals(),
@@ -81,5 +83,5 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
         )
         incomplete.metrics = metrics  # what the attempt spent, for the stats
         raise incomplete
-    commit_shard(store, job.paths, output.records, output.rejected, metrics)
+    commit_shard(store, job.paths, rows, output.rejected, metrics)
     return metrics

@@ -13,8 +13,9 @@ import secrets
 from datetime import datetime, timezone
 
 from toolfactory.config import Config
+from toolfactory.errors import ConfigError
 from toolfactory.models import canonical_json
-from toolfactory.shards import ShardPaths, commit_shard
+from toolfactory.shards import ShardPaths, commit_shard, encode_records
 from toolfactory.stages import STAGES, ShardSpec
 from toolfactory.stages.tools.sources import read_sources
 from toolfactory.storage import ObjectStore
@@ -38,7 +39,11 @@ def plan_run(config: Config, run_id: str, store: ObjectStore) -> dict[str, list[
     inputs: list[ShardSpec] = []
     for index, start in enumerate(range(0, len(items), size)):
         paths = ShardPaths(run_id, SOURCES, index)
-        commit_shard(store, paths, list(items[start : start + size]), [], {"items": len(items[start : start + size])})
+        rows, unstorable = encode_records(items[start : start + size], SOURCES)
+        if unstorable:
+            bad = next(item for item in items if item.id == unstorable[0].id)
+            raise ConfigError(f"tools.files: an entry of {bad.origin} holds text that cannot be stored ({unstorable[0].detail})")
+        commit_shard(store, paths, rows, [], {"items": len(rows)})
         inputs.append(ShardSpec(SOURCES, index, (paths.main,)))
     plan: dict[str, list[ShardSpec]] = {}
     upstream = inputs

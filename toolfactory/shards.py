@@ -66,12 +66,25 @@ def _parquet_bytes(table: pa.Table) -> bytes:
     return sink.getvalue()
 
 
-def records_table(records: Iterable[Record]) -> pa.Table:
-    rows = [(getattr(r, "id"), r.to_json()) for r in records]
-    return pa.table(
-        {"id": [row[0] for row in rows], "record": [row[1] for row in rows]},
-        schema=_RECORDS_SCHEMA,
-    )
+def encode_records(records: Iterable[Record], stage: str) -> tuple[list[tuple[str, str]], list[Rejected]]:
+    """(id, JSON) rows of the records that can be stored, and rejections for those that cannot.
+
+    An LLM can return text no UTF-8 file can hold (a lone surrogate escape such as ``\\ud800``);
+    that record is rejected with a reason instead of failing the whole shard on every retry.
+    """
+    rows: list[tuple[str, str]] = []
+    unstorable: list[Rejected] = []
+    for record in records:
+        record_id = str(getattr(record, "id"))
+        try:
+            rows.append((record_id, record.to_json()))
+        except ValueError as exc:  # pydantic's serialization error is a ValueError
+            unstorable.append(Rejected(id=record_id, stage=stage, reasons=["record_unserializable"], detail=str(exc)[:500]))
+    return rows, unstorable
+
+
+def records_table(rows: list[tuple[str, str]]) -> pa.Table:
+    return pa.table({"id": [r[0] for r in rows], "record": [r[1] for r in rows]}, schema=_RECORDS_SCHEMA)
 
 
 def rejected_table(rejected: Iterable[Rejected]) -> pa.Table:
@@ -82,7 +95,8 @@ def rejected_table(rejected: Iterable[Rejected]) -> pa.Table:
             "stage": [r.stage for r in items],
             "reasons": [r.reasons for r in items],
             "detail": [r.detail for r in items],
-            "record": [json.dumps(r.record, ensure_ascii=False) for r in items],
+            # ASCII-escaped, so that any text a record holds can be written
+            "record": [json.dumps(r.record) for r in items],
         },
         schema=_REJECTED_SCHEMA,
     )
@@ -91,14 +105,14 @@ def rejected_table(rejected: Iterable[Rejected]) -> pa.Table:
 def commit_shard(
     store: ObjectStore,
     paths: ShardPaths,
-    records: list[Record],
+    rows: list[tuple[str, str]],
     rejected: list[Rejected],
     metrics: dict[str, Any],
 ) -> None:
     """Write a shard's files, the main part last (see the module doc for why)."""
     store.write_bytes(paths.rejected, _parquet_bytes(rejected_table(rejected)))
     store.write_bytes(paths.metrics, json.dumps(metrics, sort_keys=True).encode())
-    store.write_bytes(paths.main, _parquet_bytes(records_table(records)))
+    store.write_bytes(paths.main, _parquet_bytes(records_table(rows)))
 
 
 def read_records(store: ObjectStore, path: str) -> list[dict[str, Any]]:
