@@ -12,7 +12,7 @@ from toolfactory.models import Function, Tool
 from toolfactory.stages.tools.definition import definition_problems
 from toolfactory.stages.tools.importers import MalformedTool, convert, normalize_schema
 from toolfactory.stages.tools.sources import read_sources
-from toolfactory.stages.tools.stage import ToolsStage
+from toolfactory.stages.tools.stage import ToolsStage, import_items
 from toolfactory.stages import ShardSpec
 
 
@@ -86,3 +86,46 @@ def test_convert_raises_reason_for_bad_openai_entry() -> None:
     with pytest.raises(MalformedTool) as err:
         convert("openai", {"type": "function"})
     assert err.value.reason == "tool_malformed"
+
+
+PETSHELTER = Path(__file__).parent / "data" / "petshelter_openapi.yaml"
+
+
+def test_openapi_document_becomes_a_tool_with_refs_resolved_and_bodies_as_parameters() -> None:
+    [item] = read_sources(ToolsConfig(builtin_catalog=False, files=[SourceFile(path=str(PETSHELTER), format="openapi")]))
+    [tool] = convert(item.format, item.raw)
+    assert (tool.name, tool.category, tool.source, tool.link) == ("PetShelter", "Animals", "openapi", "https://api.example-pets.dev/v1")
+    search, adopt = tool.functions
+    assert (search.name, search.method, search.path) == ("searchPets", "GET", "/pets")
+    assert search.parameters["required"] == ["species"] and search.parameters["properties"]["limit"]["maximum"] == 50
+    assert search.returns["items"]["properties"]["pet_id"] == {"type": "string"}  # $ref resolved
+    assert adopt.parameters["required"] == ["pet_id", "email"]
+    assert adopt.parameters["properties"]["home"]["properties"]["garden"]["type"] == "boolean"
+    assert definition_problems(tool) == []
+
+
+def test_an_invalid_openapi_document_is_rejected_with_where_it_is_wrong() -> None:
+    broken = {"openapi": "3.0.3", "info": {"title": "x", "version": "1"}, "paths": {"/a": {"get": {"responses": "nope"}}}}
+    with pytest.raises(MalformedTool) as err:
+        convert("openapi", broken)
+    assert err.value.reason == "tool_openapi_invalid"
+    assert "paths/~1a/get/responses" in str(err.value) or "/a" in str(err.value)
+
+
+def test_tools_import_cli_writes_a_catalog_that_imports_back_unchanged(tmp_path: Path, shared_data: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "alpaca.json"
+    cli = str(Path(sys.executable).with_name("toolfactory"))
+    result = subprocess.run(
+        [cli, "tools", "import", str(shared_data / "toolalpaca/eval_simulated.json"), "--format", "toolalpaca", "--out", str(out)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "10 tools (54 functions) imported, 0 rejected" in result.stdout
+    def imported(path: Path, fmt: str) -> list[dict[str, object]]:
+        items = read_sources(ToolsConfig(builtin_catalog=False, files=[SourceFile(path=str(path), format=fmt)]))  # type: ignore[arg-type]
+        return [t.model_dump() for t in import_items(items).records]
+
+    assert imported(out, "catalog") == imported(shared_data / "toolalpaca/eval_simulated.json", "toolalpaca")

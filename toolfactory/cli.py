@@ -3,6 +3,7 @@
     toolfactory run [--config FILE] [--set section.field=value ...] [--run-id ID]
     toolfactory rerun RUN_ID [--config FILE] [--set ...]
     toolfactory stats [RUN_ID] [--json] [--config FILE]
+    toolfactory tools import PATH --format F [--out FILE]
     toolfactory simulator serve [--port P] [--latency-ms X] [--rate-429 R] ...
 
 Exit status: 0 when every shard completed, 1 when some shard failed (re-run them with
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import typer
@@ -23,6 +25,8 @@ from toolfactory.errors import ConfigError, TerminalError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Synthesize and verify tool-use training data.")
 simulator_app = typer.Typer(add_completion=False, help="The offline OpenAI-compatible LLM simulator.")
 app.add_typer(simulator_app, name="simulator")
+tools_app = typer.Typer(add_completion=False, help="Tool sources.")
+app.add_typer(tools_app, name="tools")
 
 ConfigOption = typer.Option(None, "--config", "-c", help="YAML config (default: the built-in quickstart defaults).")
 SetOption = typer.Option(None, "--set", "-s", help="Override a field: section.field=value (repeatable).")
@@ -126,6 +130,34 @@ def stats(
         typer.echo(json.dumps(summary, indent=2, default=str))
     else:
         _print_summary(summary)
+
+
+@tools_app.command("import")
+def tools_import(
+    path: str = typer.Argument(..., help="A tool file."),
+    fmt: str = typer.Option(..., "--format", "-f", help="openapi, openai, toolbench, toolalpaca or catalog."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Write the accepted tools here, as a catalog JSON file."),
+) -> None:
+    """Convert and check the tools of a file, as the tools stage does; report every rejection."""
+    from toolfactory.config import SourceFile, ToolsConfig
+    from toolfactory.stages.tools.sources import read_sources
+    from toolfactory.stages.tools.stage import import_items
+
+    try:
+        source = SourceFile(path=path, format=fmt)  # type: ignore[arg-type]
+        items = read_sources(ToolsConfig(builtin_catalog=False, files=[source]))
+    except (ConfigError, ValueError) as exc:
+        typer.echo(f"error: {str(exc).splitlines()[0] if isinstance(exc, ValueError) else exc}", err=True)
+        raise typer.Exit(2) from None
+    result = import_items(items)
+    functions = sum(len(tool.functions) for tool in result.records)  # type: ignore[attr-defined]
+    typer.echo(f"{path}: {len(result.records)} tools ({functions} functions) imported, {len(result.rejected)} rejected")
+    for rejected in result.rejected:
+        typer.echo(f"  rejected {rejected.id}: {', '.join(rejected.reasons)}: {rejected.detail}")
+    if out:
+        catalog = {"version": 1, "tools": [tool.model_dump(mode="json", exclude_none=True) for tool in result.records]}
+        Path(out).write_text(json.dumps(catalog, indent=1, ensure_ascii=False))
+        typer.echo(f"wrote {out} (use it as a source with format: catalog)")
 
 
 @simulator_app.command(

@@ -140,9 +140,10 @@ class StatsConfig(Section):
 class SourceFile(Section):
     path: str
     """A tool file to import."""
-    format: Literal["catalog", "openai", "toolbench", "toolalpaca"] = "catalog"
+    format: Literal["catalog", "openai", "toolbench", "toolalpaca", "openapi"] = "catalog"
     """catalog (toolfactory YAML/JSON), openai (tools JSON), toolbench (tool JSON or query
-    file), toolalpaca (tool list with OpenAPI Documentation)."""
+    file), toolalpaca (tool list with OpenAPI Documentation), openapi (an OpenAPI 3.x document,
+    JSON or YAML: one tool, one function per operation)."""
 
 
 class ToolsConfig(Section):

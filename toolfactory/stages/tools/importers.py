@@ -1,6 +1,8 @@
 """Conversion of raw tool entries of each source format into canonical :class:`Tool` s.
 
-Formats: ``catalog`` (toolfactory's own, the canonical model as YAML/JSON), ``openai``
+Formats: ``openapi`` (an OpenAPI 3.x document, validated with openapi-spec-validator, ``$ref`` s
+resolved, each operation a function, request bodies as parameters), ``catalog`` (toolfactory's
+own, the canonical model as YAML/JSON), ``openai``
 (`tools` JSON; BFCL-style type names are mapped to JSON Schema), ``toolbench`` (RapidAPI tool
 JSON, ToolLLM §2.1, function names ``{api}_for_{tool}``), ``toolalpaca`` (tools with an OpenAPI 3
 ``Documentation``, ToolAlpaca §3.1). A malformed entry raises :class:`MalformedTool` with a reason.
@@ -12,6 +14,8 @@ import json
 import re
 from typing import Any, Callable
 
+from openapi_spec_validator import validate as validate_openapi
+from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from pydantic import ValidationError
 
 from toolfactory.models import Function, Tool
@@ -164,6 +168,28 @@ def functions_from_openapi(document: dict[str, Any]) -> list[Function]:
     return functions
 
 
+def _from_openapi(raw: Any) -> list[Tool]:
+    if not isinstance(raw, dict):
+        raise MalformedTool("tool_openapi_invalid", "an OpenAPI document must be a mapping")
+    try:
+        validate_openapi(raw)
+    except OpenAPIValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        raise MalformedTool("tool_openapi_invalid", f"invalid OpenAPI at {where}: {exc.message}") from None
+    info = raw.get("info", {})
+    category = str(info.get("x-category") or "General")
+    return [Tool(
+        name=str(info.get("title", "")),
+        description=str(info.get("description", "")),
+        category=category,
+        domain_path=[category],
+        link=str((raw.get("servers") or [{}])[0].get("url", "")),
+        source="openapi",
+        functions=functions_from_openapi(raw),
+        openapi=raw,
+    )]
+
+
 def _from_toolalpaca(raw: Any) -> list[Tool]:
     try:
         document = json.loads(raw["Documentation"]) if isinstance(raw.get("Documentation"), str) else raw.get("Documentation")
@@ -189,6 +215,7 @@ CONVERTERS: dict[str, Callable[[Any], list[Tool]]] = {
     "openai": _from_openai,
     "toolbench": _from_toolbench,
     "toolalpaca": _from_toolalpaca,
+    "openapi": _from_openapi,
 }
 
 

@@ -49,6 +49,8 @@ def split_source(path: Path, fmt: str) -> list[Any]:
         return [data]
     if fmt == "toolalpaca":
         return list(data if isinstance(data, list) else [data])
+    if fmt == "openapi":
+        return [data]
     raise ConfigError(f"tools.files.format: unknown format {fmt!r}")
 
 

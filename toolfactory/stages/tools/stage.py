@@ -22,20 +22,24 @@ class ToolsStage:
         return [ShardSpec(self.name, spec.index, spec.inputs) for spec in upstream]
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
-        out = StageOutput(items_in=len(inputs))
-        for data in inputs:
-            item = SourceItem.model_validate(data)
-            try:
-                tools = convert(item.format, item.raw)
-            except MalformedTool as exc:
-                out.reject(self.name, item.id, [exc.reason], data, str(exc))
-                continue
-            for tool in tools:
-                tool.provenance.setdefault("origin", item.origin)
-                problems = definition_problems(tool)
-                if problems:
-                    detail = "; ".join(message for _, message in problems)
-                    out.reject(self.name, tool.id, sorted({code for code, _ in problems}), tool.model_dump(), detail)
-                else:
-                    out.records.append(tool)
-        return out
+        return import_items([SourceItem.model_validate(data) for data in inputs], self.name)
+
+
+def import_items(items: list[SourceItem], stage: str = "tools") -> StageOutput:
+    """Convert and check raw entries: the tools that may enter the pool, the others rejected."""
+    out = StageOutput(items_in=len(items))
+    for item in items:
+        try:
+            tools = convert(item.format, item.raw)
+        except MalformedTool as exc:
+            out.reject(stage, item.id, [exc.reason], item.model_dump(), str(exc))
+            continue
+        for tool in tools:
+            tool.provenance.setdefault("origin", item.origin)
+            problems = definition_problems(tool)
+            if problems:
+                detail = "; ".join(message for _, message in problems)
+                out.reject(stage, tool.id, sorted({code for code, _ in problems}), tool.model_dump(), detail)
+            else:
+                out.records.append(tool)
+    return out
