@@ -245,3 +245,15 @@ def test_embeddings_are_float_vectors_and_cached(sim: Any, knobs: Any, tmp_path:
     assert len(vectors) == 2 and all(isinstance(x, float) for x in vectors[0])
     assert again == vectors
     assert (meter.role("embedding").calls, meter_again.role("embedding").cache_hits) == (1, 1)
+
+
+def test_samples_of_one_prompt_are_distinct_requests(sim: Any, knobs: Any) -> None:
+    schema = {"type": "object", "properties": {"verdict": {"type": "integer", "minimum": 0, "maximum": 1000000}}, "required": ["verdict"]}
+
+    async def go() -> list[Any]:
+        async with gateway(sim, llm()) as gw:
+            return [await gw.structured("judge", HELLO, schema, name="v", sample=i) for i in range(4)]
+
+    votes = run(go())
+    assert len({v["verdict"] for v in votes}) > 1  # a deterministic endpoint still sees four different requests
+    assert server_stats(sim)["chat_requests"] == 4

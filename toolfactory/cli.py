@@ -52,6 +52,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
             f"{rate:>7} {s['llm_calls']:>9} {s['cache_hits']:>10}  {top}"
         )
     for s in summary["stages"]:
+        if s.get("layers"):
+            funnel = " -> ".join(f"{layer}-passed {c['passed']}" for layer, c in s["layers"].items())
+            typer.echo(f"{s['stage']} funnel: generated {s['items_in']} -> {funnel} -> accepted {s['items_out']}")
+    for s in summary["stages"]:
         for failure in s["failed_shards"]:
             typer.echo(f"  {s['stage']} shard {failure['shard']} {failure['status']}: {failure['error']}")
 

@@ -32,6 +32,7 @@ QUICKSTART_SIMULATOR = {
     "rate_hallucinated_function": 0.05,
     "rate_missing_required": 0.05,
     "rate_wrong_type": 0.05,
+    "boolean_true_rate": 0.95,  # judges' `passes` votes mostly true, so the demo keeps most records
 }
 ROLES = ("user", "assistant", "tool", "judge")
 
@@ -59,7 +60,7 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "user": {"temperature": 0.9},
     "assistant": {},
     "tool": {"max_tokens": 768},
-    "judge": {"temperature": 0.0, "max_tokens": 256},
+    "judge": {"temperature": 0.7, "max_tokens": 768},  # votes must be able to differ
 }
 
 
@@ -171,6 +172,12 @@ class VerifyConfig(Section):
 
     disabled_rules: list[str] = Field(default_factory=list)
     """Rule codes to skip."""
+    judges: list[Literal["hallucination", "consistency", "tool_response"]] = Field(
+        default_factory=lambda: ["hallucination", "consistency", "tool_response"]
+    )
+    """LLM judge aspects of the model layer, run on records that pass the rules; [] turns it off."""
+    judge_votes: int = Field(3, ge=1, le=15)
+    """Votes per judge aspect (the `judge` role's model); the majority decides, a tie fails."""
 
 
 class RunConfig(Section):

@@ -68,6 +68,7 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
         "items_out": len(rows),
         "rejected": len(output.rejected),
         "rejections": dict(output.rejections()),
+        "layers": {layer: list(counts) for layer, counts in output.layers.items()},
         "llm": gateway.meter.totals(),
         "llm_by_role": gateway.meter.to_dict(),
         "started_at": started_at,

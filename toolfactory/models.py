@@ -121,6 +121,7 @@ class Dialogue(Record):
     models: dict[str, str] = Field(default_factory=dict)
     llm_calls: int = 0
     verdicts: list[Verdict] = Field(default_factory=list)
+    judgements: list[Judgement] = Field(default_factory=list)
 
 
 class Verdict(Record):
@@ -131,6 +132,22 @@ class Verdict(Record):
     severity: Literal["error", "warning"] = "error"
     message: str = ""
     path: str = ""
+
+
+class Vote(Record):
+    """One judge sample: its decision and why."""
+
+    passes: bool
+    reason: str = ""
+    thought: str = ""
+
+
+class Judgement(Record):
+    """The majority decision of one judge aspect over its votes (ToolACE §3.2 model layer)."""
+
+    aspect: str
+    passes: bool
+    votes: list[Vote] = Field(default_factory=list)
 
 
 class Rejected(Record):

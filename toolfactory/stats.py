@@ -29,6 +29,11 @@ CREATE TABLE IF NOT EXISTS shards (
     items_in INTEGER, items_out INTEGER, rejected INTEGER,
     PRIMARY KEY (run_id, stage, shard)
 );
+-- Checks in layers within a stage (verify: rules, then model): records in and passed.
+CREATE TABLE IF NOT EXISTS layer_metrics (
+    run_id VARCHAR, stage VARCHAR, shard INTEGER, layer VARCHAR, items_in INTEGER, passed INTEGER,
+    PRIMARY KEY (run_id, stage, shard, layer)
+);
 CREATE TABLE IF NOT EXISTS rejections (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, reason VARCHAR, count INTEGER,
     PRIMARY KEY (run_id, stage, shard, reason)
@@ -123,6 +128,9 @@ class StatsDB:
             con.execute("DELETE FROM rejections WHERE run_id = ? AND stage = ? AND shard = ?", key)
             for reason, count in sorted(metrics.get("rejections", {}).items()):
                 con.execute("INSERT INTO rejections VALUES (?, ?, ?, ?, ?)", [*key, reason, count])
+            con.execute("DELETE FROM layer_metrics WHERE run_id = ? AND stage = ? AND shard = ?", key)
+            for layer, (items_in, passed) in sorted(metrics.get("layers", {}).items()):
+                con.execute("INSERT INTO layer_metrics VALUES (?, ?, ?, ?, ?, ?)", [*key, layer, items_in, passed])
             self._record_attempt(con, metrics, "completed")
             con.execute("COMMIT")
 
@@ -181,6 +189,11 @@ class StatsDB:
                 "SELECT stage, reason, sum(count) FROM rejections WHERE run_id = ? GROUP BY stage, reason ORDER BY 3 DESC, 2",
                 [run_id],
             ).fetchall()
+            layers = con.execute(
+                """SELECT stage, layer, sum(items_in), sum(passed) FROM layer_metrics WHERE run_id = ?
+                   GROUP BY stage, layer ORDER BY stage, sum(items_in) DESC, layer""",
+                [run_id],
+            ).fetchall()
             errors = con.execute(
                 "SELECT stage, shard, status, error FROM shards WHERE run_id = ? AND status <> 'completed' ORDER BY stage, shard",
                 [run_id],
@@ -194,6 +207,11 @@ class StatsDB:
             judged = item["items_out"] + item["rejected"]
             item["pass_rate"] = round(item["items_out"] / judged, 4) if judged else None
             item["rejections"] = {reason: int(n) for stage, reason, n in reasons if stage == name}
+            item["layers"] = {
+                layer: {"in": int(n_in), "passed": int(n_ok), "pass_rate": round(n_ok / n_in, 4) if n_in else None}
+                for stage, layer, n_in, n_ok in layers
+                if stage == name
+            }
             item["failed_shards"] = [
                 {"shard": shard, "status": status, "error": error} for stage, shard, status, error in errors if stage == name
             ]

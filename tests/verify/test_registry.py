@@ -88,7 +88,8 @@ def test_the_sample_parses_each_call_once() -> None:
 # -- the stage --------------------------------------------------------------------------------
 
 def run_stage(records: list[Dialogue], disabled: list[str] | None = None):  # type: ignore[no-untyped-def]
-    config = Config.model_validate({"verify": {"disabled_rules": disabled or []}})
+    # The rule layer alone: judges off, so no gateway is needed (tests/test_judges.py covers them).
+    config = Config.model_validate({"verify": {"disabled_rules": disabled or [], "judges": []}})
     ctx = ShardContext(config=config, run_id="r", gateway=None)  # type: ignore[arg-type]
     shard = ShardSpec("verify", 0, ("in",))
     return asyncio.run(VerifyStage().run(shard, [json.loads(d.to_json()) for d in records], ctx))

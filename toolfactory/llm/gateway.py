@@ -141,6 +141,10 @@ class LLMGateway:
                 request["tool_choice"] = tool_choice
         if response_format is not None:
             request["response_format"] = response_format
+        if sample:
+            # Distinct, reproducible samples of one prompt (votes, self-consistency): providers
+            # that honour `seed` (OpenAI, vLLM) sample differently per index, and so does the cache.
+            request["seed"] = sample
         response = await self._complete(role, request, sample)
         choices = response.get("choices") or []
         if not choices or not isinstance(choices[0].get("message"), dict):

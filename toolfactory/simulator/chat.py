@@ -243,12 +243,12 @@ def _json_format(body: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
 
 
 def _json_answer(
-    schema: dict[str, Any] | None, text: str, context: list[str], rng: random.Random
+    schema: dict[str, Any] | None, text: str, context: list[str], rng: random.Random, true_rate: float
 ) -> str:
     if schema is None:
         value: Any = {"answer": text, "keywords": [w.lower() for w in context[:5]]}
     else:
-        value = instance_for(schema, rng, context)
+        value = instance_for(schema, rng, context, true_rate=true_rate)
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -355,7 +355,7 @@ def complete_chat(
                 text = topical_answer(conversation.user_text, rng)
                 context = conversation.context
             if wants_json:
-                text = _json_answer(schema, text, context, rng)
+                text = _json_answer(schema, text, context, rng, settings.boolean_true_rate)
                 if faults.malformed_json:
                     text = fault_lib.malform_json(
                         text, fault_lib.fault_rng(request_hash, "malformed", index)

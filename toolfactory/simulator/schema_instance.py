@@ -102,6 +102,7 @@ def instance_for(
     context_words: Sequence[str] = (),
     *,
     max_attempts: int = 25,
+    true_rate: float = 0.5,
 ) -> Any:
     """A value valid against `schema`, drawn with `rng`, worded from `context_words`.
 
@@ -113,7 +114,7 @@ def instance_for(
     words = [word for word in context_words if word]
     candidate: Any = None
     for _ in range(max(1, max_attempts)):
-        candidate = _Generator(schema, rng, words).value(schema, [], 0)
+        candidate = _Generator(schema, rng, words, true_rate).value(schema, [], 0)
         if candidate is MISSING:
             candidate = None
         if validator is None or _is_valid(validator, candidate):
@@ -250,9 +251,10 @@ def _numeric(value: Any) -> bool:
 class _Generator:
     """One candidate's worth of choices over one root schema."""
 
-    def __init__(self, root: Any, rng: random.Random, context: list[str]) -> None:
+    def __init__(self, root: Any, rng: random.Random, context: list[str], true_rate: float = 0.5) -> None:
         self.root = root
         self.rng = rng
+        self.true_rate = true_rate
         self.context = context
         self.budget = NODE_BUDGET
         self.used: set[str] = set()  # lower-case words already placed in some value
@@ -356,7 +358,7 @@ class _Generator:
         if kind == "number":
             return self.number(schema, name, integer=False)
         if kind == "boolean":
-            return rng.random() < 0.5
+            return rng.random() < self.true_rate
         if kind == "null":
             return None
         return self.string(schema, name)

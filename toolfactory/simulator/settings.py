@@ -70,6 +70,12 @@ class SimulatorSettings(BaseModel):
         le=1.0,
         description="Fraction of tool-call answers with one argument of the wrong JSON type.",
     )
+    boolean_true_rate: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Probability that a boolean in a JSON answer (response_format) is true.",
+    )
     embedding_dim: int = Field(
         default=64,
         ge=1,

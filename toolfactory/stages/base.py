@@ -47,6 +47,8 @@ class StageOutput:
     items_in: int = 0
     # Records that failed on transient LLM errors: the shard is incomplete unless tolerated.
     transient_failures: Counter[str] = field(default_factory=Counter)
+    # Checks in layers (verify: rules, then model): layer -> (records in, records passed).
+    layers: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def reject(self, stage: str, record_id: str, reasons: list[str], record: dict[str, Any], detail: str = "") -> None:
         self.rejected.append(Rejected(id=record_id, stage=stage, reasons=reasons, detail=detail, record=record))

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from toolfactory.errors import LLMFailure
-from toolfactory.models import Record
+from toolfactory.models import Record, Rejected
 from toolfactory.stages.base import StageOutput
 
 T = TypeVar("T")
@@ -15,12 +15,13 @@ T = TypeVar("T")
 async def map_records(
     stage: str,
     items: Sequence[T],
-    work: Callable[[T], Awaitable[list[Record]]],
+    work: Callable[[T], Awaitable[list[Record | Rejected]]],
     describe: Callable[[T], tuple[str, dict[str, Any]]],
 ) -> StageOutput:
     """Run `work` on every item concurrently (the gateway bounds the requests in flight).
 
-    An :class:`LLMFailure` rejects that item with its reason code; the others go on.
+    `work` returns records to keep and :class:`Rejected` ones to set aside; an
+    :class:`LLMFailure` rejects that item with its reason code. The other items go on.
     """
     out = StageOutput(items_in=len(items))
     results = await asyncio.gather(*(work(item) for item in items), return_exceptions=True)
@@ -33,5 +34,6 @@ async def map_records(
         elif isinstance(result, BaseException):
             raise result
         else:
-            out.records.extend(result)
+            for record in result:
+                (out.rejected if isinstance(record, Rejected) else out.records).append(record)  # type: ignore[arg-type]
     return out

@@ -1,0 +1,82 @@
+"""The model layer of the verify stage: LLM judges through the gateway, against the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Iterator
+
+import httpx
+import pytest
+
+from toolfactory.config import load_config
+from toolfactory.llm import Endpoint, LLMGateway
+from toolfactory.models import Dialogue
+from toolfactory.simulator import SimulatorSettings, start_simulator
+from toolfactory.stages import ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.verify.corpus import valid_dialogues
+from toolfactory.stages.verify.corruption import corrupt
+from toolfactory.stages.verify.stage import VerifyStage
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[Any]:
+    with start_simulator(SimulatorSettings()) as simulator:
+        yield simulator
+
+
+def verify(sim: Any, dialogues: list[Dialogue], true_rate: float, *overrides: str) -> tuple[StageOutput, Any]:
+    httpx.post(f"{sim.root_url}/simulator/settings", json={"boolean_true_rate": true_rate}).raise_for_status()
+    config = load_config(None, list(overrides), environ={})
+
+    async def go() -> tuple[StageOutput, Any]:
+        async with LLMGateway(Endpoint(sim.base_url, "sk-test"), config.llm) as gateway:
+            ctx = ShardContext(config=config, run_id="r", gateway=gateway)
+            out = await VerifyStage().run(ShardSpec("verify", 0, ()), [d.model_dump() for d in dialogues], ctx)
+            return out, gateway.meter
+
+    return asyncio.run(go())
+
+
+def test_passing_judges_accept_and_keep_every_vote(sim: Any) -> None:
+    dialogues = valid_dialogues(6, seed=1)
+    out, meter = verify(sim, dialogues, 1.0)
+    assert len(out.records) == 6 and not out.rejected
+    for record in out.records:
+        assert [j.aspect for j in record.judgements] == ["hallucination", "consistency", "tool_response"]  # type: ignore[attr-defined]
+        assert all(j.passes and len(j.votes) == 3 and all(v.reason for v in j.votes) for j in record.judgements)  # type: ignore[attr-defined]
+    assert meter.role("judge").calls + meter.role("judge").cache_hits == 6 * 3 * 3
+    assert out.layers == {"rules": (6, 6), "model": (6, 6)}
+
+
+def test_failing_judges_reject_with_an_aspect_code_and_their_reasons(sim: Any) -> None:
+    out, _ = verify(sim, valid_dialogues(4, seed=2), 0.0, "verify.judges=[consistency]", "verify.judge_votes=1")
+    assert not out.records
+    assert out.rejections() == {"judge_consistency": 4}
+    judged = Dialogue.model_validate(out.rejected[0].record)
+    assert [j.aspect for j in judged.judgements] == ["consistency"] and not judged.judgements[0].passes
+    assert out.layers == {"rules": (4, 4), "model": (4, 0)}
+
+
+def test_the_majority_decides_and_a_tie_fails(sim: Any) -> None:
+    out, _ = verify(sim, valid_dialogues(12, seed=3), 0.5, "verify.judge_votes=4")
+    judgements = [j for r in out.records for j in r.judgements] + [  # type: ignore[attr-defined]
+        j for rejected in out.rejected for j in Dialogue.model_validate(rejected.record).judgements
+    ]
+    assert len(judgements) == 36
+    assert all(j.passes == (sum(v.passes for v in j.votes) >= 3) for j in judgements)
+    assert any(sum(v.passes for v in j.votes) == 2 and not j.passes for j in judgements)  # a 2–2 tie
+
+
+def test_records_the_rules_reject_cost_no_judge_call(sim: Any) -> None:
+    broken = [c.dialogue for d in valid_dialogues(5, seed=4) if (c := corrupt(d, "unknown_function")) is not None]
+    assert broken
+    out, meter = verify(sim, broken, 1.0)
+    assert len(out.rejected) == len(broken) and all("call_unknown_function" in r.reasons for r in out.rejected)
+    assert meter.role("judge").calls == meter.role("judge").cache_hits == 0
+    assert out.layers["model"] == (0, 0)
+
+
+def test_judges_can_be_turned_off(sim: Any) -> None:
+    out, meter = verify(sim, valid_dialogues(3, seed=5), 0.0, "verify.judges=[]")
+    assert len(out.records) == 3 and out.layers == {"rules": (3, 3)}
+    assert meter.role("judge").calls == 0
