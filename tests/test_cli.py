@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -128,3 +129,29 @@ def test_a_stale_ray_cluster_record_does_not_capture_a_local_run(prefect_api: st
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert "Started a local Ray instance" in result.stdout + result.stderr
+
+
+def test_verify_command_reports_on_a_real_dataset(tmp_path: Path, shared_data: Path) -> None:
+    result = subprocess.run(
+        [TOOLFACTORY, "verify", str(shared_data / "toolalpaca/eval_simulated.json"), "--format", "toolalpaca", "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r/report.json").read_text())
+    assert report["records"] == 100 and report["accepted"] + report["rejected"] == report["parsed"]
+    assert f"{report['accepted']} accepted" in result.stdout and (tmp_path / "r/report.md").exists()
+
+
+@pytest.mark.e2e
+def test_eval_command_judges_toolbench_answers_through_the_simulator(tmp_path: Path, shared_data: Path) -> None:
+    answers = shared_data / "toolbench/answer/G1_answer"
+    result = subprocess.run(
+        [TOOLFACTORY, "eval", str(answers), "--format", "toolbench", "--against", str(answers), "--votes", "4",
+         "--out", str(tmp_path / "e"), "--set", f"storage.root={tmp_path / 'data'}"],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads((tmp_path / "e/eval.json").read_text())
+    assert report["pass"]["paths"] == 4 and report["format_errors"] == 1  # one answer file has no train_messages
+    assert all(len(p["votes"]) == 4 and p["finish"] == "give_answer" for p in report["paths"])
+    assert report["win"]["pairs"] == 4 and report["win"]["tie"] == 4  # each path against itself

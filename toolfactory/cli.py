@@ -4,6 +4,8 @@
     toolfactory rerun RUN_ID [--config FILE] [--set ...]
     toolfactory stats [RUN_ID] [--json] [--config FILE]
     toolfactory tools import PATH --format F [--out FILE]
+    toolfactory verify PATH --format F [--out DIR]
+    toolfactory eval PATH --format F [--against PATH] [--votes 4] [--out DIR]
     toolfactory simulator serve [--port P] [--latency-ms X] [--rate-429 R] ...
 
 Exit status: 0 when every shard completed, 1 when some shard failed (re-run them with
@@ -162,6 +164,73 @@ def tools_import(
         catalog = {"version": 1, "tools": [tool.model_dump(mode="json", exclude_none=True) for tool in result.records]}
         Path(out).write_text(json.dumps(catalog, indent=1, ensure_ascii=False))
         typer.echo(f"wrote {out} (use it as a source with format: catalog)")
+
+
+@app.command()
+def verify(
+    path: str = typer.Argument(..., help="A dataset file (or folder) to check."),
+    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, toolbench, xlam or toolalpaca."),
+    out: str = typer.Option("verify-report", "--out", "-o", help="Folder for report.json, report.md, rejected.jsonl."),
+    disable: Optional[list[str]] = typer.Option(None, "--disable", help="A rule code to skip (repeatable)."),
+) -> None:
+    """Check an existing dataset with the rule layer and write a report."""
+    from toolfactory.stages.verify.report import verify_file
+
+    try:
+        report = verify_file(path, fmt, out, frozenset(disable or ()))
+    except (ConfigError, TerminalError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(
+        f"{path}: {report['records']} records, {report['parsed']} parsed, {report['accepted']} accepted, "
+        f"{report['rejected']} rejected (pass rate {report['pass_rate']:.1%}); report in {out}/report.md"
+    )
+    for code, count in list(report["rules"].items())[:5]:
+        typer.echo(f"  {code}: {count}")
+
+
+@app.command("eval")
+def evaluate(
+    path: str = typer.Argument(..., help="A file of solution paths."),
+    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, toolbench, xlam or toolalpaca."),
+    against: Optional[str] = typer.Option(None, help="Paths to compare with, for the win rate."),
+    against_format: Optional[str] = typer.Option(None, help="Format of --against (default: --format)."),
+    votes: int = typer.Option(4, min=1, help="Judge votes per decision (ToolEval uses at least 4)."),
+    out: str = typer.Option("eval-report", "--out", "-o", help="Folder for eval.json."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """ToolEval: pass rate of solution paths and, with --against, win rate (judge: the `judge` role)."""
+    import asyncio
+
+    from flows.runtime import llm_endpoint
+    from toolfactory.evaluation.run import evaluate as run_eval
+    from toolfactory.evaluation.run import read_paths, write_report
+    from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
+    from toolfactory.storage import ObjectStore
+
+    resolved = _config(config, overrides)
+    try:
+        paths, errors = read_paths(path, fmt)
+        others = read_paths(against, against_format or fmt)[0] if against else None
+    except (ConfigError, TerminalError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+    async def judged(base_url: str | None) -> dict[str, Any]:
+        endpoint = resolve_endpoint(resolved.llm, base_url)
+        cache = RequestCache(ObjectStore.open(resolved.storage))
+        async with LLMGateway(endpoint, resolved.llm, cache) as gateway:
+            return await run_eval(paths, gateway, votes, others)
+
+    with llm_endpoint(resolved) as base_url:
+        report = asyncio.run(judged(base_url))
+    report["format_errors"] = len(errors)
+    target = write_report(report, out)
+    typer.echo(f"pass rate {report['pass']['pass_rate']} over {report['pass']['paths']} paths ({len(errors)} unreadable)")
+    if "win" in report:
+        typer.echo(f"win rate {report['win']['win_rate']} over {report['win']['pairs']} pairs ({report['win']['unpaired']} unpaired)")
+    typer.echo(f"report: {target}")
 
 
 @simulator_app.command(

@@ -13,7 +13,7 @@ from toolfactory.models import Dialogue, Message, ToolCall
 from toolfactory.stages.tools.importers import convert
 from toolfactory.stages.verify.rules import check
 
-from .toolbench import from_train_messages, from_tree, load
+from toolfactory.formats.toolbench import from_train_messages, from_tree, load
 
 
 @pytest.fixture(scope="module")
