@@ -23,12 +23,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from pydantic import ValidationError
 
 from toolfactory.errors import TerminalError
-from toolfactory.models import Message, canonical_json, stable_id
+from toolfactory.models import Dialogue, Function, Message, canonical_json, stable_id
 
 # Reason codes of FormatError (stable: they are counted in verify reports).
 RECORD_NOT_JSON = "record_not_json"  # a JSONL line (or a record file) that does not parse
@@ -212,3 +212,26 @@ def parse_json_field(record: dict[str, Any], key: str, expected: type | tuple[ty
         names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
         raise Malformed(WRONG_TYPE, f"{key!r} must be a {names}, not {type(value).__name__}")
     return value
+
+
+def build_dialogue(fmt: str, record: dict[str, Any], tools: list[Function], messages: list[Message]) -> Dialogue:
+    """The canonical record for `record` (its own id, else a content hash), or Malformed."""
+    record_id = str(record["id"]) if record.get("id") not in (None, "") else content_id(fmt, record)
+    try:
+        return Dialogue(id=record_id, task_id=record_id, tools=tools, messages=messages, recipe=fmt, mode=derive_mode(messages))
+    except ValidationError as exc:
+        raise Malformed(INVALID_RECORD, validation_message(exc)) from None
+
+
+def read_json_records(path: str | Path, to_dialogue: Callable[[Any], Dialogue]) -> Iterator[Dialogue | FormatError]:
+    """Each record of a JSON list or JSONL file through `to_dialogue`; a bad one as a FormatError."""
+    for index, where, value in iter_json_records(path):
+        if isinstance(value, FormatError):
+            yield value
+            continue
+        try:
+            yield to_dialogue(value)
+        except Malformed as exc:
+            yield FormatError(index, exc.reason, exc.message, where)
+        except ValidationError as exc:  # a message the canonical model refuses
+            yield FormatError(index, INVALID_RECORD, validation_message(exc), where)

@@ -32,23 +32,18 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from pydantic import ValidationError
-
 from toolfactory.formats.base import (
     BAD_TOOL,
     CALLS_ONLY,
-    INVALID_RECORD,
     MISSING_FIELD,
     RECORD_NOT_OBJECT,
     WRONG_TYPE,
     FormatError,
     Malformed,
-    content_id,
-    derive_mode,
-    iter_json_records,
+    build_dialogue,
+    read_json_records,
     json_text,
     parse_json_field,
-    validation_message,
 )
 from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, JsonSchema, Message, ToolCall
 from toolfactory.stages.tools.importers import normalize_schema
@@ -183,21 +178,9 @@ def to_dialogue(record: Any) -> Dialogue:
     messages = [Message(role="user", content=query)]
     if calls:
         messages.append(Message(role="assistant", tool_calls=calls))
-    record_id = str(record["id"]) if record.get("id") not in (None, "") else content_id(NAME, record)
-    try:
-        return Dialogue(id=record_id, task_id=record_id, tools=tools, messages=messages, recipe=NAME, mode=derive_mode(messages))
-    except ValidationError as exc:
-        raise Malformed(INVALID_RECORD, validation_message(exc)) from None
+    return build_dialogue(NAME, record, tools, messages)
 
 
 def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
-    for index, where, value in iter_json_records(path):
-        if isinstance(value, FormatError):
-            yield value
-            continue
-        try:
-            yield to_dialogue(value)
-        except Malformed as exc:
-            yield FormatError(index, exc.reason, exc.message, where)
-        except ValidationError as exc:
-            yield FormatError(index, INVALID_RECORD, validation_message(exc), where)
+    return read_json_records(path, to_dialogue)
+
