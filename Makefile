@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.gateway
 	$(BIN)/python -m benchmarks.quickstart
 	$(BIN)/python -m benchmarks.verifier
+	$(BIN)/python -m benchmarks.judges
 
 clean:
 	rm -rf $(VENV) toolfactory-data toolfactory-stats.duckdb

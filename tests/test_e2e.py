@@ -88,7 +88,7 @@ def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_
     assert verify["items_out"] == len(accepted)
     rules, model = verify["layers"]["rules"], verify["layers"]["model"]
     assert (rules["in"], model["in"], model["passed"]) == (verify["items_in"], rules["passed"], len(accepted))
-    assert all(len(d.judgements) == 3 and all(len(j.votes) == 3 for j in d.judgements) for d in accepted)
+    assert all(len(d.judgements) == 5 and all(len(j.votes) == 3 for j in d.judgements) for d in accepted)
 
     with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
         shard_rows = con.execute("SELECT stage, count(*), min(status), max(status) FROM shards WHERE run_id = ? GROUP BY stage", [run_id]).fetchall()

@@ -42,9 +42,11 @@ def test_passing_judges_accept_and_keep_every_vote(sim: Any) -> None:
     out, meter = verify(sim, dialogues, 1.0)
     assert len(out.records) == 6 and not out.rejected
     for record in out.records:
-        assert [j.aspect for j in record.judgements] == ["hallucination", "consistency", "tool_response"]  # type: ignore[attr-defined]
+        assert [j.aspect for j in record.judgements] == [  # type: ignore[attr-defined]
+            "hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"
+        ]
         assert all(j.passes and len(j.votes) == 3 and all(v.reason for v in j.votes) for j in record.judgements)  # type: ignore[attr-defined]
-    assert meter.role("judge").calls + meter.role("judge").cache_hits == 6 * 3 * 3
+    assert meter.role("judge").calls + meter.role("judge").cache_hits == 6 * 5 * 3
     assert out.layers == {"rules": (6, 6), "model": (6, 6)}
 
 
@@ -62,7 +64,7 @@ def test_the_majority_decides_and_a_tie_fails(sim: Any) -> None:
     judgements = [j for r in out.records for j in r.judgements] + [  # type: ignore[attr-defined]
         j for rejected in out.rejected for j in Dialogue.model_validate(rejected.record).judgements
     ]
-    assert len(judgements) == 36
+    assert len(judgements) == 12 * 5
     assert all(j.passes == (sum(v.passes for v in j.votes) >= 3) for j in judgements)
     assert any(sum(v.passes for v in j.votes) == 2 and not j.passes for j in judgements)  # a 2–2 tie
 
@@ -80,3 +82,21 @@ def test_judges_can_be_turned_off(sim: Any) -> None:
     out, meter = verify(sim, valid_dialogues(3, seed=5), 0.0, "verify.judges=[]")
     assert len(out.records) == 3 and out.layers == {"rules": (3, 3)}
     assert meter.role("judge").calls == 0
+
+
+def test_judge_benchmark_pairs_are_labelled_by_construction() -> None:
+    import json
+
+    from toolfactory.stages.verify.grounding import FABRICATED, labelled_pair
+
+    pairs = [p for d in valid_dialogues(20, seed=11) if (p := labelled_pair(d))]
+    assert len(pairs) >= 10
+    for grounded, hallucinated in pairs:
+        said = " ".join(m.content or "" for m in grounded.messages if m.role in ("user", "system"))
+        for message in grounded.messages:
+            for call in message.tool_calls or []:
+                for value in json.loads(call.arguments).values():
+                    assert json.dumps(value) in said  # every value the calls use was stated
+        calls = [c.arguments for m in hallucinated.messages for c in m.tool_calls or []]
+        assert sum(FABRICATED in a for a in calls) == 1
+        assert all(FABRICATED not in (m.content or "") for m in hallucinated.messages)

@@ -172,8 +172,8 @@ class VerifyConfig(Section):
 
     disabled_rules: list[str] = Field(default_factory=list)
     """Rule codes to skip."""
-    judges: list[Literal["hallucination", "consistency", "tool_response"]] = Field(
-        default_factory=lambda: ["hallucination", "consistency", "tool_response"]
+    judges: list[Literal["hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"]] = Field(
+        default_factory=lambda: ["hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"]
     )
     """LLM judge aspects of the model layer, run on records that pass the rules; [] turns it off."""
     judge_votes: int = Field(3, ge=1, le=15)

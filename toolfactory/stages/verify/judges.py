@@ -45,6 +45,14 @@ ASPECTS: dict[str, str] = {
         "Does every tool response fit its function's definition: the documented fields and types, "
         "realistic values, and an error where the request was invalid?"
     ),
+    "repetition": (
+        "Is the assistant free of repetition: no answer, sentence or tool call repeated without "
+        "a reason?"
+    ),
+    "meaningless_tokens": (
+        "Is every assistant message free of meaningless tokens: gibberish, stray markup, "
+        "placeholder text or garbled characters?"
+    ),
 }
 
 
