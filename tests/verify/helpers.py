@@ -53,7 +53,7 @@ def dialogue(
 def with_schema(parameters: dict[str, Any], arguments: Any) -> Dialogue:
     """A dialogue calling a function `f` with `parameters` and `arguments` (a value or JSON text)."""
     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return dialogue(arguments=text, name="f", tools=[Function(name="f", parameters=parameters)])
+    return dialogue(arguments=text, name="f", tools=[Function(name="f", description="A test function.", parameters=parameters)])
 
 
 def codes(d: Dialogue, disabled: frozenset[str] = frozenset()) -> set[str]:

@@ -192,5 +192,6 @@ def test_an_intermediate_assistant_text_counts_for_length_and_characters() -> No
     assert codes(d) == {"dialogue_invalid_characters"}
 
 
-def test_tools_list_is_checked_for_presence_only() -> None:
-    assert codes(dialogue(tools=[WEATHER, WEATHER])) == set()
+def test_tools_list_presence_is_a_dialogue_rule_and_duplicates_a_definition_rule() -> None:
+    assert codes(dialogue(tools=[])) >= {"dialogue_missing_field"}
+    assert codes(dialogue(tools=[WEATHER, WEATHER])) == {"tool_definition_invalid"}

@@ -177,8 +177,9 @@ def test_empty_argument_text_means_no_arguments() -> None:
 def test_a_schema_that_cannot_be_applied_makes_the_call_unverifiable() -> None:
     broken = {"type": "object", "properties": {"a": {"type": "nope"}}}
     verdicts = check(with_schema(broken, {"a": 1}))
-    assert [v.code for v in verdicts] == ["call_argument_invalid"]
-    assert "cannot be applied" in verdicts[0].message
+    # the definition rule reports the broken schema; the call cannot be checked against it
+    assert [v.code for v in verdicts] == ["tool_definition_invalid", "call_argument_invalid"]
+    assert "cannot be applied" in verdicts[1].message
 
 
 def test_a_call_to_an_unknown_function_or_with_bad_json_is_not_schema_checked() -> None:
@@ -206,7 +207,7 @@ def test_strict_schema_closes_declared_objects_only() -> None:
 
 def test_each_schema_is_compiled_once_and_reused() -> None:
     compiled.cache_clear()
-    function = Function(name="g", parameters={"type": "object", "properties": {"q": {"type": "string"}}})
+    function = Function(name="g", description="Look up q.", parameters={"type": "object", "properties": {"q": {"type": "string"}}})
     for i in range(20):
         check(dialogue(arguments=f'{{"q": "{i}"}}', name="g", tools=[function, WEATHER]))
     info = compiled.cache_info()

@@ -28,8 +28,9 @@ EXPECTED = {
     "sample_unanswered_call": "error", "sample_response_name_mismatch": "error", "sample_duplicate_call_id": "error",
     "sample_role_order": "error",
     "filter_too_many_steps": "error", "filter_parse_error": "error", "filter_search_not_finished": "error",
+    "tool_definition_invalid": "error", "tool_description_missing": "warning",
 }
-FAMILIES = {"call": "function_call", "dialogue": "dialogue", "sample": "consistency", "filter": "filters"}
+FAMILIES = {"tool": "definition", "call": "function_call", "dialogue": "dialogue", "sample": "consistency", "filter": "filters"}
 
 
 def test_the_registered_codes_and_severities() -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from toolfactory.models import Tool
+from toolfactory.models import Function, Tool
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -19,25 +20,39 @@ def definition_problems(tool: Tool) -> list[tuple[str, str]]:
         problems.append(("tool_no_functions", f"tool {tool.name!r} has no functions"))
     seen: set[str] = set()
     for fn in tool.functions:
-        where = f"{tool.name}.{fn.name}"
-        if not _NAME.match(fn.name):
-            problems.append(("tool_function_name_invalid", f"{where}: name must match {_NAME.pattern}"))
         if fn.name in seen:
-            problems.append(("tool_duplicate_function", f"{where}: function name used twice"))
+            problems.append(("tool_duplicate_function", f"{tool.name}.{fn.name}: function name used twice"))
         seen.add(fn.name)
-        if not fn.description.strip():
-            problems.append(("tool_missing_description", f"{where}: no description"))
-        for label, schema in (("parameters", fn.parameters), ("returns", fn.returns)):
-            try:
-                Draft202012Validator.check_schema(schema)
-            except SchemaError as exc:
-                path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-                problems.append(("tool_invalid_schema", f"{where}.{label} at {path}: {exc.message}"))
-        if fn.parameters.get("type") != "object":
-            problems.append(("tool_parameters_not_object", f"{where}: parameters must be a JSON Schema object"))
-            continue
+        problems += [(code, f"{tool.name}.{message}") for code, message in function_problems(fn)]
+    return problems
+
+
+def function_problems(fn: Function) -> tuple[tuple[str, str], ...]:
+    """(reason code, message) for every problem of one function definition."""
+    return _function_problems(fn.model_dump_json())
+
+
+@lru_cache(maxsize=8192)
+def _function_problems(fn_json: str) -> tuple[tuple[str, str], ...]:
+    # Cached by content: checking a JSON Schema is costly, and the same functions recur in
+    # every record of a dataset.
+    fn = Function.model_validate_json(fn_json)
+    problems: list[tuple[str, str]] = []
+    if not _NAME.match(fn.name):
+        problems.append(("tool_function_name_invalid", f"{fn.name}: name must match {_NAME.pattern}"))
+    if not fn.description.strip():
+        problems.append(("tool_missing_description", f"{fn.name}: no description"))
+    for label, schema in (("parameters", fn.parameters), ("returns", fn.returns)):
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+            problems.append(("tool_invalid_schema", f"{fn.name}.{label} at {path}: {exc.message}"))
+    if fn.parameters.get("type") != "object":
+        problems.append(("tool_parameters_not_object", f"{fn.name}: parameters must be a JSON Schema object"))
+    else:
         properties = fn.parameters.get("properties") or {}
         missing = [name for name in fn.parameters.get("required", []) if name not in properties]
         if missing:
-            problems.append(("tool_required_undeclared", f"{where}: required {missing} not in properties"))
-    return problems
+            problems.append(("tool_required_undeclared", f"{fn.name}: required {missing} not in properties"))
+    return tuple(problems)

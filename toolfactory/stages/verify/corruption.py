@@ -746,3 +746,25 @@ def evaluate(valid: Sequence[Dialogue], corrupted: Sequence[Corruption]) -> Eval
 
 
 __all__ = ["CO_OCCURRENCES", "KINDS", "CodeScore", "Corruption", "Evaluation", "corrupt", "corruptions", "evaluate"]
+
+
+# -- API definition clarity ------------------------------------------------------------------
+
+
+@kind("duplicate_function", "tool_definition_invalid")
+def _duplicate_function(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    if not d.tools:
+        return None
+    i = rng.randrange(len(d.tools))
+    d.tools.append(d.tools[i].model_copy(deep=True))  # calls still resolve to the first definition
+    return d, f"{d.tools[i].name} defined twice", f"tools[{len(d.tools) - 1}]"
+
+
+@kind("missing_description", "tool_description_missing")
+def _missing_description(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    described = [i for i, fn in enumerate(d.tools) if fn.description.strip()]
+    if not described:
+        return None
+    i = rng.choice(described)
+    d.tools[i] = d.tools[i].model_copy(update={"description": ""})  # tools are shared between copies
+    return d, f"description of {d.tools[i].name} removed", f"tools[{i}]"
