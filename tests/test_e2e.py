@@ -283,3 +283,21 @@ def test_api_key_from_a_prefect_secret_block(runtime: str, tmp_path: Path) -> No
     missing = load_config(None, ["llm.api_key_secret_block=no-such-block"], environ={})
     with pytest.raises(Exception, match="no-such-block"):
         resolve_api_key(missing.llm)
+
+
+@pytest.mark.parametrize(
+    ("knob", "code"),
+    [
+        ("rate_hallucinated_function", "call_unknown_function"),
+        ("rate_missing_required", "call_missing_required"),
+        ("rate_wrong_type", "call_argument_type"),
+    ],
+)
+def test_each_simulator_fault_knob_is_caught_by_its_rule(runtime: str, tmp_path: Path, knob: str, code: str) -> None:
+    summary = generate(small_run_overrides(tmp_path / "data", **{
+        f"llm.simulator.{knob}": 1.0, "tools.max_tools": 3, "tools.tools_per_shard": 3, "verify.judges": "[]",
+    }))
+    verify = summary["stages"][3]
+    assert summary["status"] == "completed"
+    assert verify["items_out"] == 0 and verify["rejected"] == verify["items_in"] == 6
+    assert verify["rejections"][code] == 6  # every dialogue, by the rule for that fault
