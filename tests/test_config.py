@@ -64,9 +64,17 @@ def test_environment_overrides_file_and_command_line_overrides_environment(tmp_p
     assert config.tools.tools_per_shard == 7
 
 
+def test_overriding_one_simulator_knob_keeps_the_quickstart_others() -> None:
+    config = load_config(None, ["llm.simulator.latency_ms=0"], environ={})
+    default = load_config(None, environ={})
+    assert config.llm.simulator.latency_ms == 0
+    assert config.llm.simulator.model_copy(update={"latency_ms": default.llm.simulator.latency_ms}) == default.llm.simulator
+
+
 def test_overriding_one_role_keeps_the_others() -> None:
     config = load_config(None, ["llm.roles.judge.model=big-judge"], environ={})
     assert config.llm.roles["judge"].model == "big-judge"
+    assert config.llm.roles["judge"].max_tokens == load_config(None, environ={}).llm.roles["judge"].max_tokens
     assert config.llm.roles["user"].model == "sim-small"
 
 

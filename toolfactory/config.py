@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolfactory.errors import ConfigError
 from toolfactory.simulator import SimulatorSettings
@@ -100,6 +100,23 @@ class LLMConfig(Section):
     """Content-addressed request cache in the storage root, shared by runs and re-runs."""
     simulator: SimulatorSettings = Field(default_factory=lambda: SimulatorSettings(**QUICKSTART_SIMULATOR))
     """Knobs of the offline simulator (latency, fault rates); used when provider is `simulator`."""
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _over_role_defaults(cls, value: Any) -> Any:
+        # Setting one field of a role keeps that role's other defaults.
+        if not isinstance(value, dict):
+            return value
+        return {
+            role: {**ROLE_DEFAULTS.get(role, {}), **given} if isinstance(given, dict) else given
+            for role, given in value.items()
+        }
+
+    @field_validator("simulator", mode="before")
+    @classmethod
+    def _over_quickstart(cls, value: Any) -> Any:
+        # Setting one knob (``--set llm.simulator.latency_ms=0``) keeps the quickstart's others.
+        return {**QUICKSTART_SIMULATOR, **value} if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _complete_roles(self) -> LLMConfig:

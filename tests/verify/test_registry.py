@@ -28,7 +28,7 @@ EXPECTED = {
     "sample_unanswered_call": "error", "sample_response_name_mismatch": "error", "sample_duplicate_call_id": "error",
     "sample_role_order": "error",
     "filter_too_many_steps": "error", "filter_parse_error": "error", "filter_search_not_finished": "error",
-    "tool_definition_invalid": "error", "tool_description_missing": "warning",
+    "tool_definition_invalid": "error", "tool_description_missing": "warning", "sample_call_format_mismatch": "error",
 }
 FAMILIES = {"tool": "definition", "call": "function_call", "dialogue": "dialogue", "sample": "consistency", "filter": "filters"}
 

@@ -35,6 +35,8 @@ from toolfactory.stages.verify.corpus import FINISH_GAVE_UP
 from toolfactory.stages.verify.rules import RULES, check
 from toolfactory.stages.verify.rules.dialogue import MAX_ANSWER_CHARS
 from toolfactory.stages.verify.rules.filters import FINISH, MAX_STEPS
+from toolfactory.stages.verify.rules.consistency import declared_format
+from toolfactory.stages.verify.rules.registry import Sample
 
 RANGE_KEYWORDS = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
@@ -768,3 +770,16 @@ def _missing_description(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str
     i = rng.choice(described)
     d.tools[i] = d.tools[i].model_copy(update={"description": ""})  # tools are shared between copies
     return d, f"description of {d.tools[i].name} removed", f"tools[{i}]"
+
+
+@kind("call_written_as_text", "sample_call_format_mismatch")
+def _call_written_as_text(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    calls = _api_calls(d)
+    user = next((m.content or "" for m in d.messages if m.role == "user"), "")
+    latin_user = sum(ch.isascii() for ch in user) >= 0.8 * max(len(user), 1)
+    if not calls or not latin_user or declared_format(Sample(d)) != "openai":
+        return None  # (in a CJK conversation the Latin call text would also be mixed language)
+    i, _, call = rng.choice(calls)
+    # The model also wrote its call as ReAct text next to the native call.
+    d.messages[i].content = f"Action: {call.name}\nAction Input: {call.arguments}"
+    return d, f"ReAct text call added to messages[{i}]", f"messages[{i}].content"

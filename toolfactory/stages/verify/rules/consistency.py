@@ -13,11 +13,13 @@ code:
   is not the user's (only checked when the dialogue has a user turn at all, a missing user turn
   being ``dialogue_missing_field``); a tool message not directly after an assistant turn with
   calls or another tool message; two consecutive user turns. A user turn after tool messages is
-  allowed (ToolLLM's DFSDT paths interject one), as are consecutive assistant turns.
+  allowed (ToolLLM's DFSDT paths interject one), as are consecutive assistant turns;
+* ``sample_call_format_mismatch``: calls not written in the format the system prompt declares.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from typing import Iterator
 
@@ -101,3 +103,39 @@ def role_order(sample: Sample) -> Iterator[Finding]:
                 yield f"messages[{i}]", f"a tool message must follow an assistant call or another tool message, not {after}"
     if has_user and first_other is not None and messages[first_other].role != "user" and first_other not in flagged:
         yield f"messages[{first_other}]", f"the first non-system message is {messages[first_other].role!r}, not the user's"
+
+
+# -- call format -----------------------------------------------------------------------------
+
+# A system prompt may declare how calls are written ("Function call format: python"); without a
+# declaration, calls are native function calls (OpenAI `tool_calls`).
+DECLARED_FORMAT = re.compile(r"(?:function|tool)[ -]call format\s*:\s*([a-z_]+)", re.IGNORECASE)
+TEXT_FORMATS = frozenset({"json", "python", "react", "xml"})
+# Calls written as text in an assistant message, in each text format a model may fall back to.
+TEXT_CALL = re.compile(
+    r"^\s*Action\s*:\s*\S+\s*\n\s*Action Input\s*:"  # ReAct
+    r"|<tool_call>|<function[=\s>]"  # XML tags
+    r'|^\s*\[\s*[A-Za-z_][\w.]*\(.*\)\s*\]\s*$'  # Python-call list: [f(a=1)]
+    r'|^\s*[\[{]\s*\{?\s*"name"\s*:\s*"[^"]+"\s*,\s*"(?:arguments|parameters)"\s*:',  # JSON call objects
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def declared_format(sample: Sample) -> str:
+    system = next((m.content or "" for m in sample.messages if m.role == "system"), "")
+    found = DECLARED_FORMAT.search(system)
+    return found.group(1).lower() if found else "openai"
+
+
+@rule("sample_call_format_mismatch")
+def call_format_mismatch(sample: Sample) -> Iterator[Finding]:
+    """Calls are not written the way the system prompt declares: text-written calls where native
+    function calling is in use, or native calls where a text format is declared."""
+    declared = declared_format(sample)
+    for i, message in enumerate(sample.messages):
+        if message.role != "assistant":
+            continue
+        if declared in TEXT_FORMATS and message.tool_calls:
+            yield f"messages[{i}].tool_calls", f"native tool calls, but the system prompt declares the {declared} format"
+        elif declared not in TEXT_FORMATS and message.content and TEXT_CALL.search(message.content):
+            yield f"messages[{i}].content", "a call written as text, but calls are native function calls here"
