@@ -15,6 +15,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
+from prefect.exceptions import ObjectNotFound
 from prefect_ray import RayTaskRunner
 
 from flows.runtime import llm_endpoint, ray_session
@@ -90,8 +91,12 @@ def _exception_of(state: Any) -> BaseException | None:
 
 
 def _attempts(task_run_id: Any) -> int:
+    """How often the task ran; 0 if it never reached the API (its worker died before it began)."""
     with get_client(sync_client=True) as client:
-        return int(client.read_task_run(task_run_id).run_count or 1)
+        try:
+            return int(client.read_task_run(task_run_id).run_count or 1)
+        except ObjectNotFound:
+            return 0
 
 
 def _record_done(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec]) -> list[ShardSpec]:
