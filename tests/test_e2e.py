@@ -267,9 +267,9 @@ def test_transient_failures_are_retried_by_the_task_until_the_shard_completes(ru
     assert summary["status"] == "completed"
     with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
         attempts = dict(con.execute("SELECT stage || '/' || shard, attempts FROM shards WHERE run_id = ?", [summary["run_id"]]).fetchall())
-        incomplete = con.execute("SELECT count(*) FROM shard_attempts WHERE run_id = ? AND outcome = 'completed'", [summary["run_id"]]).fetchone()[0]
+        completed = con.execute("SELECT count(*) FROM shard_attempts WHERE run_id = ? AND outcome = 'completed'", [summary["run_id"]]).fetchone()[0]
     assert max(attempts.values()) > 1  # some shard needed a retry…
-    assert incomplete == len(attempts)  # …and each shard completed exactly once
+    assert completed == len(attempts)  # …and each shard completed exactly once
 
 
 def test_api_key_from_a_prefect_secret_block(runtime: str, tmp_path: Path) -> None:

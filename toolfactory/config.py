@@ -64,9 +64,6 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _default_roles() -> dict[str, RoleConfig]:
-    return {role: RoleConfig(**ROLE_DEFAULTS[role]) for role in ROLES}
-
 
 class LLMConfig(Section):
     """How toolfactory reaches an LLM (always through the openai client)."""
@@ -81,7 +78,7 @@ class LLMConfig(Section):
     api_key_secret_block: str | None = None
     """Name of a Prefect Secret block holding the API key; takes precedence over `api_key_env`."""
     roles: dict[Literal["user", "assistant", "tool", "judge"], RoleConfig] = Field(
-        default_factory=_default_roles
+        default_factory=dict
     )
     """Model and sampling parameters per role: user, assistant, tool, judge."""
     max_concurrency: int = Field(32, ge=1, le=1024)
@@ -98,32 +95,27 @@ class LLMConfig(Section):
     """Re-asks after an answer that does not parse or fit its JSON Schema."""
     cache: bool = True
     """Content-addressed request cache in the storage root, shared by runs and re-runs."""
-    simulator: SimulatorSettings = Field(default_factory=lambda: SimulatorSettings(**QUICKSTART_SIMULATOR))
+    simulator: SimulatorSettings = Field(default_factory=dict)  # type: ignore[arg-type]
     """Knobs of the offline simulator (latency, fault rates); used when provider is `simulator`."""
 
     @field_validator("roles", mode="before")
     @classmethod
     def _over_role_defaults(cls, value: Any) -> Any:
-        # Setting one field of a role keeps that role's other defaults.
+        # Every role has its defaults; setting one field of one role (``--set
+        # llm.roles.judge.model=x``) keeps the rest. Defaults are validated too (Section), so
+        # this also builds the roles when none are given.
         if not isinstance(value, dict):
             return value
-        return {
-            role: {**ROLE_DEFAULTS.get(role, {}), **given} if isinstance(given, dict) else given
-            for role, given in value.items()
-        }
+        merged: dict[str, Any] = {role: dict(ROLE_DEFAULTS[role]) for role in ROLES}
+        for role, given in value.items():
+            merged[role] = {**ROLE_DEFAULTS.get(role, {}), **given} if isinstance(given, dict) else given
+        return merged
 
     @field_validator("simulator", mode="before")
     @classmethod
     def _over_quickstart(cls, value: Any) -> Any:
         # Setting one knob (``--set llm.simulator.latency_ms=0``) keeps the quickstart's others.
         return {**QUICKSTART_SIMULATOR, **value} if isinstance(value, dict) else value
-
-    @model_validator(mode="after")
-    def _complete_roles(self) -> LLMConfig:
-        # Overriding one role (``--set llm.roles.judge.model=x``) keeps the defaults of the others.
-        for role in ROLES:
-            self.roles.setdefault(role, RoleConfig(**ROLE_DEFAULTS[role]))  # type: ignore[call-overload]
-        return self
 
     @model_validator(mode="after")
     def _endpoint_needs_url(self) -> LLMConfig:

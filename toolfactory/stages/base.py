@@ -10,7 +10,6 @@ the same interface as the one-to-one stages of the minimal chain.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
@@ -65,11 +64,6 @@ class ShardContext:
     config: Config
     run_id: str
     gateway: LLMGateway
-
-    def rng(self, *parts: object) -> random.Random:
-        """A random source fixed by the run seed and `parts` (never global state)."""
-        key = canonical_json([self.config.run.seed, *[str(p) for p in parts]])
-        return random.Random(int(hashlib.sha256(key.encode()).hexdigest()[:16], 16))
 
 
 class Stage(Protocol):
