@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.quickstart
 	$(BIN)/python -m benchmarks.verifier
 	$(BIN)/python -m benchmarks.judges
+	$(BIN)/python -m benchmarks.imports
 
 clean:
 	rm -rf $(VENV) toolfactory-data toolfactory-stats.duckdb

@@ -22,6 +22,7 @@ from flows.runtime import llm_endpoint, ray_session
 from tasks.shard import configured
 from toolfactory.execution import ShardJob
 from toolfactory.manifest import Manifest
+from toolfactory.pool import publish
 from toolfactory.shards import ShardPaths, read_metrics
 from toolfactory.stages import STAGE_NAMES, ShardSpec
 from toolfactory.stats import StatsDB
@@ -49,6 +50,9 @@ def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
                     flow_run_name=f"{manifest.run_id}/{stage}",
                     task_runner=RayTaskRunner(),
                 )(jobs, str(stats.path))
+            if stage == "pool":
+                added = publish(store, manifest.run_id, *_pool_shards(manifest.run_id, plan))
+                get_run_logger().info("pool: %d new tools and %d context-tree nodes published", added["tools"], added["nodes"])
     failed = _not_completed(plan, store, manifest.run_id)
     stats.finish_run(manifest.run_id, "failed" if failed else "completed", _now())
     summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
@@ -79,6 +83,11 @@ def stage_flow(jobs: list[ShardJob], stats_path: str) -> None:
             job.run_id, job.spec.stage, job.spec.index, "failed", attempts, error, job.spec.fingerprint(),
             metrics=getattr(exception, "metrics", None),
         )
+
+
+def _pool_shards(run_id: str, plan: dict[str, list[ShardSpec]]) -> tuple[ShardPaths, list[ShardPaths]]:
+    pool_shard = ShardPaths(run_id, "pool", 0)
+    return pool_shard, [ShardPaths(run_id, spec.stage, spec.index) for spec in plan.get("domains", [])]
 
 
 def _exception_of(state: Any) -> BaseException | None:

@@ -93,6 +93,9 @@ def small_run_overrides(root: Path | str, **extra: Any) -> list[str]:
     values: dict[str, Any] = {
         "storage.root": str(root),
         "tools.max_tools": 8,
+        # The catalog only: documentation generation and synthesis have tests of their own.
+        "tools.builtin_introductions": False,
+        "tools.synthesis.count": 0,
         "tools.tools_per_shard": 4,
         "tasks.instructions_per_tool": 2,
         "llm.simulator.latency_ms": 0,

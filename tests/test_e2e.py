@@ -26,7 +26,12 @@ from toolfactory.stages.verify.rules import check, errors
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e
-STAGES = ["tools", "tasks", "dialogues", "verify"]
+STAGES = ["tools", "pool", "tasks", "dialogues", "verify"]  # domains: off without synthesis
+SHARDS = {"tools": 3, "pool": 1, "tasks": 3, "dialogues": 3, "verify": 3}
+
+
+def stage_of(summary: dict, name: str) -> dict:
+    return next(s for s in summary["stages"] if s["stage"] == name)
 API_KEY = "sk-e2e-secret-never-stored-0123456789abcdef"
 TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
 
@@ -71,7 +76,7 @@ def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_
 
     assert summary["status"] == "completed"
     assert [s["stage"] for s in summary["stages"]] == STAGES
-    tools = summary["stages"][0]
+    tools = stage_of(summary, "tools")
     assert tools["shards_total"] == 3 and tools["shards_failed"] == 0
     assert sum(s["items_out"] for s in summary["stages"][:1]) + tools["rejected"] == tools["items_in"]
 
@@ -79,12 +84,12 @@ def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_
     manifest = json.loads(store.read_bytes(f"runs/{run_id}/manifest.json"))
     assert manifest["config"]["tools"]["max_tools"] == 12
     assert {"prefect", "ray", "openai", "pyarrow", "duckdb"} <= set(manifest["versions"])
-    assert [len(manifest["plan"][s]) for s in STAGES] == [3, 3, 3, 3]
+    assert {s: len(manifest["plan"][s]) for s in STAGES} == SHARDS and manifest["plan"]["domains"] == []
 
     accepted = [Dialogue.model_validate(r) for i in range(3) for r in read_records(store, f"runs/{run_id}/verify/part-{i:05d}.parquet")]
     assert accepted and all(errors(check(d)) == [] for d in accepted)
     assert len({d.id for d in accepted}) == len(accepted)
-    verify = summary["stages"][3]
+    verify = stage_of(summary, "verify")
     assert verify["items_out"] == len(accepted)
     rules, model = verify["layers"]["rules"], verify["layers"]["model"]
     assert (rules["in"], model["in"], model["passed"]) == (verify["items_in"], rules["passed"], len(accepted))
@@ -93,7 +98,7 @@ def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_
     with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
         shard_rows = con.execute("SELECT stage, count(*), min(status), max(status) FROM shards WHERE run_id = ? GROUP BY stage", [run_id]).fetchall()
         calls = con.execute("SELECT sum(calls) FROM llm_usage WHERE run_id = ?", [run_id]).fetchone()[0]
-    assert sorted(shard_rows) == sorted((s, 3, "completed", "completed") for s in STAGES)
+    assert sorted(shard_rows) == sorted((s, SHARDS[s], "completed", "completed") for s in STAGES)
     assert calls == sum(s["llm_calls"] for s in summary["stages"]) > 0
 
     from prefect.client.orchestration import get_client
@@ -121,7 +126,7 @@ def test_malformed_tools_are_rejected_with_reasons_and_counted(runtime: str, tmp
     root = tmp_path / "data"
     overrides = small_run_overrides(root, **{"tools.builtin_catalog": "false", "tools.files": json.dumps([{"path": str(bad_tools), "format": "openai"}])})
     summary = generate(overrides)
-    tools = summary["stages"][0]
+    tools = stage_of(summary, "tools")
     assert summary["status"] == "completed"
     assert (tools["items_out"], tools["rejected"]) == (1, 2)
     assert tools["rejections"] == {"tool_missing_description": 1, "tool_malformed": 1}
@@ -242,7 +247,7 @@ def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, tmp_
     assert summary["run_id"] == run_dir.name and summary["status"] == "completed"
     for stage in summary["stages"]:
         assert {"stage", "shards_total", "shards_failed", "items_in", "items_out", "pass_rate", "llm_calls", "cache_hits", "rejections"} <= set(stage)
-        assert stage["shards_total"] == 4 and stage["shards_failed"] == 0
+        assert stage["shards_total"] == (1 if stage["stage"] == "pool" else 4) and stage["shards_failed"] == 0
 
 
 def test_invalid_config_fails_before_any_work(tmp_path: Path) -> None:
@@ -297,7 +302,7 @@ def test_each_simulator_fault_knob_is_caught_by_its_rule(runtime: str, tmp_path:
     summary = generate(small_run_overrides(tmp_path / "data", **{
         f"llm.simulator.{knob}": 1.0, "tools.max_tools": 3, "tools.tools_per_shard": 3, "verify.judges": "[]",
     }))
-    verify = summary["stages"][3]
+    verify = stage_of(summary, "verify")
     assert summary["status"] == "completed"
     assert verify["items_out"] == 0 and verify["rejected"] == verify["items_in"] == 6
     assert verify["rejections"][code] == 6  # every dialogue, by the rule for that fault

@@ -17,14 +17,14 @@ from toolfactory.stages import ShardSpec
 
 
 def test_builtin_catalog_items_convert_to_valid_tools() -> None:
-    items = read_sources(ToolsConfig())
+    items = read_sources(ToolsConfig(builtin_introductions=False))
     tools = [tool for item in items for tool in convert(item.format, item.raw)]
     assert len(tools) == len(items) >= 30
     assert all(definition_problems(tool) == [] for tool in tools)
 
 
 def test_toolbench_query_file_gives_tools_with_rapidapi_types(shared_data: Path) -> None:
-    items = read_sources(ToolsConfig(builtin_catalog=False, files=[SourceFile(path=str(shared_data / "toolbench/instruction/G1_query.json"), format="toolbench")]))
+    items = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[SourceFile(path=str(shared_data / "toolbench/instruction/G1_query.json"), format="toolbench")]))
     tools = [tool for item in items for tool in convert(item.format, item.raw)]
     queries = json.loads((shared_data / "toolbench/instruction/G1_query.json").read_text())
     assert {t.name for t in tools} == {api["tool_name"] for q in queries for api in q["api_list"]}
@@ -39,7 +39,7 @@ def test_toolbench_query_file_gives_tools_with_rapidapi_types(shared_data: Path)
 
 def test_toolalpaca_openapi_documents_become_functions(shared_data: Path) -> None:
     path = shared_data / "toolalpaca/eval_simulated.json"
-    items = read_sources(ToolsConfig(builtin_catalog=False, files=[SourceFile(path=str(path), format="toolalpaca")]))
+    items = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[SourceFile(path=str(path), format="toolalpaca")]))
     raw = json.loads(path.read_text())
     tools = [tool for item in items for tool in convert(item.format, item.raw)]
     assert len(tools) == len(raw) == 10
@@ -71,7 +71,7 @@ def test_malformed_entries_are_rejected_with_reasons_and_the_rest_kept(tmp_path:
     ]
     path = tmp_path / "tools.json"
     path.write_text(json.dumps(entries))
-    items = read_sources(ToolsConfig(builtin_catalog=False, files=[SourceFile(path=str(path), format="openai")]))
+    items = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[SourceFile(path=str(path), format="openai")]))
     out = asyncio.run(ToolsStage().run(ShardSpec("tools", 0, ()), [i.model_dump() for i in items], ctx=None))  # type: ignore[arg-type]
     assert [t.name for t in out.records] == ["ok_fn"]
     assert out.rejections() == {"tool_malformed": 1, "tool_invalid_schema": 1, "tool_required_undeclared": 1, "tool_missing_description": 1}
@@ -92,7 +92,7 @@ PETSHELTER = Path(__file__).parent / "data" / "petshelter_openapi.yaml"
 
 
 def test_openapi_document_becomes_a_tool_with_refs_resolved_and_bodies_as_parameters() -> None:
-    [item] = read_sources(ToolsConfig(builtin_catalog=False, files=[SourceFile(path=str(PETSHELTER), format="openapi")]))
+    [item] = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[SourceFile(path=str(PETSHELTER), format="openapi")]))
     [tool] = convert(item.format, item.raw)
     assert (tool.name, tool.category, tool.source, tool.link) == ("PetShelter", "Animals", "openapi", "https://api.example-pets.dev/v1")
     search, adopt = tool.functions
@@ -125,7 +125,7 @@ def test_tools_import_cli_writes_a_catalog_that_imports_back_unchanged(tmp_path:
     assert result.returncode == 0, result.stderr
     assert "10 tools (54 functions) imported, 0 rejected" in result.stdout
     def imported(path: Path, fmt: str) -> list[dict[str, object]]:
-        items = read_sources(ToolsConfig(builtin_catalog=False, files=[SourceFile(path=str(path), format=fmt)]))  # type: ignore[arg-type]
+        items = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[SourceFile(path=str(path), format=fmt)]))  # type: ignore[arg-type]
         return [t.model_dump() for t in import_items(items).records]
 
     assert imported(out, "catalog") == imported(shared_data / "toolalpaca/eval_simulated.json", "toolalpaca")

@@ -58,6 +58,11 @@ def _print_summary(summary: dict[str, Any]) -> None:
             funnel = " -> ".join(f"{layer}-passed {c['passed']}" for layer, c in s["layers"].items())
             typer.echo(f"{s['stage']} funnel: generated {s['items_in']} -> {funnel} -> accepted {s['items_out']}")
     for s in summary["stages"]:
+        for dimension, counts in s.get("profile", {}).items():
+            shown = ", ".join(f"{value}={n}" for value, n in list(counts.items())[:8])
+            more = f", … ({len(counts) - 8} more)" if len(counts) > 8 else ""
+            typer.echo(f"{s['stage']} {dimension}: {shown}{more}")
+    for s in summary["stages"]:
         for failure in s["failed_shards"]:
             typer.echo(f"  {s['stage']} shard {failure['shard']} {failure['status']}: {failure['error']}")
 
@@ -75,7 +80,7 @@ def run(
     overrides: Optional[list[str]] = SetOption,
     run_id: Optional[str] = typer.Option(None, help="Run id (default: generated)."),
 ) -> None:
-    """Generate a dataset: tools → tasks → dialogues → verify."""
+    """Generate a dataset: domains → tools → pool → tasks → dialogues → verify."""
     resolved = _config(config, overrides)
     from flows.generate import generate
     from flows.runtime import prefect_api
@@ -149,9 +154,12 @@ def tools_import(
     from toolfactory.stages.tools.sources import read_sources
     from toolfactory.stages.tools.stage import import_items
 
+    if fmt == "introductions":
+        typer.echo("error: introductions are documented by the LLM; name the file in tools.files of a run", err=True)
+        raise typer.Exit(2)
     try:
         source = SourceFile(path=path, format=fmt)  # type: ignore[arg-type]
-        items = read_sources(ToolsConfig(builtin_catalog=False, files=[source]))
+        items = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[source]))
     except (ConfigError, ValueError) as exc:
         typer.echo(f"error: {str(exc).splitlines()[0] if isinstance(exc, ValueError) else exc}", err=True)
         raise typer.Exit(2) from None

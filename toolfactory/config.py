@@ -34,7 +34,7 @@ QUICKSTART_SIMULATOR = {
     "rate_wrong_type": 0.05,
     "boolean_true_rate": 0.95,  # judges' `passes` votes mostly true, so the demo keeps most records
 }
-ROLES = ("user", "assistant", "tool", "judge")
+ROLES = ("user", "assistant", "tool", "judge", "designer")
 
 
 class Section(BaseModel):
@@ -61,6 +61,7 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "assistant": {},
     "tool": {"max_tokens": 768},
     "judge": {"temperature": 0.7, "max_tokens": 768},  # votes must be able to differ
+    "designer": {"max_tokens": 2048},  # whole API definitions and OpenAPI documents
 }
 
 
@@ -77,10 +78,11 @@ class LLMConfig(Section):
     """Name of the environment variable that holds the API key (read on the worker)."""
     api_key_secret_block: str | None = None
     """Name of a Prefect Secret block holding the API key; takes precedence over `api_key_env`."""
-    roles: dict[Literal["user", "assistant", "tool", "judge"], RoleConfig] = Field(
+    roles: dict[Literal["user", "assistant", "tool", "judge", "designer"], RoleConfig] = Field(
         default_factory=dict
     )
-    """Model and sampling parameters per role: user, assistant, tool, judge."""
+    """Model and sampling parameters per role: user, assistant, tool (executor), judge, designer
+    (writes tool documentation and synthesizes APIs)."""
     max_concurrency: int = Field(32, ge=1, le=1024)
     """Concurrent requests per shard worker."""
     max_retries: int = Field(4, ge=0, le=20)
@@ -150,10 +152,61 @@ class StatsConfig(Section):
 class SourceFile(Section):
     path: str
     """A tool file to import."""
-    format: Literal["catalog", "openai", "toolbench", "toolalpaca", "openapi"] = "catalog"
+    format: Literal["catalog", "openai", "toolbench", "toolalpaca", "openapi", "introductions"] = "catalog"
     """catalog (toolfactory YAML/JSON), openai (tools JSON), toolbench (tool JSON or query
     file), toolalpaca (tool list with OpenAPI Documentation), openapi (an OpenAPI 3.x document,
-    JSON or YAML: one tool, one function per operation)."""
+    JSON or YAML: one tool, one function per operation), introductions (brief API introductions,
+    e.g. ToolAlpaca's public_apis.json: documentation is generated from each by the LLM)."""
+    response_examples: str | None = None
+    """toolbench only: a folder of ToolBench response examples laid out `<Category>/<tool>.json`
+    (ToolBench's `data/toolenv/response_examples`); each function's example response becomes its
+    `returns` schema. A tool without an example file keeps the default `returns`."""
+
+    @model_validator(mode="after")
+    def _response_examples_need_toolbench(self) -> SourceFile:
+        if self.response_examples is not None and self.format != "toolbench":
+            raise ValueError(f"response_examples is read for format 'toolbench' only, not {self.format!r}")
+        return self
+
+
+class SynthesisConfig(Section):
+    """Self-evolving API synthesis (ToolACE TSS): context tree, adaptation, evolution."""
+
+    count: int = Field(8, ge=0)
+    """New APIs to synthesize per run; 0 turns synthesis (and the domains stage) off."""
+    documents: list[str] = Field(default_factory=list)
+    """Text or Markdown files the context tree is also extracted from (one document per
+    paragraph), besides the descriptions of the run's source tools."""
+    speciation_documents: int = Field(24, ge=1)
+    """Documents sampled (seeded) for extracting the context tree each run."""
+    documents_per_prompt: int = Field(12, ge=1)
+    """Documents shown in one domain-extraction prompt."""
+    domains_per_prompt: int = Field(3, ge=1, le=20)
+    """Top-level domains asked for per extraction prompt."""
+    children_per_node: int = Field(3, ge=1, le=20)
+    """Children asked for when a node of the tree is expanded (subdomains, functionalities)."""
+    complexity_weights: list[float] = Field(default_factory=lambda: [0.4, 0.35, 0.25], min_length=1)
+    """Weight of complexity level k+1: an API covering k+1 functionalities of one subtree."""
+    operations_per_api: int = Field(2, ge=0, le=5)
+    """Diversity operations applied to each new API (add functionality or parameters, add
+    constraints, change parameter types, update the returned result)."""
+    parameter_types: dict[Literal["string", "integer", "number", "boolean", "array", "object"], float] = Field(
+        default_factory=lambda: {"string": 0.3, "integer": 0.15, "number": 0.13, "boolean": 0.12, "array": 0.15, "object": 0.15}
+    )
+    """Target share of parameter types; each API is asked for the types furthest below target."""
+    generation_size: int = Field(4, ge=1)
+    """APIs generated together; each generation joins the example buffer of the next."""
+
+
+class PoolConfig(Section):
+    """The tool pool in `<root>/pool/`, grown run after run without duplicates."""
+
+    near_duplicate_threshold: float = Field(0.7, gt=0.0, le=1.0)
+    """Estimated Jaccard similarity (MinHash over name, description and function names) at or
+    above which two tools are duplicates."""
+    skip_known: bool = False
+    """Reject tools already in the pool from earlier runs (`tool_known_in_pool`) instead of
+    using them again; the pool itself never holds a tool twice either way."""
 
 
 class ToolsConfig(Section):
@@ -161,12 +214,16 @@ class ToolsConfig(Section):
 
     builtin_catalog: bool = True
     """Include the seed catalog shipped with toolfactory."""
+    builtin_introductions: bool = True
+    """Generate documentation for the brief API introductions shipped with toolfactory."""
     files: list[SourceFile] = Field(default_factory=list)
     """More tool files to import."""
     max_tools: int | None = Field(None, ge=1)
-    """Keep at most this many tools (after a seeded shuffle); all when unset."""
+    """Keep at most this many source entries (after a seeded shuffle); all when unset."""
     tools_per_shard: int = Field(6, ge=1)
     """Tools per shard; fixes the shard count of every later stage."""
+    synthesis: SynthesisConfig = Field(default_factory=SynthesisConfig)
+    pool: PoolConfig = Field(default_factory=PoolConfig)
 
 
 class TasksConfig(Section):

@@ -54,7 +54,7 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
     inputs = [record for path in job.spec.inputs for record in read_records(store, path)]
     endpoint = resolve_endpoint(job.config.llm, job.llm_base_url)
     async with LLMGateway(endpoint, job.config.llm, RequestCache(store)) as gateway:
-        ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway)
+        ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway, store=store)
         output = await stage_named(job.spec.stage).run(job.spec, inputs, ctx)
     rows, unstorable = encode_records(output.records, job.spec.stage)
     output.rejected.extend(unstorable)
@@ -69,6 +69,7 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
         "rejected": len(output.rejected),
         "rejections": dict(output.rejections()),
         "layers": {layer: list(counts) for layer, counts in output.layers.items()},
+        "profile": {dimension: dict(counts) for dimension, counts in output.profile.items()},
         "llm": gateway.meter.totals(),
         "llm_by_role": gateway.meter.to_dict(),
         "started_at": started_at,

@@ -79,6 +79,19 @@ class Tool(Record):
         return next((f for f in self.functions if f.name == name), None)
 
 
+class DomainNode(Record):
+    """A node of the API context tree (ToolACE §2.1 speciation): domain → subdomain →
+    fine-grained functionality, identified by its path."""
+
+    id: str = ""
+    path: list[str]
+    description: str = ""
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.id:
+            self.id = stable_id("domain", *[part.casefold() for part in self.path])
+
+
 class Task(Record):
     """A sampled tool set with the user instruction to be solved with it."""
 

@@ -1,8 +1,10 @@
 """Planning a run: its id, its input shards and every stage's shards, from (config, seed).
 
 The tools stage's inputs are the raw entries of the tool sources, shuffled with the run seed,
-cut to `tools.max_tools` and stored with the run in shards of `tools.tools_per_shard`; every later
-stage plans its shards from the stage before it.
+cut to `tools.max_tools` and stored with the run in shards of `tools.tools_per_shard`; the
+synthesis documents are stored with it too. Every stage plans its shards from the plans before
+it and from the pool files that exist now (see :mod:`toolfactory.pool`), so the plan, kept in
+the manifest, fixes what a re-run reads.
 """
 
 from __future__ import annotations
@@ -12,15 +14,29 @@ import random
 import secrets
 from datetime import datetime, timezone
 
+from pathlib import Path
+from typing import Any
+
+from toolfactory import pool
 from toolfactory.config import Config
 from toolfactory.errors import ConfigError
-from toolfactory.models import canonical_json
+from toolfactory.models import Record, canonical_json, stable_id
+from toolfactory.pool import pool_files
 from toolfactory.shards import ShardPaths, commit_shard, encode_records
-from toolfactory.stages import STAGES, ShardSpec
+from toolfactory.stages import STAGE_NAMES, STAGES, Planning, ShardSpec
 from toolfactory.stages.tools.sources import read_sources
 from toolfactory.storage import ObjectStore
 
 SOURCES = "sources"
+DOCUMENTS = "documents"
+
+
+class Document(Record):
+    """A paragraph of a file the context tree is extracted from (speciation)."""
+
+    id: str
+    origin: str
+    text: str
 
 
 def new_run_id(config: Config) -> str:
@@ -36,17 +52,36 @@ def plan_run(config: Config, run_id: str, store: ObjectStore) -> dict[str, list[
     if config.tools.max_tools is not None:
         items = items[: config.tools.max_tools]
     size = config.tools.tools_per_shard
-    inputs: list[ShardSpec] = []
+    plans: dict[str, list[ShardSpec]] = {SOURCES: [], DOCUMENTS: []}
     for index, start in enumerate(range(0, len(items), size)):
-        paths = ShardPaths(run_id, SOURCES, index)
-        rows, unstorable = encode_records(items[start : start + size], SOURCES)
-        if unstorable:
-            bad = next(item for item in items if item.id == unstorable[0].id)
-            raise ConfigError(f"tools.files: an entry of {bad.origin} holds text that cannot be stored ({unstorable[0].detail})")
-        commit_shard(store, paths, rows, [], {"items": len(rows)})
-        inputs.append(ShardSpec(SOURCES, index, (paths.main,)))
-    plan: dict[str, list[ShardSpec]] = {}
-    upstream = inputs
+        plans[SOURCES].append(_store_inputs(store, run_id, SOURCES, index, items[start : start + size]))
+    documents = read_documents(config.tools.synthesis.documents) if config.tools.synthesis.count else []
+    if documents:
+        plans[DOCUMENTS].append(_store_inputs(store, run_id, DOCUMENTS, 0, documents))
+    planning = Planning(config, run_id, plans, pool_files(store, pool.TOOLS), pool_files(store, pool.TREE))
     for stage in STAGES:
-        upstream = plan[stage.name] = stage.plan(config, run_id, upstream)
-    return plan
+        plans[stage.name] = stage.plan(planning)
+    return {name: plans[name] for name in STAGE_NAMES}
+
+
+def _store_inputs(store: ObjectStore, run_id: str, kind: str, index: int, items: list[Any]) -> ShardSpec:
+    paths = ShardPaths(run_id, kind, index)
+    rows, unstorable = encode_records(items, kind)
+    if unstorable:
+        bad = next(item for item in items if item.id == unstorable[0].id)
+        raise ConfigError(f"tools: an input from {getattr(bad, 'origin', kind)} holds text that cannot be stored ({unstorable[0].detail})")
+    commit_shard(store, paths, rows, [], {"items": len(rows)})
+    return ShardSpec(kind, index, (paths.main,))
+
+
+def read_documents(paths: list[str]) -> list[Document]:
+    """The paragraphs of the synthesis documents, each one document of speciation."""
+    documents = []
+    for name in paths:
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"tools.synthesis.documents: no such file {name!r}")
+        for k, paragraph in enumerate(p.strip() for p in path.read_text(errors="replace").split("\n\n")):
+            if paragraph:
+                documents.append(Document(id=stable_id("document", path.name, str(k)), origin=path.name, text=paragraph))
+    return documents

@@ -115,6 +115,11 @@ def commit_shard(
     store.write_bytes(paths.main, _parquet_bytes(records_table(rows)))
 
 
+def write_rows(store: ObjectStore, path: str, rows: list[tuple[str, str]]) -> None:
+    """Write (id, JSON) rows as one records file, atomically (pool files, exports)."""
+    store.write_bytes(path, _parquet_bytes(records_table(rows)))
+
+
 def read_records(store: ObjectStore, path: str) -> list[dict[str, Any]]:
     table = pq.read_table(io.BytesIO(store.read_bytes(path)))
     return [json.loads(text) for text in table.column("record").to_pylist()]

@@ -34,6 +34,11 @@ CREATE TABLE IF NOT EXISTS layer_metrics (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, layer VARCHAR, items_in INTEGER, passed INTEGER,
     PRIMARY KEY (run_id, stage, shard, layer)
 );
+-- What a shard's output is made of (tools by source, parameter types, modes, …).
+CREATE TABLE IF NOT EXISTS profiles (
+    run_id VARCHAR, stage VARCHAR, shard INTEGER, dimension VARCHAR, value VARCHAR, count BIGINT,
+    PRIMARY KEY (run_id, stage, shard, dimension, value)
+);
 CREATE TABLE IF NOT EXISTS rejections (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, reason VARCHAR, count INTEGER,
     PRIMARY KEY (run_id, stage, shard, reason)
@@ -131,6 +136,10 @@ class StatsDB:
             con.execute("DELETE FROM layer_metrics WHERE run_id = ? AND stage = ? AND shard = ?", key)
             for layer, (items_in, passed) in sorted(metrics.get("layers", {}).items()):
                 con.execute("INSERT INTO layer_metrics VALUES (?, ?, ?, ?, ?, ?)", [*key, layer, items_in, passed])
+            con.execute("DELETE FROM profiles WHERE run_id = ? AND stage = ? AND shard = ?", key)
+            for dimension, counts in sorted(metrics.get("profile", {}).items()):
+                for value, count in sorted(counts.items()):
+                    con.execute("INSERT INTO profiles VALUES (?, ?, ?, ?, ?, ?)", [*key, dimension, value, count])
             self._record_attempt(con, metrics, "completed")
             con.execute("COMMIT")
 
@@ -194,6 +203,11 @@ class StatsDB:
                    GROUP BY stage, layer ORDER BY stage, sum(items_in) DESC, layer""",
                 [run_id],
             ).fetchall()
+            profiles = con.execute(
+                """SELECT stage, dimension, value, sum(count) FROM profiles WHERE run_id = ?
+                   GROUP BY stage, dimension, value ORDER BY stage, dimension, sum(count) DESC, value""",
+                [run_id],
+            ).fetchall()
             errors = con.execute(
                 "SELECT stage, shard, status, error FROM shards WHERE run_id = ? AND status <> 'completed' ORDER BY stage, shard",
                 [run_id],
@@ -212,6 +226,10 @@ class StatsDB:
                 for stage, layer, n_in, n_ok in layers
                 if stage == name
             }
+            item["profile"] = {}
+            for stage, dimension, value, count in profiles:
+                if stage == name:
+                    item["profile"].setdefault(dimension, {})[value] = int(count)
             item["failed_shards"] = [
                 {"shard": shard, "status": status, "error": error} for stage, shard, status, error in errors if stage == name
             ]

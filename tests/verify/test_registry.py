@@ -10,7 +10,7 @@ import pytest
 from toolfactory.config import Config
 from toolfactory.errors import ConfigError
 from toolfactory.models import Dialogue, Rejected, Verdict
-from toolfactory.stages.base import ShardContext, ShardSpec
+from toolfactory.stages.base import Planning, ShardContext, ShardSpec
 from toolfactory.stages.verify.rules import RULES, Rule, check, errors, rule
 from toolfactory.stages.verify.rules.registry import Sample
 from toolfactory.stages.verify.stage import VerifyStage
@@ -123,4 +123,4 @@ def test_the_stage_honours_disabled_rules() -> None:
 def test_the_stage_plan_refuses_unknown_rule_codes() -> None:
     config = Config.model_validate({"verify": {"disabled_rules": ["call_argument_invalid", "no_such_rule"]}})
     with pytest.raises(ConfigError, match="no_such_rule"):
-        VerifyStage().plan(config, "r", [])
+        VerifyStage().plan(Planning(config, "r", {"dialogues": []}))

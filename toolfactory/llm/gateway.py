@@ -219,8 +219,14 @@ class LLMGateway:
         *,
         name: str,
         sample: int = 0,
+        check: Callable[[Any], list[tuple[str, str]]] | None = None,
     ) -> Any:
-        """A JSON value that fits `schema`, re-asking up to ``max_reasks`` times."""
+        """A JSON value that fits `schema`, re-asking up to ``max_reasks`` times.
+
+        `check` adds what a schema cannot say (an OpenAPI document that must validate, names that
+        must agree): it returns (reason code, message) problems, which are sent back in the re-ask
+        like a schema mismatch; the first reason code names the failure when re-asks run out.
+        """
         validator = _validator(canonical_json(schema))
         response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
         conversation = list(messages)
@@ -234,15 +240,20 @@ class LLMGateway:
             else:
                 error = best_match(validator.iter_errors(value))
                 if error is None:
-                    return value
-                where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-                reason, problem = "llm_schema_mismatch", f"does not fit the schema at {where}: {error.message}"
+                    problems = check(value) if check is not None else []
+                    if not problems:
+                        return value
+                    reason = problems[0][0]
+                    problem = "has problems: " + "; ".join(message for _, message in problems[:8])
+                else:
+                    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+                    reason, problem = "llm_schema_mismatch", f"does not fit the schema at {where}: {error.message}"
             if attempt == self._llm.max_reasks:
                 break
             self.meter.role(role).reasks += 1
             conversation += [
                 {"role": "assistant", "content": text},
-                {"role": "user", "content": f"Your answer {problem}. Reply again with only JSON that fits the schema."},
+                {"role": "user", "content": f"Your answer {problem}. Reply again with only JSON that fits the schema and fixes this."},
             ]
         self.meter.role(role).failures[reason] += 1
         raise LLMFailure(reason, f"answer {problem} after {self._llm.max_reasks} re-asks", transient=False)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from toolfactory.stages.base import ShardContext, ShardSpec, Stage, StageOutput
+from toolfactory.stages.base import Planning, ShardContext, ShardSpec, Stage, StageOutput
 from toolfactory.stages.dialogues.stage import DialoguesStage
+from toolfactory.stages.domains.stage import DomainsStage
+from toolfactory.stages.pool.stage import PoolStage
 from toolfactory.stages.tasks.stage import TasksStage
 from toolfactory.stages.tools.stage import ToolsStage
 from toolfactory.stages.verify.stage import VerifyStage
 
-STAGES: tuple[Stage, ...] = (ToolsStage(), TasksStage(), DialoguesStage(), VerifyStage())
+STAGES: tuple[Stage, ...] = (DomainsStage(), ToolsStage(), PoolStage(), TasksStage(), DialoguesStage(), VerifyStage())
 STAGE_NAMES: tuple[str, ...] = tuple(stage.name for stage in STAGES)
 
 
@@ -19,4 +21,4 @@ def stage_named(name: str) -> Stage:
     raise KeyError(f"unknown stage {name!r} (stages: {', '.join(STAGE_NAMES)})")
 
 
-__all__ = ["STAGES", "STAGE_NAMES", "ShardContext", "ShardSpec", "Stage", "StageOutput", "stage_named"]
+__all__ = ["STAGES", "STAGE_NAMES", "Planning", "ShardContext", "ShardSpec", "Stage", "StageOutput", "stage_named"]

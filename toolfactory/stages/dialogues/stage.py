@@ -14,9 +14,8 @@ from typing import Any, ClassVar
 
 from jsonschema import Draft202012Validator
 
-from toolfactory.config import Config
 from toolfactory.models import Dialogue, Function, Message, Record, Task, ToolCall, stable_id
-from toolfactory.stages.base import ShardContext, ShardSpec, StageOutput, one_to_one
+from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
 
 MAX_STEPS = 4
@@ -52,8 +51,8 @@ def call_error(function: Function | None, name: str, arguments: str) -> str | No
 class DialoguesStage:
     name: ClassVar[str] = "dialogues"
 
-    def plan(self, config: Config, run_id: str, upstream: list[ShardSpec]) -> list[ShardSpec]:
-        return one_to_one(self.name, run_id, upstream)
+    def plan(self, planning: Planning) -> list[ShardSpec]:
+        return one_to_one(self.name, planning, "tasks")
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
         tasks = [Task.model_validate(data) for data in inputs]

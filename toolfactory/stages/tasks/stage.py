@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from toolfactory.config import Config
 from toolfactory.models import Record, Task, Tool, stable_id
-from toolfactory.stages.base import ShardContext, ShardSpec, StageOutput, one_to_one
+from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.records import map_records
 
 USER_AGENT_PROMPT = """\
@@ -65,12 +64,15 @@ def instruction_schema(tool: Tool, count: int) -> dict[str, Any]:
 class TasksStage:
     name: ClassVar[str] = "tasks"
 
-    def plan(self, config: Config, run_id: str, upstream: list[ShardSpec]) -> list[ShardSpec]:
-        return one_to_one(self.name, run_id, upstream)
+    def plan(self, planning: Planning) -> list[ShardSpec]:
+        # The pool is one shard; the tasks stage reads it in as many parts as there were
+        # tools shards, part i holding every n-th tool.
+        pool, parts = planning.outputs("pool"), len(planning.plans["tools"])
+        return [ShardSpec(self.name, i, pool, {"part": i, "parts": parts}) for i in range(parts)] if pool else []
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
         count = ctx.config.tasks.instructions_per_tool
-        tools = [Tool.model_validate(data) for data in inputs]
+        tools = [Tool.model_validate(data) for data in inputs[shard.params["part"] :: shard.params["parts"]]]
 
         async def instructions_for(tool: Tool) -> list[Record]:
             prompt = USER_AGENT_PROMPT.format(

@@ -56,3 +56,36 @@ def _function_problems(fn_json: str) -> tuple[tuple[str, str], ...]:
         if missing:
             problems.append(("tool_required_undeclared", f"{fn.name}: required {missing} not in properties"))
     return tuple(problems)
+
+
+_ID_PARAMETER = re.compile(r"(^|_)id$|[a-z0-9]Id$")
+
+
+def lookup_problems(tool: Tool) -> list[tuple[str, str]]:
+    """Ids a user cannot know must be obtainable (ToolAlpaca's rule for generated APIs): a
+    function that requires one needs another function whose result holds it, such as a search
+    or list function."""
+    problems: list[tuple[str, str]] = []
+    for fn in tool.functions:
+        for name in fn.parameters.get("required", []):
+            if not _ID_PARAMETER.search(name):
+                continue
+            wanted = {name.casefold(), "id"}
+            if not any(wanted & _property_names(other.returns) for other in tool.functions if other is not fn):
+                problems.append((
+                    "tool_id_without_lookup",
+                    f"{tool.name}.{fn.name}: requires {name!r}, but no other function (a search or list) returns it",
+                ))
+    return problems
+
+
+def _property_names(schema: object) -> set[str]:
+    if isinstance(schema, list):
+        return set().union(*(_property_names(item) for item in schema)) if schema else set()
+    if not isinstance(schema, dict):
+        return set()
+    names = {key.casefold() for key in schema.get("properties") or {}} if isinstance(schema.get("properties"), dict) else set()
+    for value in schema.values():
+        if isinstance(value, (dict, list)):
+            names |= _property_names(value)
+    return names

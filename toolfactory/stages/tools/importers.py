@@ -91,13 +91,44 @@ def _rapidapi_parameter(param: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+# ToolBench response examples name the Python type of each value; "empty list" stands for [].
+_EXAMPLE_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array",
+                  "dict": "object", "empty list": "array"}
+
+
+def example_schema(example: Any) -> dict[str, Any]:
+    """The JSON Schema of a ToolBench response example (nested dicts and lists of type names)."""
+    if isinstance(example, dict):
+        return {"type": "object", "properties": {str(key): example_schema(value) for key, value in example.items()}}
+    if isinstance(example, list):
+        return {"type": "array", "items": example_schema(example[0])} if example else {"type": "array"}
+    if isinstance(example, str) and example in _EXAMPLE_TYPES:
+        return {"type": _EXAMPLE_TYPES[example]}
+    return {}
+
+
+def _returns_by_api(examples: Any) -> dict[str, dict[str, Any]]:
+    """`returns` schemas from a tool's response examples (see sources.py), by API name as in
+    function names, so that an example matches the function made of the same API."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, example in (examples if isinstance(examples, dict) else {}).items():
+        schema = example_schema(example) if example else {}
+        if schema:  # an empty or unknown example says nothing: the default `returns` stays
+            out[function_name(str(name)).lower()] = schema
+    return out
+
+
 def _from_toolbench(raw: Any) -> list[Tool]:
     tool_name = raw.get("tool_name") or raw.get("name")
     if not tool_name:
         raise MalformedTool("tool_malformed", "a ToolBench tool needs tool_name")
     suffix = "_for_" + function_name(tool_name).lower()
+    returns_by_api = _returns_by_api(raw.get("response_examples"))
     functions = []
+    from_examples = False
     for api in raw.get("api_list", []):
+        returns = returns_by_api.get(function_name(api.get("name", "")).lower())
+        from_examples = from_examples or returns is not None
         required = api.get("required_parameters") or []
         optional = api.get("optional_parameters") or []
         properties = {p["name"]: _rapidapi_parameter(p) for p in [*required, *optional] if p.get("name")}
@@ -105,17 +136,21 @@ def _from_toolbench(raw: Any) -> list[Tool]:
             name=function_name(function_name(api.get("name", "")).lower() + suffix),
             description=(api.get("description") or "").strip(),
             parameters={"type": "object", "properties": properties, "required": [p["name"] for p in required if p.get("name")]},
+            returns=returns or {"type": "object"},
             method=api.get("method"),
             path=api.get("url"),
         ))
     category = raw.get("category_name") or raw.get("category") or "General"
+    provenance: dict[str, Any] = {"standardized_name": raw.get("standardized_name", function_name(tool_name).lower())}
+    if from_examples:
+        provenance["returns_from"] = "response_examples"
     return [Tool(
         name=tool_name,
         description=(raw.get("tool_description") or "").strip(),
         category=category,
         domain_path=[category],
         source="toolbench",
-        provenance={"standardized_name": raw.get("standardized_name", function_name(tool_name).lower())},
+        provenance=provenance,
         functions=functions,
     )]
 

@@ -8,13 +8,14 @@ counted rejection there instead of aborting the run, and a re-run needs no acces
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from toolfactory.catalog import seed_catalog_path
+from toolfactory.catalog import introductions_path, seed_catalog_path
 from toolfactory.config import SourceFile, ToolsConfig
 from toolfactory.errors import ConfigError
 from toolfactory.models import Record, canonical_json, stable_id
@@ -51,6 +52,9 @@ def split_source(path: Path, fmt: str) -> list[Any]:
         return list(data if isinstance(data, list) else [data])
     if fmt == "openapi":
         return [data]
+    if fmt == "introductions":  # ToolAlpaca's public_apis.json keeps them under `entries`
+        entries = data["entries"] if isinstance(data, dict) else data
+        return list(entries)
     raise ConfigError(f"tools.files.format: unknown format {fmt!r}")
 
 
@@ -71,10 +75,71 @@ def _toolbench_tools_from_queries(queries: list[dict[str, Any]]) -> list[dict[st
     return [{**tool, "api_list": list(apis[name].values())} for name, tool in tools.items()]
 
 
+def _with_response_examples(tools: list[Any], folder: Path) -> list[Any]:
+    """ToolBench tools, each with the example responses of its APIs as ``response_examples``.
+
+    ToolBench keeps them apart from the tools (``response_examples/<Category>/<tool>.json``); they
+    are copied into the raw item so that a shard converts it without the files. An example is a
+    hint: a tool whose file is missing, unreadable or malformed is imported without one.
+    """
+    files: dict[Path, dict[str, Any]] = {}
+    out: list[Any] = []
+    for tool in tools:
+        examples = _toolbench_examples(tool, folder, files) if isinstance(tool, dict) else {}
+        out.append({**tool, "response_examples": examples} if examples else tool)
+    return out
+
+
+def _toolbench_examples(tool: dict[str, Any], folder: Path, files: dict[Path, dict[str, Any]]) -> dict[str, Any]:
+    category = str(tool.get("category_name") or tool.get("category") or "")
+    stems = [str(tool.get("standardized_name") or ""), _toolbench_standardize(str(tool.get("tool_name") or tool.get("name") or ""))]
+    for directory in dict.fromkeys([category, _toolbench_category(category)]):
+        for stem in dict.fromkeys(stems):
+            if _is_plain_name(directory) and _is_plain_name(stem):
+                path = folder / directory / f"{stem}.json"
+                if path not in files:
+                    files[path] = _read_examples(path)
+                if files[path]:
+                    return files[path]
+    return {}
+
+
+def _read_examples(path: Path) -> dict[str, Any]:
+    """``{api name: schema}`` of one example file; empty when it is missing or malformed."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    apis = data.get("api_list") if isinstance(data, dict) else None
+    if not isinstance(apis, list):
+        return {}
+    return {api["name"]: api["schema"] for api in apis
+            if isinstance(api, dict) and isinstance(api.get("name"), str) and "schema" in api}
+
+
+def _toolbench_standardize(name: str) -> str:
+    # ToolBench's `standardize` (toolbench/utils.py), which names its tool and example files.
+    text = re.sub(r"_+", "_", re.sub(r"[^\u4e00-\u9fa5A-Za-z0-9_]", "_", name)).lower().strip("_")
+    return f"get_{text}" if text[:1].isdigit() else text
+
+
+def _toolbench_category(category: str) -> str:
+    # ToolBench's `standardize_category`: "Artificial Intelligence/Machine Learning" -> folder name.
+    return re.sub(r"[ ,/]", "_", category).replace("__", "_")
+
+
+def _is_plain_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and Path(name).name == name and "\\" not in name
+
+
 def read_sources(config: ToolsConfig) -> list[SourceItem]:
-    files: list[SourceFile] = list(config.files)
+    builtin: dict[str, SourceFile] = {}
     if config.builtin_catalog:
-        files.insert(0, SourceFile(path=str(seed_catalog_path()), format="catalog"))
+        builtin["builtin:seed_tools.yaml"] = SourceFile(path=str(seed_catalog_path()), format="catalog")
+    if config.builtin_introductions:
+        builtin["builtin:introductions.yaml"] = SourceFile(path=str(introductions_path()), format="introductions")
+    origins = {id(source): origin for origin, source in builtin.items()}
+    files: list[SourceFile] = [*builtin.values(), *config.files]
     items: list[SourceItem] = []
     for source in files:
         path = Path(source.path).expanduser()
@@ -84,7 +149,12 @@ def read_sources(config: ToolsConfig) -> list[SourceItem]:
             entries = split_source(path, source.format)
         except (ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
             raise ConfigError(f"tools.files: {source.path} is not a {source.format} file ({exc})") from None
-        origin = "builtin:seed_tools.yaml" if source.format == "catalog" and config.builtin_catalog and path == seed_catalog_path() else path.name
+        if source.response_examples is not None:  # toolbench only (see SourceFile)
+            examples = Path(source.response_examples).expanduser()
+            if not examples.is_dir():
+                raise ConfigError(f"tools.files.response_examples: no such folder {source.response_examples!r}")
+            entries = _with_response_examples(entries, examples)
+        origin = origins.get(id(source), path.name)
         for position, raw in enumerate(entries):
             item_id = stable_id(source.format, origin, str(position), canonical_json(raw))
             items.append(SourceItem(id=item_id, format=source.format, origin=origin, raw=raw))

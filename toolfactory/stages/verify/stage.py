@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, ClassVar
 
-from toolfactory.config import Config
 from toolfactory.errors import ConfigError
 from toolfactory.models import Dialogue, Record, Rejected
-from toolfactory.stages.base import ShardContext, ShardSpec, StageOutput, one_to_one
+from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
 from toolfactory.stages.verify.judges import failed_verdicts, judge_all
 from toolfactory.stages.verify.rules import RULES, check, errors
@@ -23,11 +22,11 @@ from toolfactory.stages.verify.rules import RULES, check, errors
 class VerifyStage:
     name: ClassVar[str] = "verify"
 
-    def plan(self, config: Config, run_id: str, upstream: list[ShardSpec]) -> list[ShardSpec]:
-        unknown = sorted(set(config.verify.disabled_rules) - set(RULES))
+    def plan(self, planning: Planning) -> list[ShardSpec]:
+        unknown = sorted(set(planning.config.verify.disabled_rules) - set(RULES))
         if unknown:
             raise ConfigError(f"verify.disabled_rules: unknown rule codes {unknown} (allowed: {', '.join(sorted(RULES))})")
-        return one_to_one(self.name, run_id, upstream)
+        return one_to_one(self.name, planning, "dialogues")
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
         disabled = frozenset(ctx.config.verify.disabled_rules)
