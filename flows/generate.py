@@ -21,10 +21,12 @@ def _name() -> str:
 
 @flow(name="generate", flow_run_name=_name)
 def generate(config_path: str | None = None, overrides: list[str] | None = None, run_id: str | None = None) -> dict[str, Any]:
-    """Generate a dataset: tools → tasks → dialogues → verify, one task per (stage, shard)."""
+    """Generate a dataset: domains → tools → pool → tasks → dialogues → verify, one task per
+    (stage, shard)."""
     config = load_config(config_path, overrides or ())
     store = ObjectStore.open(config.storage)
     run_id = run_id or config.run.run_id or new_run_id(config)
+    config = config.model_copy(update={"run": config.run.with_seed_for(run_id)})
     if not flow_run.parameters.get("run_id"):  # show the generated id in the UI too
         with get_client(sync_client=True) as client:
             client.update_flow_run(flow_run.id, name=f"generate-{run_id}")

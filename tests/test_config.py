@@ -92,3 +92,11 @@ def test_snapshot_holds_no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     config = load_config(None, ["llm.provider=openai-compatible", "llm.base_url=http://x/v1"], environ={})
     assert "sk-live" not in str(config.snapshot())
     assert config.snapshot()["llm"]["api_key_env"] == "OPENAI_API_KEY"
+
+
+def test_a_null_seed_is_derived_from_the_run_id_and_kept() -> None:
+    run = load_config(None, ["run.seed=null"], environ={}).run
+    assert run.seed is None
+    first, again, other = run.with_seed_for("20261122-a"), run.with_seed_for("20261122-a"), run.with_seed_for("20261123-b")
+    assert isinstance(first.seed, int) and first.seed == again.seed != other.seed
+    assert load_config(None, ["run.seed=5"], environ={}).run.with_seed_for("x").seed == 5

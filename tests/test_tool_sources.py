@@ -129,3 +129,16 @@ def test_tools_import_cli_writes_a_catalog_that_imports_back_unchanged(tmp_path:
         return [t.model_dump() for t in import_items(items).records]
 
     assert imported(out, "catalog") == imported(shared_data / "toolalpaca/eval_simulated.json", "toolalpaca")
+
+
+def test_public_apis_entries_become_introduction_items(shared_data: Path) -> None:
+    path = shared_data / "toolalpaca" / "public_apis.json"
+    items = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[SourceFile(path=str(path), format="introductions")]))
+    entries = json.loads(path.read_text())["entries"]
+    assert len(items) == len(entries) == 1425 and {i.format for i in items} == {"introductions"}
+    from toolfactory.stages.tools.introductions import entry_of
+
+    first = entry_of(items[0].raw)
+    assert first == {"name": entries[0]["API"], "link": entries[0]["Link"], "introduction": entries[0]["Description"], "category": entries[0]["Category"]}
+    builtin = read_sources(ToolsConfig(builtin_catalog=False))
+    assert len(builtin) == 8 and all(entry_of(i.raw)["introduction"] for i in builtin)

@@ -11,6 +11,7 @@ variable or a Prefect Secret block), and the key is read only where a request is
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
@@ -249,8 +250,15 @@ class VerifyConfig(Section):
 class RunConfig(Section):
     """Identity and failure policy of a run."""
 
-    seed: int = 0
-    """Seed of every sampling decision; the shard plan is a function of (config, seed)."""
+    seed: int | None = 0
+    """Seed of every sampling decision; the shard plan is a function of (config, seed). null: a
+    seed derived from the run id, so that every run (e.g. each night) samples anew; the seed
+    used is stored with the run, so a re-run reproduces it."""
+
+    def with_seed_for(self, run_id: str) -> RunConfig:
+        if self.seed is not None:
+            return self
+        return self.model_copy(update={"seed": int(hashlib.sha256(run_id.encode()).hexdigest()[:8], 16)})
     run_id: str | None = None
     """Run id; generated from the time and a config hash when unset."""
     tolerate_transient_failures: float = Field(0.0, ge=0.0, le=1.0)

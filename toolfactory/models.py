@@ -92,6 +92,15 @@ class DomainNode(Record):
             self.id = stable_id("domain", *[part.casefold() for part in self.path])
 
 
+class ToolRef(Record):
+    """Which pool tool a dialogue's functions come from (for splits by tool and dataset cards)."""
+
+    id: str
+    name: str
+    category: str = "General"
+    source: str = "catalog"
+
+
 class Task(Record):
     """A sampled tool set with the user instruction to be solved with it."""
 
@@ -133,6 +142,7 @@ class Dialogue(Record):
     mode: str = "single"
     models: dict[str, str] = Field(default_factory=dict)
     llm_calls: int = 0
+    source_tools: list[ToolRef] = Field(default_factory=list)
     verdicts: list[Verdict] = Field(default_factory=list)
     judgements: list[Judgement] = Field(default_factory=list)
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from jsonschema import Draft202012Validator
 
-from toolfactory.models import Dialogue, Function, Message, Record, Task, ToolCall, stable_id
+from toolfactory.models import Dialogue, Function, Message, Record, Task, ToolCall, ToolRef, stable_id
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
 
@@ -94,6 +94,7 @@ class DialoguesStage:
                 mode=task.mode,
                 models={role: ctx.gateway.model_for(role) for role in ("user", "assistant", "tool")},
                 llm_calls=calls,  # this stage's requests for this record (assistant and tool executor)
+                source_tools=[ToolRef(id=t.id, name=t.name, category=t.category, source=t.source) for t in task.tools],
             )
         ]
 
