@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 
@@ -43,11 +44,9 @@ def _function_problems(fn_json: str) -> tuple[tuple[str, str], ...]:
     if not fn.description.strip():
         problems.append(("tool_missing_description", f"{fn.name}: no description"))
     for label, schema in (("parameters", fn.parameters), ("returns", fn.returns)):
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-            problems.append(("tool_invalid_schema", f"{fn.name}.{label} at {path}: {exc.message}"))
+        error = _schema_error(json.dumps(schema, sort_keys=True))
+        if error is not None:
+            problems.append(("tool_invalid_schema", f"{fn.name}.{label} at {error}"))
     if fn.parameters.get("type") != "object":
         problems.append(("tool_parameters_not_object", f"{fn.name}: parameters must be a JSON Schema object"))
     else:
@@ -56,6 +55,17 @@ def _function_problems(fn_json: str) -> tuple[tuple[str, str], ...]:
         if missing:
             problems.append(("tool_required_undeclared", f"{fn.name}: required {missing} not in properties"))
     return tuple(problems)
+
+
+@lru_cache(maxsize=16384)
+def _schema_error(schema_json: str) -> str | None:
+    # Cached by the schema alone: the same parameter and return schemas recur across functions
+    # (the default `returns`, ToolBench's flat string parameters), and checking one is costly.
+    try:
+        Draft202012Validator.check_schema(json.loads(schema_json))
+    except SchemaError as exc:
+        return f"{'/'.join(str(p) for p in exc.absolute_path) or '(root)'}: {exc.message}"
+    return None
 
 
 _ID_PARAMETER = re.compile(r"(^|_)id$|[a-z0-9]Id$")
