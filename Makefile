@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.verifier
 	$(BIN)/python -m benchmarks.judges
 	$(BIN)/python -m benchmarks.imports
+	$(BIN)/python -m benchmarks.export
 
 clean:
 	rm -rf $(VENV) toolfactory-data toolfactory-stats.duckdb

@@ -96,6 +96,8 @@ def small_run_overrides(root: Path | str, **extra: Any) -> list[str]:
         # The catalog only: documentation generation and synthesis have tests of their own.
         "tools.builtin_introductions": False,
         "tools.synthesis.count": 0,
+        # One recipe with no target mode: the recipes and modes have tests of their own.
+        "tasks.recipes": "{toolalpaca: 1}",
         "tools.tools_per_shard": 4,
         "tasks.instructions_per_tool": 2,
         "llm.simulator.latency_ms": 0,
@@ -104,6 +106,10 @@ def small_run_overrides(root: Path | str, **extra: Any) -> list[str]:
         "llm.simulator.rate_hallucinated_function": 0,
         "llm.simulator.rate_missing_required": 0,
         "llm.simulator.rate_wrong_type": 0,
+        "llm.simulator.rate_parallel_calls": 0,
+        "llm.simulator.rate_follow_up_call": 0,
+        "llm.simulator.rate_clarify": 0,
+        "llm.simulator.rate_decline": 0,
         "orchestration.task_retry_delay_s": 0,
         **extra,
     }

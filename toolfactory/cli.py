@@ -85,6 +85,13 @@ def run(
     from flows.generate import generate
     from flows.runtime import prefect_api
     from toolfactory.planning import new_run_id
+    from toolfactory.stages.tools.sources import check_files
+
+    try:
+        check_files(resolved.tools)  # before Prefect or Ray start: a typo costs nothing
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
     run_id = run_id or resolved.run.run_id or new_run_id(resolved)
     typer.echo(f"run {run_id}: storage {resolved.storage.root}, stats {resolved.stats_path()}")
@@ -209,13 +216,8 @@ def evaluate(
     overrides: Optional[list[str]] = SetOption,
 ) -> None:
     """ToolEval: pass rate of solution paths and, with --against, win rate (judge: the `judge` role)."""
-    import asyncio
-
-    from flows.runtime import llm_endpoint
     from toolfactory.evaluation.run import evaluate as run_eval
     from toolfactory.evaluation.run import read_paths, write_report
-    from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
-    from toolfactory.storage import ObjectStore
 
     resolved = _config(config, overrides)
     try:
@@ -225,20 +227,84 @@ def evaluate(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 
-    async def judged(base_url: str | None) -> dict[str, Any]:
-        endpoint = resolve_endpoint(resolved.llm, base_url)
-        cache = RequestCache(ObjectStore.open(resolved.storage))
-        async with LLMGateway(endpoint, resolved.llm, cache) as gateway:
-            return await run_eval(paths, gateway, votes, others)
-
-    with llm_endpoint(resolved) as base_url:
-        report = asyncio.run(judged(base_url))
+    report = _with_gateway(resolved, lambda gateway: run_eval(paths, gateway, votes, others))
     report["format_errors"] = len(errors)
     target = write_report(report, out)
     typer.echo(f"pass rate {report['pass']['pass_rate']} over {report['pass']['paths']} paths ({len(errors)} unreadable)")
     if "win" in report:
         typer.echo(f"win rate {report['win']['win_rate']} over {report['win']['pairs']} pairs ({report['win']['unpaired']} unpaired)")
     typer.echo(f"report: {target}")
+
+
+@app.command()
+def export(
+    run_id: str = typer.Argument(..., help="The run whose accepted dialogues to export."),
+    fmt: str = typer.Option(..., "--format", "-f", help="openai, sharegpt, toolbench, toolalpaca, xlam, bfcl or hf."),
+    out: str = typer.Option(..., "--out", "-o", help="Output folder (local or s3://)."),
+    by: str = typer.Option("tool", "--by", help="Split by unseen tools (tool) or unseen categories (category)."),
+    train: float = typer.Option(0.8, "--train"),
+    validation: float = typer.Option(0.1, "--validation"),
+    test: float = typer.Option(0.1, "--test"),
+    include_reasoning: bool = typer.Option(False, "--include-reasoning", help="Keep the assistant's thinking."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """Write a run's accepted dialogues in a trainer's format, split train / validation / test."""
+    from toolfactory.export import ExportOptions, SplitSpec, export_run
+    from toolfactory.storage import ObjectStore
+
+    resolved = _config(config, overrides)
+    try:
+        splits = SplitSpec(train=train, validation=validation, test=test, by=by)  # type: ignore[arg-type]
+        summary = export_run(ObjectStore.open(resolved.storage), run_id, fmt, out, splits=splits,
+                             seed=resolved.run.seed or 0, options=ExportOptions(include_reasoning=include_reasoning))
+    except (ConfigError, TerminalError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    counts = ", ".join(f"{split} {n}" for split, n in summary["splits"].items())
+    typer.echo(f"{summary['exported']} of {summary['records']} records exported as {fmt} to {out} ({counts})")
+    for reason, count in summary["skipped"].items():
+        typer.echo(f"  skipped {count}: {reason}")
+
+
+@app.command()
+def retriever(
+    run_id: str = typer.Argument(..., help="The run whose instructions and APIs to use."),
+    out: str = typer.Option("retriever", "--out", "-o", help="Folder for corpus.tsv, queries, qrels and the report."),
+    all_tasks: bool = typer.Option(False, "--all-tasks", help="Use every task, not only those whose dialogue was accepted."),
+    embeddings: bool = typer.Option(True, "--embeddings/--no-embeddings", help="Also evaluate embedding retrieval."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """API retriever data in ToolBench's layout, with BM25 and embedding NDCG@1/@5 (ToolLLM §3.1)."""
+    from toolfactory.retrieval import retriever_export
+    from toolfactory.storage import ObjectStore
+
+    resolved = _config(config, overrides)
+    store = ObjectStore.open(resolved.storage)
+    report = _with_gateway(resolved, lambda gateway: retriever_export(
+        store, run_id, out, gateway=gateway if embeddings else None, seed=resolved.run.seed or 0,
+        embedding_model=resolved.llm.embedding_model, all_tasks=all_tasks,
+    ))
+    typer.echo(f"retriever data and report in {out}/ ({json.dumps(report.get('stats', {}))})")
+
+
+def _with_gateway(resolved: Any, work: Any) -> Any:
+    """Run `work(gateway)` against the configured endpoint (the simulator is started if it is the
+    provider), with the run's request cache."""
+    import asyncio
+
+    from flows.runtime import llm_endpoint
+    from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
+    from toolfactory.storage import ObjectStore
+
+    async def go(base_url: str | None) -> Any:
+        cache = RequestCache(ObjectStore.open(resolved.storage))
+        async with LLMGateway(resolve_endpoint(resolved.llm, base_url), resolved.llm, cache) as gateway:
+            return await work(gateway)
+
+    with llm_endpoint(resolved) as base_url:
+        return asyncio.run(go(base_url))
 
 
 @simulator_app.command(

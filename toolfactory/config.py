@@ -34,6 +34,13 @@ QUICKSTART_SIMULATOR = {
     "rate_missing_required": 0.05,
     "rate_wrong_type": 0.05,
     "boolean_true_rate": 0.95,  # judges' `passes` votes mostly true, so the demo keeps most records
+    # Behaviours a real model shows, so that dialogues of every mode appear in the demo.
+    "rate_parallel_calls": 0.25,
+    "rate_follow_up_call": 0.3,
+    "rate_clarify": 0.1,
+    "rate_decline": 0.1,
+    # Resamples (self-consistency, judge votes) often repeat the first answer, as at a low temperature.
+    "sample_variation": 0.3,
 }
 ROLES = ("user", "assistant", "tool", "judge", "designer")
 
@@ -84,6 +91,8 @@ class LLMConfig(Section):
     )
     """Model and sampling parameters per role: user, assistant, tool (executor), judge, designer
     (writes tool documentation and synthesizes APIs)."""
+    embedding_model: str = "sim-embedding"
+    """Model for `/v1/embeddings` (retrieval evaluation, query complexity)."""
     max_concurrency: int = Field(32, ge=1, le=1024)
     """Concurrent requests per shard worker."""
     max_retries: int = Field(4, ge=0, le=20)
@@ -227,11 +236,74 @@ class ToolsConfig(Section):
     pool: PoolConfig = Field(default_factory=PoolConfig)
 
 
+def _proportions(value: dict[str, float]) -> dict[str, float]:
+    if not value or sum(value.values()) <= 0 or any(v < 0 for v in value.values()):
+        raise ValueError("proportions must be >= 0 with a positive sum")
+    return value
+
+
 class TasksConfig(Section):
-    """The tasks stage: sampled functions and user instructions."""
+    """The tasks stage: sampled tool sets and user instructions, by recipe."""
 
     instructions_per_tool: int = Field(2, ge=1, le=50)
-    """Instructions generated per tool (each aimed at one of its functions, round robin)."""
+    """Instructions generated per anchor tool (each tool of the pool anchors one tool set)."""
+    recipes: dict[Literal["toolalpaca", "toolllm", "toolace"], float] = Field(
+        default_factory=lambda: {"toolalpaca": 0.4, "toolllm": 0.3, "toolace": 0.3}
+    )
+    """Share of tool sets made by each recipe: toolalpaca (one tool, user agent, multi-agent
+    simulation), toolllm (I1/I2/I3 sampling, seed examples, DFSDT search), toolace (same-domain
+    APIs, multi-mode prompts, formal thinking, self-consistency)."""
+    scenarios: dict[Literal["single_tool", "intra_category", "intra_collection"], float] = Field(
+        default_factory=lambda: {"single_tool": 0.4, "intra_category": 0.3, "intra_collection": 0.3}
+    )
+    """toolllm: share of I1 (single tool), I2 (tools of one category), I3 (tools of one collection)."""
+    modes: dict[Literal["single", "parallel", "multiple", "dependent", "non_tool", "missing_params"], float] = Field(
+        default_factory=lambda: {"single": 0.3, "parallel": 0.2, "multiple": 0.15, "dependent": 0.15,
+                                 "non_tool": 0.1, "missing_params": 0.1}
+    )
+    """toolace: share of target modes: single call, parallel calls, multiple (one of several similar
+    functions), dependent calls, non_tool (no suitable tool: the assistant declines) and
+    missing_params (the assistant asks for a missing required value)."""
+    multi_turn: float = Field(0.2, ge=0.0, le=1.0)
+    """toolace: share of dialogues with 2–3 user turns."""
+    max_tools_per_set: int = Field(3, ge=2, le=5)
+    """Multi-tool sets hold 2 to this many tools (ToolLLM samples 2–5)."""
+    max_apis_per_tool: int = Field(3, ge=1, le=10)
+    """APIs sampled from each tool of a multi-tool set (ToolLLM: at most 3)."""
+
+    @field_validator("recipes", "scenarios", "modes")
+    @classmethod
+    def _shares(cls, value: dict[str, float]) -> dict[str, float]:
+        return _proportions(value)
+
+
+class DialoguesConfig(Section):
+    """The dialogues stage: the agents and the solution search."""
+
+    max_steps: int = Field(5, ge=1, le=20)
+    """Assistant turns per user turn before the simulation stops."""
+    formal_thinking: bool = True
+    """toolace: before each action the assistant assesses the request, the tools it needs and
+    whether every required value is known; kept in `reasoning`, never in exported text."""
+    self_consistency: int = Field(3, ge=1, le=9)
+    """toolace: samples of each assistant decision; a decision is kept when at least two agree
+    (whether to call, which functions, which argument values), by majority. 1 = off."""
+    on_disagreement: Literal["drop", "mask"] = "drop"
+    """toolace: what happens to a turn whose samples do not agree: drop the dialogue, or keep the
+    first sample with the turn masked (`masked: true`, for a loss mask)."""
+    search: Literal["dfsdt", "react"] = "dfsdt"
+    """toolllm: solution search: depth-first search over actions (DFSDT) or one chain (ReAct)."""
+    search_max_depth: int = Field(6, ge=1, le=30)
+    """toolllm: actions on one path."""
+    search_max_children: int = Field(2, ge=1, le=10)
+    """toolllm: children of a node (new tries after a give-up)."""
+    search_max_calls: int = Field(24, ge=2, le=500)
+    """toolllm: LLM calls per instruction (assistant and tool executor)."""
+    keep_failed_searches: bool = False
+    """toolllm: keep searches that ended without an answer (rejected as `search_failed` otherwise)."""
+    response_budget_tokens: int = Field(1024, ge=16)
+    """Tool responses longer than this go back to the assistant compressed: the `returns`
+    schema's keys kept, then cut (ToolLLM A.2)."""
 
 
 class VerifyConfig(Section):
@@ -289,6 +361,7 @@ class Config(Section):
     orchestration: OrchestrationConfig = Field(default_factory=OrchestrationConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     tasks: TasksConfig = Field(default_factory=TasksConfig)
+    dialogues: DialoguesConfig = Field(default_factory=DialoguesConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
 
     def stats_path(self) -> str:

@@ -109,8 +109,10 @@ class Task(Record):
     instruction: str
     relevant_functions: list[str] = Field(default_factory=list)
     scenario: str = "single_tool"
-    mode: str = "single"
+    mode: str = "single"  # the target mode the instruction was written for
     recipe: str = "toolalpaca"
+    turns: int = 1  # user turns the dialogue should have
+    style: str = ""  # the language style the user agent was asked for (toolace)
 
 
 class ToolCall(Record):
@@ -124,8 +126,9 @@ class ToolCall(Record):
 class Message(Record):
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None = None
-    reasoning: str | None = None
+    reasoning: str | None = None  # the assistant's thinking; not part of exported training text
     tool_calls: list[ToolCall] | None = None
+    masked: bool | None = None  # a turn whose samples disagreed, kept for a loss mask
     tool_call_id: str | None = None
     name: str | None = None
 
@@ -139,10 +142,14 @@ class Dialogue(Record):
     messages: list[Message]
     recipe: str = "toolalpaca"
     scenario: str = "single_tool"
-    mode: str = "single"
+    mode: str = "single"  # the mode the messages show (see toolfactory.stages.dialogues.modes)
+    target_mode: str | None = None  # the mode the task asked for, when it asked for one
     models: dict[str, str] = Field(default_factory=dict)
     llm_calls: int = 0
     source_tools: list[ToolRef] = Field(default_factory=list)
+    # How the dialogue was made: solution search summary (toolllm), compressed responses,
+    # clarifications, masked turns.
+    generation: dict[str, Any] = Field(default_factory=dict)
     verdicts: list[Verdict] = Field(default_factory=list)
     judgements: list[Judgement] = Field(default_factory=list)
 

@@ -78,6 +78,11 @@ GROUP BY s.run_id, s.stage;
 """
 
 
+# Profile dimensions named `*_uses` count uses per item (a tool id, an API): the summary gives how
+# many distinct items were used and how often, the coverage; the table keeps every item.
+USES = "_uses"
+
+
 @retry(
     retry=retry_if_exception(lambda exc: isinstance(exc, duckdb.IOException) and "lock" in str(exc)),
     wait=wait_random(0.05, 0.25),
@@ -230,6 +235,9 @@ class StatsDB:
             for stage, dimension, value, count in profiles:
                 if stage == name:
                     item["profile"].setdefault(dimension, {})[value] = int(count)
+            for dimension, counts in item["profile"].items():
+                if dimension.endswith(USES):  # one value per tool or API: how many, not which
+                    item["profile"][dimension] = {"distinct": len(counts), "total": sum(counts.values())}
             item["failed_shards"] = [
                 {"shard": shard, "status": status, "error": error} for stage, shard, status, error in errors if stage == name
             ]

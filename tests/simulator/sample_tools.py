@@ -61,3 +61,42 @@ WEATHER_TOOLS: list[dict[str, Any]] = [
 def tool_parameters(name: str) -> dict[str, Any]:
     """The parameters schema of one of WEATHER_TOOLS."""
     return next(t["function"]["parameters"] for t in WEATHER_TOOLS if t["function"]["name"] == name)
+
+HOTEL_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search_hotels",
+            "description": "Search hotels in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "nights": {"type": "integer", "minimum": 1, "maximum": 14},
+                },
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "book_hotel",
+            "description": "Book a room in a hotel by its id",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "hotel_id": {"type": "string", "pattern": "^H[0-9]+$"},
+                    "guests": {"type": "integer", "minimum": 1, "maximum": 4},
+                },
+                "required": ["hotel_id", "guests"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
+
+
+def parameters_of(tools: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """The parameters schema of the function `name` among `tools`."""
+    return next(t["function"]["parameters"] for t in tools if t["function"]["name"] == name)

@@ -115,7 +115,7 @@ def test_cli_args_round_trip_settings() -> None:
 def test_cli_has_one_flag_per_setting() -> None:
     every = SimulatorSettings(
         **{
-            name: (2 if field.annotation is int else 0.5)
+            name: True if field.annotation is bool else 2 if field.annotation is int else 0.5
             for name, field in SimulatorSettings.model_fields.items()
         }
     )

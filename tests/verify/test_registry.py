@@ -24,7 +24,7 @@ EXPECTED = {
     "call_argument_invalid": "error",
     "dialogue_no_function_call": "error", "dialogue_no_final_answer": "error", "dialogue_missing_field": "error",
     "dialogue_answer_too_long": "error", "dialogue_invalid_characters": "error", "dialogue_mixed_language": "warning",
-    "dialogue_incomplete_answer": "error",
+    "dialogue_incomplete_answer": "error", "dialogue_mode_mismatch": "error",
     "sample_unanswered_call": "error", "sample_response_name_mismatch": "error", "sample_duplicate_call_id": "error",
     "sample_role_order": "error",
     "filter_too_many_steps": "error", "filter_parse_error": "error", "filter_search_not_finished": "error",

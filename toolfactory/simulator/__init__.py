@@ -2,9 +2,11 @@
 
 It stands in for a real model endpoint in tests, benchmarks and demos: chat completions
 (plain text, JSON-schema answers, tool calls, answers to tool results), embeddings, and
-configurable latency, transport faults (429/500/hangs) and content faults (broken JSON,
-hallucinated functions, missing or mistyped arguments). The same request always gets the same
-answer, so pipelines built on it are reproducible without network access or model weights.
+configurable latency, transport faults (429/500/hangs), content faults (broken JSON,
+hallucinated functions, missing or mistyped arguments) and tool-use behaviours (parallel calls,
+follow-up calls whose arguments come from earlier results, clarifying questions, declines).
+The same request always gets the same answer, so pipelines built on it are reproducible
+without network access or model weights.
 
 Typical use::
 

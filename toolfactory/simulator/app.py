@@ -29,7 +29,7 @@ from .chat import complete_chat
 from .embeddings import create_embeddings
 from .errors import SimulatorError, error_body
 from .faults import TransportFault, latency_seconds, transport_fault
-from .seeding import request_hash
+from .seeding import request_hash, unit_draw
 from .settings import SimulatorSettings
 from .state import RequestKind, SimulatorState
 
@@ -70,6 +70,17 @@ async def _read_json(request: Request) -> dict[str, Any]:
     return body
 
 
+def answer_digest(body: dict[str, Any], settings: SimulatorSettings, digest: str) -> str:
+    """The hash the answer is drawn from. A resample (a request with a `seed`) is answered
+    independently with probability `sample_variation`; otherwise it repeats the answer to the
+    same request without a seed, as a model sampling at a low temperature often repeats itself."""
+    if "seed" not in body or settings.sample_variation >= 1.0:
+        return digest
+    if unit_draw(digest, "sample_variation") < settings.sample_variation:
+        return digest
+    return request_hash({k: v for k, v in body.items() if k != "seed"}, settings.seed)
+
+
 def create_app(settings: SimulatorSettings) -> Starlette:
     """A fresh simulator ASGI app with its own state, starting from `settings`."""
     state = SimulatorState(settings.model_copy())
@@ -83,7 +94,7 @@ def create_app(settings: SimulatorSettings) -> Starlette:
         digest = request_hash(body, current.seed)
         attempt = await state.register(kind, digest)
         try:
-            result: dict[str, Any] | SimulatorError = build(body, current, digest)
+            result: dict[str, Any] | SimulatorError = build(body, current, answer_digest(body, current, digest))
         except SimulatorError as exc:
             result = exc
         delay = latency_seconds(current, digest, attempt)

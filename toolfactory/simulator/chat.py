@@ -1,16 +1,39 @@
 """How the simulator answers a chat completion request, in OpenAI's wire format.
 
-Decision order for each choice:
+Decision order for each choice (the knobs are :class:`SimulatorSettings` fields; each "draw"
+is a seeded draw against that rate, see :mod:`.tool_turns`):
 
-1. function tools offered, `tool_choice` not "none", last message not a tool result
-   -> one tool call: the function sharing most words with the last user message (or the one
-   `tool_choice` names), with arguments generated from its `parameters` schema;
-2. otherwise the answer is text: after tool results a short summary quoting them, else a
-   sentence reusing the user's words; with a JSON `response_format` the text is instead a JSON
-   value (an instance of the given schema, or a small object for `json_object`).
+1. no function tool may be called (no `tools`, or `tool_choice` "none") -> text (step 5);
+2. the last message is a tool result -> another tool call if the conversation has had fewer
+   than 3 tool-call turns and the `rate_follow_up_call` draw hits (preferably a function not
+   called yet that the request or the results relate to, then the one most of whose
+   parameters the results can fill, e.g. search -> book), else text (step 5);
+3. `tool_choice` forces a call ("required", a named function, allowed tools in "required"
+   mode) -> a tool call. Otherwise, with `decline_when_irrelevant` on, a last user message
+   sharing no word stem with any callable function's name, description, parameter names or
+   enum values (nor a value they take, like a city for `city`) -> a decline (a plain text
+   answer if it has no content word at all, like "hi"); then, while the conversation holds
+   no tool result and no earlier assistant text (a model asks or declines once, then acts on
+   the user's reply): the `rate_decline` draw -> a decline, then the `rate_clarify` draw ->
+   a question asking for one required parameter of the function that would be called (a
+   call after all if it requires none);
+4. a tool call: the function sharing most words with the last user message (or the only one
+   `tool_choice` allows), with arguments generated from its `parameters` schema. Top-level
+   arguments named like a key of an earlier tool result take that value when it validates
+   (see :mod:`.grounding`). If the `rate_parallel_calls` draw hits (and the request does not
+   set `parallel_tool_calls: false`) the turn holds 2-3 calls, each with its own id: the
+   first is the call of a single-call turn, the others go to other functions related to the
+   request or the results, else repeat the function with other argument values;
+5. text: after tool results a short summary quoting them, else a sentence reusing the user's
+   words (or the decline / question of step 3); with a JSON `response_format` the text is
+   instead a JSON value (an instance of the given schema, or a small object for
+   `json_object`).
 
-Content faults (see :mod:`.faults`) are then applied. Everything random is drawn from the
-request hash and the choice index, so the same request body always gets the same answer.
+Content faults (see :mod:`.faults`) are then applied (to the first call of a parallel turn).
+Everything random is drawn from the request hash and the choice index, so the same request
+body always gets the same answer. With the behaviour knobs at 0 (and off) the answers are
+those of a simulator without them, except for the always-on grounding, which only matters
+once a conversation holds tool results and then asks for a new call.
 """
 
 from __future__ import annotations
@@ -22,38 +45,33 @@ from typing import Any
 
 from . import faults as fault_lib
 from .errors import SimulatorError
+from .functions import (
+    FunctionSpec,
+    call_is_forced,
+    callable_functions,
+    choose_function,
+    is_relevant,
+    parse_functions,
+)
+from .grounding import result_values
 from .schema_instance import instance_for
 from .seeding import canonical_json, derive_rng, sub_hash
 from .settings import SimulatorSettings
-from .text import (
-    STOPWORDS,
-    content_words,
-    estimate_tokens,
-    identifier_words,
-    lower_words,
-    message_text,
-    topical_answer,
-    truncate_words,
+from .text import content_words, estimate_tokens, message_text, topical_answer, truncate_words
+from .tool_turns import (
+    ToolHistory,
+    Turn,
+    clarify_question,
+    decide_turn,
+    decline_answer,
+    plan_calls,
+    wants_parallel,
 )
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+RESULT_ROLES = ("tool", "function")
 MAX_CHOICES = 128
 SYSTEM_FINGERPRINT = "fp_toolfactory_sim"
-EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-@dataclass(frozen=True)
-class FunctionSpec:
-    """One offered function tool."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-    def words(self) -> set[str]:
-        return set(identifier_words(self.name)) | {
-            w for w in lower_words(self.description) if w not in STOPWORDS
-        }
 
 
 @dataclass
@@ -65,6 +83,7 @@ class Conversation:
     context: list[str]
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     call_names: dict[str, str] = field(default_factory=dict)
+    history: ToolHistory = field(default_factory=ToolHistory)
 
 
 def _require(condition: bool, message: str, param: str | None = None) -> None:
@@ -72,8 +91,33 @@ def _require(condition: bool, message: str, param: str | None = None) -> None:
         raise SimulatorError(message, param=param, code="invalid_request")
 
 
+def _earlier_calls(messages: list[dict[str, Any]]) -> tuple[int, dict[str, list[dict[str, Any]]]]:
+    """(assistant turns with tool calls, parsed arguments of every earlier call by name)."""
+    rounds = 0
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for message in messages:
+        if message["role"] != "assistant":
+            continue
+        made = [c["function"] for c in message.get("tool_calls") or [] if _is_call(c)]
+        legacy = message.get("function_call")
+        made += [legacy] if isinstance(legacy, dict) else []
+        rounds += bool(made)
+        for function in made:
+            try:
+                arguments = json.loads(str(function.get("arguments") or "{}"))
+            except ValueError:
+                arguments = None
+            if isinstance(arguments, dict):
+                calls.setdefault(str(function.get("name", "")), []).append(arguments)
+    return rounds, calls
+
+
+def _is_call(call: Any) -> bool:
+    return isinstance(call, dict) and isinstance(call.get("function"), dict)
+
+
 def parse_conversation(body: dict[str, Any]) -> Conversation:
-    """Validate `messages` and pull out the user's words and any trailing tool results."""
+    """Validate `messages` and pull out the user's words, trailing tool results and tool use."""
     messages = body.get("messages")
     _require(
         isinstance(messages, list) and bool(messages),
@@ -96,88 +140,24 @@ def parse_conversation(body: dict[str, Any]) -> Conversation:
     call_names: dict[str, str] = {}
     for message in messages:
         for call in message.get("tool_calls") or []:
-            if isinstance(call, dict) and isinstance(call.get("function"), dict):
+            if _is_call(call):
                 call_names[str(call.get("id"))] = str(call["function"].get("name", ""))
     trailing: list[dict[str, Any]] = []
     for message in reversed(messages):
-        if message["role"] not in ("tool", "function"):
+        if message["role"] not in RESULT_ROLES:
             break
         trailing.insert(0, message)
-    return Conversation(messages, user_text, content_words(user_text), trailing, call_names)
-
-
-def parse_functions(body: dict[str, Any]) -> list[FunctionSpec]:
-    """The function tools of the request (other tool types are ignored)."""
-    tools = body.get("tools")
-    if tools is None:
-        return []
-    _require(isinstance(tools, list), "'tools' must be an array.", "tools")
-    specs: list[FunctionSpec] = []
-    for index, tool in enumerate(tools):
-        _require(isinstance(tool, dict), f"Invalid tool at tools[{index}].", f"tools[{index}]")
-        if tool.get("type", "function") != "function":
-            continue
-        function = tool.get("function")
-        _require(
-            isinstance(function, dict) and isinstance(function.get("name"), str),
-            f"tools[{index}].function.name is required.",
-            f"tools[{index}].function",
-        )
-        parameters = function.get("parameters")
-        specs.append(
-            FunctionSpec(
-                name=function["name"],
-                description=str(function.get("description") or ""),
-                parameters=parameters if isinstance(parameters, dict) else dict(EMPTY_PARAMETERS),
-            )
-        )
-    return specs
-
-
-def _named(entry: Any) -> str | None:
-    """The function name in a tool_choice-like entry, either wire shape."""
-    if not isinstance(entry, dict):
-        return None
-    function = entry.get("function")
-    if isinstance(function, dict) and isinstance(function.get("name"), str):
-        return str(function["name"])
-    return entry["name"] if isinstance(entry.get("name"), str) else None
-
-
-def callable_functions(body: dict[str, Any], functions: list[FunctionSpec]) -> list[FunctionSpec]:
-    """The functions the answer may call given `tool_choice` (empty: answer in text)."""
-    choice = body.get("tool_choice")
-    if not functions or choice == "none":
-        return []
-    if choice is None or choice in ("auto", "required"):
-        return functions
-    by_name = {spec.name: spec for spec in functions}
-    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
-        allowed = choice.get("allowed_tools") or {}
-        names = [_named(entry) for entry in allowed.get("tools") or []]
-        chosen = [by_name[name] for name in names if name in by_name]
-        _require(
-            bool(chosen), "tool_choice.allowed_tools names no offered function.", "tool_choice"
-        )
-        return chosen
-    name = _named(choice)
-    _require(name is not None, "Invalid 'tool_choice'.", "tool_choice")
-    _require(
-        name in by_name, f"tool_choice names '{name}', which is not in 'tools'.", "tool_choice"
+    rounds, calls = _earlier_calls(messages)
+    history = ToolHistory(
+        rounds=rounds,
+        results_seen=any(m["role"] in RESULT_ROLES for m in messages),
+        trailing_results=bool(trailing),
+        asked_before=any(m["role"] == "assistant" and not m.get("tool_calls") and m.get("content") for m in messages),
+        values=result_values(messages),
+        calls=calls,
     )
-    return [by_name[str(name)]]
-
-
-def choose_function(
-    functions: list[FunctionSpec], context: list[str], rng: random.Random
-) -> FunctionSpec:
-    """The function sharing most words with the user's message (ties: a seeded pick)."""
-    wanted = {w.lower() for w in context}
-    wanted |= {w[:-1] for w in wanted if w.endswith("s") and len(w) > 3}
-    scores = [len(spec.words() & wanted) for spec in functions]
-    best = max(scores)
-    return rng.choice(
-        [spec for spec, score in zip(functions, scores, strict=True) if score == best]
+    return Conversation(
+        messages, user_text, content_words(user_text), trailing, call_names, history
     )
 
 
@@ -260,27 +240,52 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
     return None
 
 
-def _tool_call_choice(
+def _tool_call_message(
     index: int,
-    functions: list[FunctionSpec],
+    calls: list[tuple[FunctionSpec, dict[str, Any]]],
     all_names: list[str],
-    conversation: Conversation,
+    context: list[str],
     faults: fault_lib.ContentFaults,
     request_hash: str,
-    rng: random.Random,
 ) -> tuple[dict[str, Any], str]:
-    spec = (
-        functions[0]
-        if len(functions) == 1
-        else choose_function(functions, conversation.context, rng)
-    )
-    arguments = instance_for(spec.parameters, rng, conversation.context)
-    if not isinstance(arguments, dict):
-        arguments = {}
+    """The assistant message holding `calls`; content faults damage the first call only."""
+    wire: list[dict[str, Any]] = []
+    produced = ""
+    for position, (spec, arguments) in enumerate(calls):
+        name = spec.name
+        if position == 0:
+            name = _damage(index, spec, arguments, all_names, context, faults, request_hash)
+        text = json.dumps(arguments, ensure_ascii=False)
+        if position == 0 and faults.malformed_json:
+            shape = fault_lib.fault_rng(request_hash, "malformed", index)
+            text = fault_lib.malform_json(text, shape)
+        salts: tuple[object, ...] = ("call", index) if position == 0 else ("call", index, position)
+        wire.append(
+            {
+                "id": "call_" + sub_hash(request_hash, *salts)[:24],
+                "type": "function",
+                "function": {"name": name, "arguments": text},
+            }
+        )
+        produced += name + text
+    message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": wire}
+    return message, produced
+
+
+def _damage(
+    index: int,
+    spec: FunctionSpec,
+    arguments: dict[str, Any],
+    all_names: list[str],
+    context: list[str],
+    faults: fault_lib.ContentFaults,
+    request_hash: str,
+) -> str:
+    """Apply this choice's name and argument faults (arguments in place); the name to send."""
     name = spec.name
     if faults.hallucinated_function:
         shape = fault_lib.fault_rng(request_hash, "hallucinated", index)
-        name = fault_lib.hallucinated_name(name, all_names, conversation.context, shape)
+        name = fault_lib.hallucinated_name(name, all_names, context, shape)
     if faults.missing_required:
         fault_lib.drop_required(
             arguments, spec.parameters, fault_lib.fault_rng(request_hash, "missing", index)
@@ -289,16 +294,50 @@ def _tool_call_choice(
         fault_lib.wrong_type(
             arguments, spec.parameters, fault_lib.fault_rng(request_hash, "wrong_type", index)
         )
-    text = json.dumps(arguments, ensure_ascii=False)
-    if faults.malformed_json:
-        text = fault_lib.malform_json(text, fault_lib.fault_rng(request_hash, "malformed", index))
-    call = {
-        "id": "call_" + sub_hash(request_hash, "call", index)[:24],
-        "type": "function",
-        "function": {"name": name, "arguments": text},
-    }
-    message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [call]}
-    return message, name + text
+    return name
+
+
+def _clarifying_question(
+    callable_: list[FunctionSpec], conversation: Conversation, request_hash: str, index: int
+) -> str | None:
+    """The clarifying question for this choice, or None when the function needs nothing.
+
+    The function and its arguments are drawn exactly as the call would draw them, so the
+    question is about the function that would have been called.
+    """
+    rng = derive_rng(request_hash, "choice", index)
+    context = conversation.context
+    spec = callable_[0] if len(callable_) == 1 else choose_function(callable_, context, rng)
+    arguments = instance_for(spec.parameters, rng, context)
+    arguments = arguments if isinstance(arguments, dict) else {}
+    return clarify_question(
+        spec, arguments, conversation.user_text, derive_rng(request_hash, "clarify", index)
+    )
+
+
+def _text_answer(
+    turn: Turn,
+    question: str | None,
+    conversation: Conversation,
+    callable_: list[FunctionSpec],
+    request_hash: str,
+    index: int,
+    rng: random.Random,
+) -> tuple[str, list[str]]:
+    """(the text of a turn without calls, the words a JSON answer may reuse)."""
+    if question is not None:
+        return question, conversation.context
+    if turn is Turn.DECLINE:
+        decline_rng = derive_rng(request_hash, "decline", index)
+        return decline_answer(callable_, conversation.user_text, decline_rng), conversation.context
+    if conversation.tool_results:
+        context = conversation.context + [
+            w
+            for m in conversation.tool_results
+            for w in content_words(message_text(m.get("content")))
+        ]
+        return tool_result_answer(conversation, rng), context
+    return topical_answer(conversation.user_text, rng), conversation.context
 
 
 def complete_chat(
@@ -323,6 +362,10 @@ def complete_chat(
     conversation = parse_conversation(body)
     functions = parse_functions(body)
     callable_ = callable_functions(body, functions)
+    forced = call_is_forced(body)
+    relevant = not settings.decline_when_irrelevant or is_relevant(
+        callable_, conversation.context, conversation.user_text
+    )
     wants_json, schema = _json_format(body)
     limit = _max_tokens(body)
 
@@ -332,28 +375,45 @@ def complete_chat(
         rng = derive_rng(request_hash, "choice", index)
         faults = fault_lib.content_faults(settings, request_hash, index)
         finish = "stop"
-        if callable_ and not conversation.tool_results:
-            message, produced = _tool_call_choice(
-                index,
+        turn = decide_turn(
+            settings,
+            request_hash,
+            index,
+            can_call=bool(callable_),
+            forced=forced,
+            relevant=relevant,
+            said_something=bool(conversation.context),
+            history=conversation.history,
+        )
+        question = (
+            _clarifying_question(callable_, conversation, request_hash, index)
+            if turn is Turn.CLARIFY
+            else None
+        )
+        if turn is Turn.CLARIFY and question is None:
+            turn = Turn.CALL
+        if turn is Turn.CALL:
+            parallel = wants_parallel(body, settings, request_hash, index)
+            calls = plan_calls(
                 callable_,
+                conversation.context,
+                conversation.history,
+                rng,
+                derive_rng(request_hash, "parallel", index) if parallel else None,
+            )
+            message, produced = _tool_call_message(
+                index,
+                calls,
                 [f.name for f in functions],
-                conversation,
+                conversation.context,
                 faults,
                 request_hash,
-                rng,
             )
             finish = "tool_calls"
         else:
-            if conversation.tool_results:
-                text = tool_result_answer(conversation, rng)
-                context = conversation.context + [
-                    w
-                    for m in conversation.tool_results
-                    for w in content_words(message_text(m.get("content")))
-                ]
-            else:
-                text = topical_answer(conversation.user_text, rng)
-                context = conversation.context
+            text, context = _text_answer(
+                turn, question, conversation, callable_, request_hash, index, rng
+            )
             if wants_json:
                 text = _json_answer(schema, text, context, rng, settings.boolean_true_rate)
                 if faults.malformed_json:

@@ -113,6 +113,19 @@ def identifier(rng: random.Random, context: Sequence[str] = ()) -> str:
 
 StringMaker = Callable[[random.Random, Sequence[str]], str]
 
+CITY_WORDS = frozenset({"city", "location", "town", "destination", "origin"})
+COUNTRY_WORDS = frozenset({"country", "nation"})
+CURRENCY_WORDS = frozenset({"currency"})
+TICKER_WORDS = frozenset({"symbol", "ticker", "stock"})
+
+# Property-name words whose values come from one of the closed lists above.
+KNOWN_VALUES: tuple[tuple[frozenset[str], Sequence[str]], ...] = (
+    (CITY_WORDS, CITIES),
+    (COUNTRY_WORDS, COUNTRIES),
+    (CURRENCY_WORDS, CURRENCIES),
+    (TICKER_WORDS, TICKERS),
+)
+
 # Checked in order against the words of a property name; the first hit wins.
 STRING_HINTS: tuple[tuple[frozenset[str], StringMaker], ...] = (
     (frozenset({"email", "mail"}), lambda rng, ctx: email(rng)),
@@ -123,22 +136,19 @@ STRING_HINTS: tuple[tuple[frozenset[str], StringMaker], ...] = (
     (frozenset({"datetime", "timestamp"}), lambda rng, ctx: date_time(rng)),
     (frozenset({"date", "day", "birthday", "dob", "since", "until"}), lambda rng, ctx: date(rng)),
     (frozenset({"time"}), lambda rng, ctx: clock_time(rng)),
-    (
-        frozenset({"city", "location", "town", "destination", "origin"}),
-        lambda rng, ctx: _pick_known(CITIES, ctx, rng),
-    ),
-    (frozenset({"country", "nation"}), lambda rng, ctx: _pick_known(COUNTRIES, ctx, rng)),
+    (CITY_WORDS, lambda rng, ctx: _pick_known(CITIES, ctx, rng)),
+    (COUNTRY_WORDS, lambda rng, ctx: _pick_known(COUNTRIES, ctx, rng)),
     (frozenset({"phone", "mobile", "tel", "telephone"}), lambda rng, ctx: phone(rng)),
     (frozenset({"address", "street"}), lambda rng, ctx: rng.choice(STREETS)),
     (
         frozenset({"zip", "postal", "postcode", "zipcode"}),
         lambda rng, ctx: f"{rng.randint(10000, 99999)}",
     ),
-    (frozenset({"currency"}), lambda rng, ctx: _pick_known(CURRENCIES, ctx, rng)),
+    (CURRENCY_WORDS, lambda rng, ctx: _pick_known(CURRENCIES, ctx, rng)),
     (frozenset({"language", "lang", "locale"}), lambda rng, ctx: rng.choice(LANGUAGES)),
     (frozenset({"color", "colour"}), lambda rng, ctx: rng.choice(COLORS)),
     (frozenset({"unit", "units"}), lambda rng, ctx: rng.choice(UNITS)),
-    (frozenset({"symbol", "ticker", "stock"}), lambda rng, ctx: _pick_known(TICKERS, ctx, rng)),
+    (TICKER_WORDS, lambda rng, ctx: _pick_known(TICKERS, ctx, rng)),
     (frozenset({"status", "state"}), lambda rng, ctx: rng.choice(STATUSES)),
     (
         frozenset({"username", "user", "login", "handle"}),
@@ -247,3 +257,12 @@ def number_hint(name_words: Sequence[str]) -> tuple[float, float] | None:
         if names & keys:
             return (low, high)
     return None
+
+
+def known_values(name_words: Sequence[str]) -> Sequence[str]:
+    """The closed list of values (cities, currencies, ...) a property with these words takes."""
+    names = set(name_words)
+    for keys, values in KNOWN_VALUES:
+        if names & keys:
+            return values
+    return ()

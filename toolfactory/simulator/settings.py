@@ -1,4 +1,4 @@
-"""Knobs of the simulator: added latency, transport faults and content faults.
+"""Knobs of the simulator: added latency, transport faults, content faults and tool behaviours.
 
 One pydantic model so the HTTP admin endpoint, the command line (one flag per field, generated
 from this model) and Python callers all share a single validated definition that cannot drift.
@@ -69,6 +69,47 @@ class SimulatorSettings(BaseModel):
         ge=0.0,
         le=1.0,
         description="Fraction of tool-call answers with one argument of the wrong JSON type.",
+    )
+    rate_parallel_calls: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of tool-call turns holding 2-3 calls instead of one (never when "
+        "the request sets parallel_tool_calls=false).",
+    )
+    rate_follow_up_call: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of answers to tool results that call a function again instead of "
+        "summarising (at most 3 tool-call turns per conversation).",
+    )
+    rate_clarify: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of tool turns before any tool result that ask the user for a "
+        "required argument instead of calling (unless tool_choice forces a call).",
+    )
+    rate_decline: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of tool turns before any tool result that decline in text (no "
+        "offered function helps) instead of calling (unless tool_choice forces a call).",
+    )
+    decline_when_irrelevant: bool = Field(
+        default=False,
+        description="Decline in text instead of calling when the last user message shares no "
+        "word stem (nor a known value such as a city) with any callable function (unless "
+        "tool_choice forces a call).",
+    )
+    sample_variation: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description="Probability that a resample (a request with a `seed`) is answered independently "
+        "of the same request without a seed; otherwise it repeats that answer (low-temperature sampling).",
     )
     boolean_true_rate: float = Field(
         default=0.5,

@@ -1,95 +1,71 @@
-"""The tasks stage: user instructions for each tool (ToolAlpaca §3.2 user agent, Fig. 8).
+"""The tasks stage: sampled tool sets and user instructions, by recipe.
 
-The user agent sees a tool's name, description and functions and writes concrete, varied
-requests that never name the API; each instruction states the function it needs, constrained to
-the tool's real functions by the answer's JSON Schema.
+Every tool of the pool anchors `tasks.instructions_per_tool` instructions. Its recipe is drawn
+(seeded by the run and the tool) from `tasks.recipes`:
+
+* toolalpaca (:mod:`.toolalpaca`): the user agent writes requests for the one tool (Fig. 8);
+* toolllm (:mod:`.toolllm`): an I1/I2/I3 tool set (`tasks.scenarios`) and instructions with
+  their relevant APIs from a prompt with three seed examples (ToolLLM §2.2);
+* toolace (:mod:`.toolace`): same-domain APIs, a target mode, turns and language style (§2.2).
+
+The pool is one shard; the stage reads it in as many parts as there were tools shards (part i
+holds every n-th tool), and every part sees the whole pool for the samplers. The profile counts
+recipes, scenarios, modes, and every pool tool and API offered (`tool_uses`, `api_uses`:
+the stats show how many distinct ones, the coverage of the pool).
 """
 
 from __future__ import annotations
 
-import json
+import random
 from typing import Any, ClassVar
 
-from toolfactory.models import Record, Task, Tool, stable_id
+from toolfactory.models import Rejected, Task, Tool
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.pool.hierarchy import PoolHierarchy
 from toolfactory.stages.records import map_records
-
-USER_AGENT_PROMPT = """\
-Imagine you are a person who wants to use the features of the API below in daily life. Write
-{count} realistic requests you might send to an assistant that can use this API.
-Guidelines:
-1. Each request is one or two sentences. Mix questions, first-person statements and imperatives.
-2. Never mention the API's name.
-3. Use only features the API offers; for each request give the function that serves it.
-4. Use concrete values (real places, dates, names, amounts), never placeholders such as "a city"
-   or "this item".
-5. Vary the verbs and the wording from one request to the next.
-<API>
-Name: {name}
-Description: {description}
-Functions:
-{functions}
-</API>"""
-
-
-def describe_functions(tool: Tool) -> str:
-    return "\n".join(
-        f"- {fn.name}: {fn.description} Parameters: {json.dumps(fn.parameters.get('properties', {}))}"
-        for fn in tool.functions
-    )
-
-
-def instruction_schema(tool: Tool, count: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "instructions": {
-                "type": "array",
-                "minItems": count,
-                "maxItems": count,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "instruction": {"type": "string", "minLength": 10},
-                        "function": {"type": "string", "enum": [fn.name for fn in tool.functions]},
-                    },
-                    "required": ["instruction", "function"],
-                },
-            }
-        },
-        "required": ["instructions"],
-    }
+from toolfactory.stages.tasks.sampling import sample_tool_set, weighted
+from toolfactory.stages.tasks.toolace import toolace_tasks
+from toolfactory.stages.tasks.toolalpaca import toolalpaca_tasks
+from toolfactory.stages.tasks.toolllm import toolllm_tasks
 
 
 class TasksStage:
     name: ClassVar[str] = "tasks"
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
-        # The pool is one shard; the tasks stage reads it in as many parts as there were
-        # tools shards, part i holding every n-th tool.
         pool, parts = planning.outputs("pool"), len(planning.plans["tools"])
         return [ShardSpec(self.name, i, pool, {"part": i, "parts": parts}) for i in range(parts)] if pool else []
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
-        count = ctx.config.tasks.instructions_per_tool
-        tools = [Tool.model_validate(data) for data in inputs[shard.params["part"] :: shard.params["parts"]]]
+        settings = ctx.config.tasks
+        pool = [Tool.model_validate(data) for data in inputs]
+        hierarchy = PoolHierarchy(pool)
+        anchors = pool[shard.params["part"] :: shard.params["parts"]]
+        out = StageOutput()
+        if shard.params["part"] == 0:
+            out.count("coverage", "pool_tools", len(pool))
 
-        async def instructions_for(tool: Tool) -> list[Record]:
-            prompt = USER_AGENT_PROMPT.format(
-                count=count, name=tool.name, description=tool.description or tool.introduction,
-                functions=describe_functions(tool),
-            )
-            answer = await ctx.gateway.structured(
-                "user", [{"role": "user", "content": prompt}], instruction_schema(tool, count), name="instructions"
-            )
-            return [
-                Task(
-                    id=stable_id(tool.id, str(ctx.config.run.seed), str(k)),
-                    tools=[tool],
-                    instruction=item["instruction"],
-                    relevant_functions=[item["function"]],
-                )
-                for k, item in enumerate(answer["instructions"])
-            ]
+        async def tasks_for(anchor: Tool) -> list[Task | Rejected]:
+            rng = random.Random(f"{ctx.config.run.seed}:tasks:{anchor.id}")
+            recipe = weighted(rng, settings.recipes)
+            count = settings.instructions_per_tool
+            if recipe == "toolalpaca":
+                return list(await toolalpaca_tasks(anchor, count, ctx))
+            if recipe == "toolllm":
+                tool_set = sample_tool_set(hierarchy, anchor, weighted(rng, settings.scenarios), rng,
+                                           max_tools=settings.max_tools_per_set, max_apis=settings.max_apis_per_tool)
+                return await toolllm_tasks(tool_set, count, rng, ctx, out)
+            return list(await toolace_tasks(anchor, hierarchy, count, rng, ctx))
 
-        return await map_records(self.name, tools, instructions_for, lambda t: (t.id, t.model_dump()))
+        out.merge(await map_records(self.name, anchors, tasks_for, lambda t: (t.id, t.model_dump())))
+        for task in out.records:
+            assert isinstance(task, Task)
+            out.count("recipes", task.recipe)
+            out.count("scenarios", task.scenario)
+            out.count("modes", task.mode)
+            out.count("turns", str(task.turns))
+            for tool in task.tools:
+                out.count("tool_uses", tool.id)
+                for fn in tool.functions:
+                    out.count("api_uses", f"{tool.id}/{fn.name}")
+        return out

@@ -135,6 +135,14 @@ def _is_plain_name(name: str) -> bool:
     return bool(name) and name not in (".", "..") and Path(name).name == name and "\\" not in name
 
 
+def check_files(config: ToolsConfig) -> None:
+    """Raise :class:`ConfigError` naming the first source or document file that does not exist."""
+    for field, paths in (("tools.files", [f.path for f in config.files]), ("tools.synthesis.documents", config.synthesis.documents)):
+        for name in paths:
+            if not Path(name).expanduser().is_file():
+                raise ConfigError(f"{field}: no such file {name!r}")
+
+
 def read_sources(config: ToolsConfig) -> list[SourceItem]:
     builtin: dict[str, SourceFile] = {}
     if config.builtin_catalog:

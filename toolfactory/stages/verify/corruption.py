@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 from jsonschema import Draft202012Validator
 
 from toolfactory.models import Dialogue, Function, Message, ToolCall, Verdict, canonical_json
+from toolfactory.stages.dialogues.modes import shown_mode
 from toolfactory.stages.verify.corpus import FINISH_GAVE_UP
 from toolfactory.stages.verify.rules import RULES, check
 from toolfactory.stages.verify.rules.dialogue import MAX_ANSWER_CHARS
@@ -783,3 +784,14 @@ def _call_written_as_text(d: Dialogue, rng: random.Random) -> tuple[Dialogue, st
     # The model also wrote its call as ReAct text next to the native call.
     d.messages[i].content = f"Action: {call.name}\nAction Input: {call.arguments}"
     return d, f"ReAct text call added to messages[{i}]", f"messages[{i}].content"
+
+
+@kind("target_mode_not_shown", "dialogue_mode_mismatch")
+def _target_mode_not_shown(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    shown = shown_mode(d)
+    if shown == "non_tool":
+        return None  # (a tool mode target would also fail dialogue_no_function_call)
+    # The generator asked for another tool-using mode than the one the model produced.
+    d.mode = shown
+    d.target_mode = rng.choice(sorted({"parallel", "dependent", "missing_params", "single"} - {shown}))
+    return d, f"target mode {d.target_mode} but the messages show {shown}", "messages"

@@ -31,6 +31,7 @@ import re
 import unicodedata
 from typing import Iterator
 
+from toolfactory.stages.dialogues.modes import matches_target
 from toolfactory.stages.verify.rules.registry import Finding, Sample, rule
 
 MAX_ANSWER_CHARS = 4000  # longest assistant text accepted (characters)
@@ -53,9 +54,21 @@ _OPENERS = frozenset(_BRACKETS.values())
 
 @rule("dialogue_no_function_call")
 def no_function_call(sample: Sample) -> Iterator[Finding]:
-    """A dialogue of a tool mode makes no function call."""
-    if sample.dialogue.mode != "non_tool" and not sample.calls:
-        yield "messages", f"mode {sample.dialogue.mode!r} needs a function call"
+    """A dialogue of a tool mode makes no function call. The mode is the one the dialogue was
+    made for (`target_mode`) when it has one, else the one its source states."""
+    dialogue = sample.dialogue
+    mode = dialogue.target_mode if dialogue.target_mode is not None else dialogue.mode
+    if mode != "non_tool" and not sample.calls:
+        yield "messages", f"mode {mode!r} needs a function call"
+
+
+@rule("dialogue_mode_mismatch")
+def mode_mismatch(sample: Sample) -> Iterator[Finding]:
+    """The dialogue does not show the mode it was made for (parallel calls, a dependent call, a
+    declined request, a question for a missing value, …)."""
+    dialogue = sample.dialogue
+    if not matches_target(dialogue):
+        yield "messages", f"made for mode {dialogue.target_mode!r}, but the messages show {dialogue.mode!r}"
 
 
 @rule("dialogue_no_final_answer")

@@ -1,0 +1,240 @@
+"""Each format, exported from the valid corpus and read back with the consumer's reader — the
+repo's format readers, ToolBench's ReAct parser, LLaMA-Factory's ShareGPT rules — gives the
+same calls, responses and final answers as the canonical dialogues."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from toolfactory.export import SPLITS, SplitSpec, export_run, record_split
+from toolfactory.formats import openai as openai_reader
+from toolfactory.formats import toolalpaca as toolalpaca_reader
+from toolfactory.formats import toolbench as toolbench_reader
+from toolfactory.formats import xlam as xlam_reader
+from toolfactory.models import Dialogue, Message
+from toolfactory.render.calls_react import parse_turn
+from toolfactory.stages.tools.importers import normalize_schema
+from toolfactory.storage import ObjectStore
+
+from .helpers import RUN, by_id, calls, final_answer, open_store, read_jsonl, write_run
+
+
+def expected(dialogues: list[Dialogue], keep: Callable[[Dialogue], bool] = lambda d: True) -> dict[str, list[Dialogue]]:
+    """The records each split file must hold, in order (the export keeps input order)."""
+    out: dict[str, list[Dialogue]] = {s: [] for s in SPLITS}
+    for dialogue in dialogues:
+        if keep(dialogue):
+            out[record_split(dialogue, SplitSpec(), 0)[0]].append(dialogue)
+    return out
+
+
+def users(dialogue: Dialogue) -> int:
+    return sum(1 for m in dialogue.messages if m.role == "user")
+
+
+def read_all(reader: Callable[[Path], object], path: Path) -> list[Dialogue]:
+    items = list(reader(path))  # type: ignore[call-overload]
+    assert all(isinstance(item, Dialogue) for item in items), [i for i in items if not isinstance(i, Dialogue)][:3]
+    return items
+
+
+def test_openai_reads_back_message_for_message(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    summary = export_run(run_store, RUN, "openai", tmp_path)
+    assert summary["skipped"] == {} and summary["exported"] == len(dialogues)
+    for split, want in expected(dialogues).items():
+        got = read_all(openai_reader.read, tmp_path / f"{split}.jsonl")
+        assert len(got) == len(want)
+        for original, back in zip(want, got):
+            strip = {"reasoning", "name"}  # reasoning is not exported by default; OpenAI's tool turns have no name
+            assert [m.model_dump(exclude=strip) for m in back.messages] == [m.model_dump(exclude=strip) for m in original.messages]
+            assert [(f.name, f.description, f.parameters) for f in back.tools] == [(f.name, f.description, f.parameters) for f in original.tools]
+    line = json.loads((tmp_path / "train.jsonl").read_text().splitlines()[0])
+    assert set(line) == {"messages", "tools"}
+    assert all("reasoning" not in json.dumps(m) for m in line["messages"])
+
+
+def test_openai_exports_reasoning_only_when_asked(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    from toolfactory.export import ExportOptions
+
+    export_run(run_store, RUN, "openai", tmp_path, options=ExportOptions(include_reasoning=True))
+    back = [d for s in SPLITS for d in read_all(openai_reader.read, tmp_path / f"{s}.jsonl")]
+    thoughts = sum(1 for d in dialogues for m in d.messages if m.reasoning)
+    assert thoughts and sum(1 for d in back for m in d.messages if m.reasoning) == thoughts
+
+
+def test_sharegpt_follows_llama_factory_rules(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    summary = export_run(run_store, RUN, "sharegpt", tmp_path)
+    assert summary["skipped"] == {}
+    for split, want in expected(dialogues).items():
+        rows = read_jsonl(tmp_path / f"{split}.jsonl")
+        assert len(rows) == len(want)
+        for original, row in zip(want, rows):
+            assert set(row) == {"conversations", "system", "tools"} and isinstance(row["tools"], str)
+            turns = row["conversations"]
+            # SharegptDatasetConverter: odd positions human/observation, even gpt/function_call, even count
+            assert all(t["from"] in (("human", "observation"), ("gpt", "function_call"))[n % 2] for n, t in enumerate(turns))
+            assert len(turns) % 2 == 0
+            got_calls = []
+            for turn in turns:
+                if turn["from"] == "function_call":
+                    value = json.loads(turn["value"])
+                    got_calls += [(c["name"], c["arguments"]) for c in (value if isinstance(value, list) else [value])]
+            assert got_calls == [(name, json.loads(arguments)) for name, arguments in calls(original, finish=True)]
+            assert turns[-1] == {"from": "gpt", "value": final_answer(original)}
+            assert row["system"] == next((m.content for m in original.messages if m.role == "system"), "")
+            assert json.loads(row["tools"]) == [{"name": f.name, "description": f.description, "parameters": f.parameters} for f in original.tools]
+    info = json.loads((tmp_path / "dataset_info.json").read_text())
+    assert info[f"{RUN}_train"] == {"file_name": "train.jsonl", "formatting": "sharegpt",
+                                    "columns": {"messages": "conversations", "system": "system", "tools": "tools"}}
+    assert sorted(info) == sorted(f"{RUN}_{s}" for s in SPLITS)
+
+
+def test_toolbench_answers_read_back_with_the_repo_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    summary = export_run(run_store, RUN, "toolbench", tmp_path)
+    assert summary["skipped"] == {}
+    originals = by_id(dialogues)
+    for split, want in expected(dialogues).items():
+        back = read_all(toolbench_reader.read, tmp_path / "answer" / split) if want else []
+        assert sorted(d.id for d in back) == sorted(d.id for d in want)
+        for dialogue in back:
+            original = originals[dialogue.id]
+            assert calls(dialogue) == calls(original)
+            assert calls(dialogue, finish=True)[-1][0] == "Finish"
+            assert final_answer(dialogue) == final_answer(original)
+            # the i-th call of the read-back path is the i-th call of the record: same response
+            answered = {m.tool_call_id: m.content for m in original.messages if m.role == "tool"}
+            back_answers = {m.tool_call_id: m.content for m in dialogue.messages if m.role == "tool"}
+            pairs = zip([c for m in original.messages for c in m.tool_calls or [] if c.name != "Finish"],
+                        [c for m in dialogue.messages for c in m.tool_calls or [] if c.name != "Finish"], strict=True)
+            assert all(back_answers.get(b.id) == answered.get(o.id) for o, b in pairs)
+
+
+def test_toolllama_conversations_parse_with_the_react_parser(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    export_run(run_store, RUN, "toolbench", tmp_path)
+    originals = by_id(dialogues)
+    for split in SPLITS:
+        for item in json.loads((tmp_path / f"toolllama/{split}.json").read_text()):
+            original = originals[item["id"]]
+            roles = [t["from"] for t in item["conversations"]]
+            assert roles[:2] == ["system", "user"] and set(roles) <= {"system", "user", "assistant", "function"}
+            assert "Specifically, you have access to the following APIs: " in item["conversations"][0]["value"]
+            got = []
+            for turn in item["conversations"]:
+                if turn["from"] == "assistant":
+                    assert turn["value"].startswith("\nThought: ")
+                    _, parsed = parse_turn(turn["value"].removeprefix("\n"))
+                    got += [(c.name, c.arguments) for c in parsed]
+            want = [(c.name, json.loads(c.arguments)) for m in original.messages for c in m.tool_calls or []]
+            if not want or want[-1][0] != "Finish":
+                want.append(("Finish", {"return_type": "give_answer", "final_answer": final_answer(original)}))
+            assert got == want
+
+
+def test_toolalpaca_reads_back_with_the_repo_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    summary = export_run(run_store, RUN, "toolalpaca", tmp_path)
+    keep = lambda d: users(d) == 1 and bool(calls(d, finish=True))  # noqa: E731
+    assert summary["skipped"] == {"not_single_turn": sum(users(d) != 1 for d in dialogues),
+                                  "no_calls": sum(users(d) == 1 and not calls(d, finish=True) for d in dialogues)}
+    for split, want in expected(dialogues, keep).items():
+        back = read_all(toolalpaca_reader.read, tmp_path / f"{split}.json") if want else []
+        assert len(back) == len(want)
+        for original, dialogue in zip(want, back):
+            assert calls(dialogue, finish=True) == calls(original, finish=True)
+            assert dialogue.messages[0].content == next(m.content for m in original.messages if m.role == "user")
+            # functions come back grouped by OpenAPI path, so in another order
+            read_back = {g.name: g for g in dialogue.tools}
+            assert set(read_back) == {f.name for f in original.tools}
+            for f in original.tools:
+                g = read_back[f.name]
+                assert g.parameters["properties"] == f.parameters.get("properties", {})
+                assert set(g.parameters["required"]) >= set(f.parameters.get("required", []))
+                assert g.returns == f.returns
+
+
+def test_toolalpaca_instances_hold_steps_observations_and_answer(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    export_run(run_store, RUN, "toolalpaca", tmp_path)
+    entries = [e for s in SPLITS for e in json.loads((tmp_path / f"{s}.json").read_text())]
+    originals = [d for d in dialogues if users(d) == 1 and calls(d, finish=True)]
+    assert len(entries) == len(originals)
+    for entry in entries:
+        (instance,) = entry["Instances"]
+        original = next(d for d in originals if [(s["Action"], s["Action_Input"]) for s in entry["Golden_Answers"][0]] == calls(d, finish=True))
+        answered = {m.tool_call_id: m.content for m in original.messages if m.role == "tool"}
+        ids = [c.id for m in original.messages for c in m.tool_calls or []]
+        assert [step[1] for step in instance["intermediate_steps"]] == [answered.get(i, "") for i in ids]
+        assert instance["output"] == final_answer(original)
+        for (action, action_input, log), _ in instance["intermediate_steps"]:
+            assert log.endswith(f"\nAction: {action}\nAction Input: {action_input}")
+
+
+def test_xlam_reads_back_with_the_repo_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    summary = export_run(run_store, RUN, "xlam", tmp_path)
+    assert summary["skipped"] == {"not_single_turn": sum(users(d) != 1 for d in dialogues)}
+    for split, want in expected(dialogues, lambda d: users(d) == 1).items():
+        back = read_all(xlam_reader.read, tmp_path / f"{split}.jsonl") if want else []
+        assert len(back) == len(want)
+        for original, dialogue in zip(want, back):
+            first = next((m for m in original.messages if m.role == "assistant"), None)
+            assert [(c.name, json.loads(c.arguments)) for c in dialogue.messages[-1].tool_calls or []] == [
+                (c.name, json.loads(c.arguments)) for c in (first.tool_calls if first else None) or []]
+            assert dialogue.messages[0].content == next(m.content for m in original.messages if m.role == "user")
+            for f, g in zip(original.tools, dialogue.tools, strict=True):
+                assert g.name == f.name and g.description == f.description
+                assert set(g.parameters["required"]) == set(f.parameters.get("required", []))
+                for name, schema in f.parameters.get("properties", {}).items():
+                    if schema.get("type") in ("string", "integer", "number", "boolean"):
+                        assert g.parameters["properties"][name]["type"] == schema["type"]
+                    assert g.parameters["properties"][name].get("enum") == schema.get("enum")
+    ids = [row["id"] for row in read_jsonl(tmp_path / "train.jsonl")]
+    assert ids == list(range(len(ids)))
+
+
+def test_bfcl_questions_and_possible_answers(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    summary = export_run(run_store, RUN, "bfcl", tmp_path)
+    keep = lambda d: users(d) == 1 and bool(calls(d, finish=True))  # noqa: E731
+    assert summary["exported"] == sum(keep(d) for d in dialogues)
+    originals = by_id(dialogues)
+    for split, want in expected(dialogues, keep).items():
+        questions = read_jsonl(tmp_path / f"{split}.jsonl")
+        answers = {a["id"]: a for a in read_jsonl(tmp_path / f"possible_answer/{split}.jsonl")}
+        assert [q["id"] for q in questions] == [d.id for d in want]
+        for question in questions:
+            original = originals[question["id"]]
+            assert question["question"] == [[{"role": "user", "content": next(m.content for m in original.messages if m.role == "user")}]]
+            for function, f in zip(question["function"], original.tools, strict=True):
+                assert function["parameters"]["type"] == "dict"
+                assert normalize_schema(function["parameters"]) == f.parameters
+            first = next(m for m in original.messages if m.role == "assistant")
+            truth = answers[question["id"]]["ground_truth"]
+            assert [next(iter(t)) for t in truth] == [c.name for c in first.tool_calls or []]
+            for entry, call in zip(truth, first.tool_calls or []):
+                values = entry[call.name]
+                for name, value in json.loads(call.arguments).items():
+                    assert value in values[name]
+                omitted = set(values) - set(json.loads(call.arguments))
+                assert all("" in values[name] for name in omitted)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "sharegpt", "toolbench", "toolalpaca", "xlam", "bfcl", "hf"])
+def test_export_is_deterministic(run_store: ObjectStore, tmp_path: Path, fmt: str) -> None:
+    export_run(run_store, RUN, fmt, tmp_path / "a")
+    export_run(run_store, RUN, fmt, tmp_path / "b")
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    assert files_a == files_b and files_a
+    assert all((tmp_path / "a" / p).read_bytes() == (tmp_path / "b" / p).read_bytes() for p in files_a)
+
+
+@pytest.mark.skipif("masked" not in Message.model_fields, reason="the record model has no masked turns")
+def test_a_masked_assistant_turn_gets_no_loss_weight(tmp_path: Path, dialogues: list[Dialogue]) -> None:
+    original = next(d for d in dialogues if d.id.endswith("-single"))
+    masked = [m.model_copy(update={"masked": True}) if m.role == "assistant" and m.tool_calls else m for m in original.messages]
+    store = open_store(tmp_path / "store")
+    write_run(store, [original.model_copy(update={"messages": masked})])
+    export_run(store, RUN, "openai", tmp_path / "out")
+    (line,) = [row for s in SPLITS for row in read_jsonl(tmp_path / f"out/{s}.jsonl")]
+    assert [m.get("weight") for m in line["messages"]] == [0 if m.masked else None for m in masked]

@@ -1,0 +1,106 @@
+"""export_run itself: which shards it reads, its summary, skipped records, errors, streaming,
+files that appear whole, and an S3 destination."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolfactory.export.run as run_module
+from toolfactory.export import FORMATS, SPLITS, ExportError, OutputDir, export_run, verify_shards
+from toolfactory.export.openai import OpenAIExporter
+from toolfactory.models import Dialogue
+from toolfactory.shards import write_rows
+from toolfactory.storage import ObjectStore
+
+from .helpers import RUN, open_store, read_jsonl
+
+
+def test_only_the_accepted_shards_are_read(run_store: ObjectStore) -> None:
+    shards = verify_shards(run_store, RUN)
+    assert shards == [f"runs/{RUN}/verify/part-{n:05d}.parquet" for n in range(3)]
+
+
+def test_the_summary_counts_splits_files_and_make_up(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    summary = export_run(run_store, RUN, "xlam", tmp_path)
+    assert summary["run_id"] == RUN and summary["format"] == "xlam" and summary["shards"] == 3
+    assert summary["records"] == len(dialogues)
+    assert summary["exported"] + sum(summary["skipped"].values()) == len(dialogues)
+    assert summary["files"] == {f"{s}.jsonl": summary["splits"][s] for s in SPLITS}
+    assert all(len(read_jsonl(tmp_path / f"{s}.jsonl")) == summary["splits"][s] for s in SPLITS)
+    assert summary["skipped_examples"][0]["reason"] == "not_single_turn"
+    assert summary["tool_sources"] == {"catalog": sum(len(d.source_tools) for d in dialogues if sum(m.role == "user" for m in d.messages) == 1)}
+    assert sum(summary["modes"].values()) == summary["exported"]
+
+
+def test_a_record_the_model_refuses_is_skipped_with_its_reason(tmp_path: Path, dialogues: list[Dialogue]) -> None:
+    store = open_store(tmp_path / "store")
+    rows = [(d.id, d.to_json()) for d in dialogues[:3]] + [("broken", json.dumps({"id": "broken", "messages": "nope"}))]
+    write_rows(store, f"runs/{RUN}/verify/part-00000.parquet", rows)
+    summary = export_run(store, RUN, "openai", tmp_path / "out")
+    assert summary["records"] == 4 and summary["exported"] == 3
+    assert summary["skipped"] == {"invalid_record": 1}
+    assert summary["skipped_examples"][0]["id"] == "broken" and summary["skipped_examples"][0]["detail"]
+
+
+def test_unknown_format_and_missing_run_are_export_errors(run_store: ObjectStore, tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match="unknown export format 'alpaca' .formats: " + ", ".join(FORMATS)):
+        export_run(run_store, RUN, "alpaca", tmp_path / "out")
+    with pytest.raises(ExportError, match="run 'nope' has no accepted records"):
+        export_run(run_store, "nope", "openai", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_records_are_written_as_each_shard_is_read(run_store: ObjectStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    read = run_module.read_records
+    monkeypatch.setattr(run_module, "read_records", lambda store, path: events.append("read") or read(store, path))
+    write = OpenAIExporter.write
+    monkeypatch.setattr(OpenAIExporter, "write", lambda self, split, d: events.append("write") or write(self, split, d))
+    export_run(run_store, RUN, "openai", tmp_path)
+    reads = [i for i, e in enumerate(events) if e == "read"]
+    assert len(reads) == 3
+    # 25 records of a shard are written before the next shard is read
+    assert events[reads[0] + 1: reads[1]] == ["write"] * 25 and events[reads[1] + 1: reads[2]] == ["write"] * 25
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_failed_export_leaves_no_files(run_store: ObjectStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    exporter = run_module.EXPORTERS[fmt]
+    write = exporter.write
+    seen: list[int] = []
+
+    def failing(self: Any, split: str, dialogue: Dialogue) -> None:
+        seen.append(1)
+        if len(seen) == 40:
+            raise RuntimeError("disk full")
+        write(self, split, dialogue)
+
+    monkeypatch.setattr(exporter, "write", failing)
+    with pytest.raises(RuntimeError, match="disk full"):
+        export_run(run_store, RUN, fmt, tmp_path / "out")
+    assert [p for p in (tmp_path / "out").rglob("*") if p.is_file()] == []
+
+
+def test_a_new_toolbench_export_replaces_the_answers_of_the_last(run_store: ObjectStore, tmp_path: Path) -> None:
+    stale = tmp_path / "answer/train/from-another-export.json"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{}")
+    summary = export_run(run_store, RUN, "toolbench", tmp_path)
+    assert not stale.exists()
+    assert {s: len(list((tmp_path / "answer" / s).glob("*.json"))) for s in SPLITS} == summary["splits"]
+
+
+def test_an_s3_destination(run_store: ObjectStore, s3_server: dict[str, str]) -> None:
+    import boto3
+
+    out = OutputDir("s3://toolfactory/exports/run-1", endpoint_url=s3_server["endpoint"])
+    summary = export_run(run_store, RUN, "openai", out)
+    client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
+    keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket="toolfactory", Prefix="exports/run-1/")["Contents"])
+    assert keys == sorted(f"exports/run-1/{s}.jsonl" for s in SPLITS)
+    body = client.get_object(Bucket="toolfactory", Key="exports/run-1/train.jsonl")["Body"].read().decode()
+    assert len(body.splitlines()) == summary["splits"]["train"] and summary["out"] == "s3://toolfactory/exports/run-1"
