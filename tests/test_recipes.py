@@ -254,3 +254,44 @@ def test_a_run_mixes_the_three_recipes_and_every_dialogue_records_its_recipe_and
             assert d.generation["search"]["finish_type"] == "give_answer"
         if d.recipe == "toolace":
             assert any(m.reasoning for m in d.messages if m.role == "assistant")
+
+
+def test_an_allowlisted_tool_is_called_over_real_http_instead_of_the_executor_llm(sim: Any, pool: list[Tool], tmp_path: Path) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+
+    class Weather(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            seen.append(self.path)
+            body = json.dumps({"temperature": 17.5, "condition": "real server"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Weather)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        weather = next(t for t in pool if t.category == "Weather").model_copy(update={"link": base})
+        task = Task(id="t-http", tools=[weather], instruction="What is the weather in Lyon right now?",
+                    relevant_functions=[weather.functions[0].name], mode="open", recipe="toolalpaca")
+        overrides = (f"dialogues.http.allowlist=[{base}]", "dialogues.http.allow_private=true")
+        d = one(dialogues_of(sim, [task], tmp_path, {}, *overrides))
+        responses = [json.loads(m.content) for m in d.messages if m.role == "tool"]
+        assert responses and all(r.get("response", {}).get("condition") == "real server" for r in responses if r["status_code"] == 200)
+        paths = {fn.path for fn in weather.functions}
+        called = [c for m in d.messages for c in m.tool_calls or []]
+        assert seen and {p.split("?")[0] for p in seen} <= paths and len(seen) == len(called)
+        refused = one(dialogues_of(sim, [task.model_copy(update={"id": "t-http-2"})], tmp_path, {}, f"dialogues.http.allowlist=[{base}]"))
+        errors_seen = [json.loads(m.content) for m in refused.messages if m.role == "tool"]
+        assert errors_seen and all(r["status_code"] == 0 and "error" in r for r in errors_seen)  # loopback refused by default
+        assert len(seen) == len(responses)
+    finally:
+        server.shutdown()

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolfactory.errors import ConfigError
+from toolfactory.allowlist import HttpExecutorSettings
 from toolfactory.simulator import SimulatorSettings
 
 ENV_PREFIX = "TOOLFACTORY_"
@@ -301,6 +302,10 @@ class DialoguesConfig(Section):
     """toolllm: LLM calls per instruction (assistant and tool executor)."""
     keep_failed_searches: bool = False
     """toolllm: keep searches that ended without an answer (rejected as `search_failed` otherwise)."""
+    http: HttpExecutorSettings = Field(default_factory=HttpExecutorSettings)
+    """Real HTTP calls instead of the tool-executor LLM, for tools whose base URL is in
+    `http.allowlist` (ToolLLM called the real APIs): no redirects, a timeout, a size limit, never
+    private addresses unless `allow_private`; header secrets from `headers_from_env`."""
     response_budget_tokens: int = Field(1024, ge=16)
     """Tool responses longer than this go back to the assistant compressed: the `returns`
     schema's keys kept, then cut (ToolLLM A.2)."""

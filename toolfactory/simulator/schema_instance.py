@@ -510,7 +510,9 @@ class _Generator:
                     break
         contains = schema.get("contains")
         if isinstance(contains, dict) and contains:
-            value = self.value(contains, item_name, depth + 1)
+            # The contained item must also be a valid item: draw it from both schemas.
+            base = self.resolve(items) if isinstance(items, dict) else {}
+            value = self.value(merge_schemas(base, contains) if isinstance(base, dict) else contains, item_name, depth + 1)
             if value is not MISSING:
                 if result and (maximum is not None and len(result) >= maximum):
                     result[-1] = value

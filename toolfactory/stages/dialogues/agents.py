@@ -4,7 +4,8 @@
   Fig. 9) and, in multi-turn dialogues, asks a follow-up request.
 * The tool executor plays the API: given the function's documentation (and OpenAPI document when
   there is one) and the call, it returns a response that fits the `returns` schema (Fig. 11).
-  An invalid call gets the error a real API would give, without an LLM call.
+  An invalid call gets the error a real API would give, without an LLM call; a tool whose base
+  URL is in `dialogues.http.allowlist` is called for real instead (:mod:`.http_executor`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from toolfactory.models import Function, Message, ToolCall
+from toolfactory.models import Function, Message, Tool, ToolCall
 from toolfactory.stages.base import ShardContext
+from toolfactory.stages.dialogues.http_executor import call_http, calls_for_real
 
 TOOL_EXECUTOR_PROMPT = """\
 You simulate an API. Process the request below according to the function's documentation and
@@ -88,11 +90,15 @@ def call_error(function: Function | None, name: str, arguments: str) -> str | No
     return None if error is None else f"invalid arguments: {error.message}"
 
 
-async def execute(function: Function | None, call: ToolCall, ctx: ShardContext) -> tuple[dict[str, Any], int]:
-    """The tool's response body to `call`, and the LLM calls it took (0 for an invalid call)."""
+async def execute(function: Function | None, call: ToolCall, ctx: ShardContext, tool: Tool | None = None) -> tuple[dict[str, Any], int]:
+    """The tool's response body to `call`, and the LLM calls it took (0 for an invalid call, and
+    for a real HTTP call to an allowlisted API: see `dialogues.http`)."""
     error = call_error(function, call.name, call.arguments)
     if error is not None or function is None:
         return {"status_code": 400, "error": error}, 0
+    http = ctx.config.dialogues.http
+    if tool is not None and http.allowlist and calls_for_real(tool, function, http):
+        return await call_http(tool, function, call, http), 0
     prompt = TOOL_EXECUTOR_PROMPT.format(
         name=function.name, description=function.description,
         parameters=json.dumps(function.parameters), arguments=call.arguments,

@@ -32,6 +32,7 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
     toolace = task.recipe == "toolace"
     functions = [fn for tool in task.tools for fn in tool.functions]
     by_name = {fn.name: fn for fn in functions}
+    tool_of = {fn.name: tool for tool in task.tools for fn in tool.functions}
     offered = [fn.openai_tool() for fn in functions]
     messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task.instruction)]
     calls, user_turns, notes = 0, 1, {"compressed_responses": 0, "clarifications": 0}
@@ -53,7 +54,7 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
                 break
             called = True
             for call in action.message.tool_calls:
-                body, used = await execute(by_name.get(call.name), call, ctx)
+                body, used = await execute(by_name.get(call.name), call, ctx, tool_of.get(call.name))
                 calls += used
                 function = by_name.get(call.name)
                 compressed = compress_response(body, function.returns if function else {}, within="response",

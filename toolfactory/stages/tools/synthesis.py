@@ -9,7 +9,9 @@ Each new API is made in three moves:
   to the subtree while applying sampled diversity operations (add functionality or parameters,
   add constraints, change parameter types, update the returned result);
 * type balance: the model is asked for the parameter types furthest below their target share
-  (``synthesis.parameter_types``) in the buffer so far, and for nested types on complex APIs.
+  (``synthesis.parameter_types``) in the buffer so far, and for nested types on complex APIs;
+  the answer's schema requires the first of them (a decoder that follows schemas keeps it, and
+  an answer without it is re-asked).
 
 The buffer starts as the seed catalog plus the pool of earlier runs; APIs are made in
 generations of ``synthesis.generation_size``, and each generation joins the buffer of the next.
@@ -58,8 +60,11 @@ Example API:
 {example}"""
 
 
-def api_schema(max_functions: int) -> dict[str, Any]:
-    return with_field_defs({
+def api_schema(max_functions: int, required_type: str | None = None) -> dict[str, Any]:
+    """The answer's shape; `required_type` must be the type of a top-level parameter of some
+    function (`contains`), so decoders that follow the schema keep the type balance, and an
+    answer that ignores it is re-asked (one type: JSON Schema has one `contains` per array)."""
+    schema = with_field_defs({
         "type": "object",
         "properties": {
             "name": {"type": "string", "pattern": "^[A-Z][A-Za-z0-9]{2,39}$"},
@@ -82,6 +87,10 @@ def api_schema(max_functions: int) -> dict[str, Any]:
         },
         "required": ["name", "description", "functions"],
     })
+    if required_type:
+        parameter = {"properties": {"type": {"const": required_type}}}
+        schema["properties"]["functions"]["contains"] = {"properties": {"parameters": {"contains": parameter}}}
+    return schema
 
 
 def wanted_types(counts: Counter[str], targets: dict[str, float], n: int = 2) -> list[str]:
@@ -179,7 +188,8 @@ async def synthesize(shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardC
             return problems
 
         await ctx.gateway.structured(
-            "designer", [{"role": "user", "content": prompt}], api_schema(len(leaves) + 1), name="api_definition", check=check
+            "designer", [{"role": "user", "content": prompt}], api_schema(len(leaves) + 1, asked_types[0]), name="api_definition",
+            check=check
         )
         return [built["tool"]]
 
