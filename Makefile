@@ -30,6 +30,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.judges
 	$(BIN)/python -m benchmarks.imports
 	$(BIN)/python -m benchmarks.export
+	$(BIN)/python -m benchmarks.pool_growth
+	$(BIN)/python -m benchmarks.recipes
 
 clean:
 	rm -rf $(VENV) toolfactory-data toolfactory-stats.duckdb
