@@ -23,6 +23,7 @@ from tasks.shard import configured
 from toolfactory.execution import ShardJob
 from toolfactory.manifest import Manifest
 from toolfactory.pool import publish
+from toolfactory.report import build_report
 from toolfactory.shards import ShardPaths, read_metrics
 from toolfactory.stages import STAGE_NAMES, ShardSpec
 from toolfactory.stats import StatsDB
@@ -58,8 +59,18 @@ def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
     summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
     if config.storage.is_s3:
         store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
-    _publish(manifest, store, summary)
+    report = _report(store, str(stats.path), manifest.run_id)
+    _publish(manifest, store, summary, report)
     return summary
+
+
+def _report(store: ObjectStore, stats_path: str, run_id: str) -> str | None:
+    """The run's HTML report (charts of the stats and the dataset); a failure is logged, not fatal."""
+    try:
+        return str(build_report(store, stats_path, run_id)["uri"])
+    except Exception as exc:  # the dataset is complete without its report
+        get_run_logger().warning("the run report could not be built: %s: %s", type(exc).__name__, exc)
+        return None
 
 
 @flow(name="stage", log_prints=False)
@@ -137,7 +148,7 @@ def _not_completed(plan: dict[str, list[ShardSpec]], store: ObjectStore, run_id:
     return [s for specs in plan.values() for s in specs if not store.exists(ShardPaths(run_id, s.stage, s.index).main)]
 
 
-def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any]) -> None:
+def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], report: str | None) -> None:
     """Prefect artifacts: per-stage pass rates, shard status and where the output is."""
     key = f"run-{manifest.run_id}".lower()
     rows = [
@@ -161,6 +172,7 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any]) ->
         f"- output: `{store.uri(f'runs/{manifest.run_id}/verify/')}`",
         f"- rejected records: `{store.uri(f'runs/{manifest.run_id}/verify/rejected/')}`",
         f"- manifest: `{store.uri(manifest.path)}`",
+        f"- report: `{report}`" if report else "- report: not built (see the flow's log)",
     ]
     if failed:
         lines += ["", "## Shards to re-run", f"`toolfactory rerun {manifest.run_id}`", "",

@@ -114,6 +114,10 @@ def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_
     assert "pass rate" in str(table.data) and "dialogues" in str(table.data)
     assert {f"{run_id}/{stage}/part-00000" for stage in STAGES} <= names
     assert f"generate-{run_id}" in flow_names and f"{run_id}/verify" in flow_names
+    report = root / "runs" / run_id / "report" / "index.html"
+    assert report.exists() and "funnel.png" in report.read_text()
+    status = next(a for a in artifacts if a.key.endswith("status"))
+    assert str(report) in str(status.data)
 
 
 def test_malformed_tools_are_rejected_with_reasons_and_counted(runtime: str, tmp_path: Path) -> None:

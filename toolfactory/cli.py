@@ -268,6 +268,31 @@ def export(
 
 
 @app.command()
+def report(
+    run_id: Optional[str] = typer.Argument(None, help="Run id (default: the latest run)."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """(Re)build a run's HTML report with its charts, next to the run's shards."""
+    from toolfactory.report import build_report
+    from toolfactory.stats import StatsDB
+    from toolfactory.storage import ObjectStore
+
+    resolved = _config(config, overrides)
+    db = StatsDB(resolved.stats_path())
+    run_id = run_id or db.latest_run_id()
+    if run_id is None:
+        typer.echo(f"error: no runs recorded in {db.path}", err=True)
+        raise typer.Exit(2)
+    try:
+        built = build_report(ObjectStore.open(resolved.storage), str(db.path), run_id)
+    except TerminalError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"report: {built['uri']}")
+
+
+@app.command()
 def retriever(
     run_id: str = typer.Argument(..., help="The run whose instructions and APIs to use."),
     out: str = typer.Option("retriever", "--out", "-o", help="Folder for corpus.tsv, queries, qrels and the report."),

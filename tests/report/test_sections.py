@@ -1,0 +1,30 @@
+"""What the report shows of a run that recorded little: notes instead of empty charts."""
+
+from __future__ import annotations
+
+from toolfactory.report.data import DialogueMix, Layer, RunStats, StageNumbers, Usage
+from toolfactory.report.sections import sections
+
+
+def stage(name: str, items_in: int, items_out: int, usage: Usage = Usage(), **profile: dict[str, int]) -> StageNumbers:
+    return StageNumbers(name, 1, 1, 0, items_in, items_out, 0, 1.0 if items_out else None, {},
+                        (Layer("rules", items_in, items_out),) if name == "verify" else (), dict(profile), usage)
+
+
+def test_a_run_without_rejections_profiles_or_llm_use_shows_notes() -> None:
+    stats = RunStats("r", "completed", None, None, (stage("tools", 3, 3), stage("verify", 0, 0)), {})
+    shown = {s.id: s for s in sections(stats, DialogueMix())}
+    assert [c.file for s in shown.values() for c in s.charts] == ["funnel.png"]
+    assert shown["rejections"].notes == ("No stage rejected a record: chart omitted.",)
+    assert len(shown["coverage"].notes) == 2  # no domains profile, no pool size
+    assert shown["llm"].notes == ("The run recorded no LLM use: charts omitted.",)
+    llm = {t.id: t for t in shown["llm"].tables}["llm-stages"]
+    assert llm.rows[-1] == ("total", "0", "0", "0", "0", "-", "-")  # no accepted record to divide by
+
+
+def test_llm_use_without_roles_draws_stages_and_notes_the_roles() -> None:
+    stats = RunStats("r", "completed", None, None, (stage("verify", 4, 2, Usage(6, 2, 600, 60)),), {})
+    llm = next(s for s in sections(stats, DialogueMix()) if s.id == "llm")
+    assert [c.file for c in llm.charts] == ["llm_stages.png"]
+    assert llm.notes == ("No per-role LLM use was recorded: role chart omitted.",)
+    assert llm.tables[0].rows[0] == ("verify", "6", "2", "600", "60", "3.00", "330.00")
