@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound
@@ -21,11 +21,13 @@ from prefect_ray import RayTaskRunner
 from flows.runtime import llm_endpoint, ray_session
 from tasks.shard import configured
 from toolfactory.execution import ShardJob
+from toolfactory.config import Config
+from toolfactory.export import OutputDir, SplitSpec, export_run
 from toolfactory.manifest import Manifest
-from toolfactory.pool import publish
+from toolfactory.pool import publish, publish_dialogues
 from toolfactory.report import build_report
 from toolfactory.shards import ShardPaths, read_metrics
-from toolfactory.stages import STAGE_NAMES, ShardSpec
+from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
 from toolfactory.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
@@ -51,17 +53,31 @@ def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
                     flow_run_name=f"{manifest.run_id}/{stage}",
                     task_runner=RayTaskRunner(),
                 )(jobs, str(stats.path))
-            if stage == "pool":
-                added = publish(store, manifest.run_id, *_pool_shards(manifest.run_id, plan))
-                get_run_logger().info("pool: %d new tools and %d context-tree nodes published", added["tools"], added["nodes"])
+            _grow_pool(stage, store, manifest.run_id, plan)
     failed = _not_completed(plan, store, manifest.run_id)
     stats.finish_run(manifest.run_id, "failed" if failed else "completed", _now())
     summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
     if config.storage.is_s3:
         store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
+    exported = export_dataset(config, store, manifest.run_id) if not failed else {}
     report = _report(store, str(stats.path), manifest.run_id)
-    _publish(manifest, store, summary, report)
+    _publish(manifest, store, summary, report, exported)
     return summary
+
+
+@task(name="export")
+def export_dataset(config: Config, store: ObjectStore, run_id: str) -> dict[str, str]:
+    """The run's dataset in each of `export.formats`, next to the run; format -> folder."""
+    settings = config.export
+    splits = SplitSpec(**settings.splits, by=settings.split_by)
+    written = {}
+    for fmt in settings.formats:
+        out = OutputDir(store.uri(f"runs/{run_id}/export/{fmt}"), endpoint_url=config.storage.endpoint_url,
+                        region=config.storage.region)
+        summary = export_run(store, run_id, fmt, out, splits=splits, seed=config.run.seed or 0)
+        get_run_logger().info("export %s: %d of %d records, skipped %s", fmt, summary["exported"], summary["records"], summary["skipped"])
+        written[fmt] = store.uri(f"runs/{run_id}/export/{fmt}/")
+    return written
 
 
 def _report(store: ObjectStore, stats_path: str, run_id: str) -> str | None:
@@ -96,9 +112,15 @@ def stage_flow(jobs: list[ShardJob], stats_path: str) -> None:
         )
 
 
-def _pool_shards(run_id: str, plan: dict[str, list[ShardSpec]]) -> tuple[ShardPaths, list[ShardPaths]]:
-    pool_shard = ShardPaths(run_id, "pool", 0)
-    return pool_shard, [ShardPaths(run_id, spec.stage, spec.index) for spec in plan.get("domains", [])]
+def _grow_pool(stage: str, store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]]) -> None:
+    """Publish what a finished stage adds to `<root>/pool` (idempotent, so a re-run may repeat it)."""
+    if stage == "pool":
+        domains = [ShardPaths(run_id, spec.stage, spec.index) for spec in plan.get("domains", [])]
+        added = publish(store, run_id, ShardPaths(run_id, "pool", 0), domains)
+        get_run_logger().info("pool: %d new tools and %d context-tree nodes published", added["tools"], added["nodes"])
+    elif stage == DATASET_STAGE:
+        count = publish_dialogues(store, run_id, ShardPaths(run_id, DATASET_STAGE, 0))
+        get_run_logger().info("pool: signatures of %d dialogues published", count)
 
 
 def _exception_of(state: Any) -> BaseException | None:
@@ -148,7 +170,7 @@ def _not_completed(plan: dict[str, list[ShardSpec]], store: ObjectStore, run_id:
     return [s for specs in plan.values() for s in specs if not store.exists(ShardPaths(run_id, s.stage, s.index).main)]
 
 
-def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], report: str | None) -> None:
+def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], report: str | None, exported: dict[str, str]) -> None:
     """Prefect artifacts: per-stage pass rates, shard status and where the output is."""
     key = f"run-{manifest.run_id}".lower()
     rows = [
@@ -169,10 +191,11 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
     failed = [f"| {s['stage']} | {f['shard']} | {f['status']} | {f['error']} |" for s in summary["stages"] for f in s["failed_shards"]]
     lines = [
         f"# Run {manifest.run_id}: {summary['status']}",
-        f"- output: `{store.uri(f'runs/{manifest.run_id}/verify/')}`",
-        f"- rejected records: `{store.uri(f'runs/{manifest.run_id}/verify/rejected/')}`",
+        f"- dataset: `{store.uri(f'runs/{manifest.run_id}/{DATASET_STAGE}/')}`",
+        f"- rejected records: `{store.uri(f'runs/{manifest.run_id}/<stage>/rejected/')}`",
         f"- manifest: `{store.uri(manifest.path)}`",
         f"- report: `{report}`" if report else "- report: not built (see the flow's log)",
+        *(f"- export ({fmt}): `{folder}`" for fmt, folder in exported.items()),
     ]
     if failed:
         lines += ["", "## Shards to re-run", f"`toolfactory rerun {manifest.run_id}`", "",

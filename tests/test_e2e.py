@@ -26,8 +26,8 @@ from toolfactory.stages.verify.rules import check, errors
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e
-STAGES = ["tools", "pool", "tasks", "dialogues", "verify"]  # domains: off without synthesis
-SHARDS = {"tools": 3, "pool": 1, "tasks": 3, "dialogues": 3, "verify": 3}
+STAGES = ["tools", "pool", "tasks", "dialogues", "verify", "curate"]  # domains: off without synthesis
+SHARDS = {"tools": 3, "pool": 1, "tasks": 3, "dialogues": 3, "verify": 3, "curate": 1}
 
 
 def stage_of(summary: dict, name: str) -> dict:
@@ -118,6 +118,10 @@ def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_
     assert report.exists() and "funnel.png" in report.read_text()
     status = next(a for a in artifacts if a.key.endswith("status"))
     assert str(report) in str(status.data)
+    exported = root / "runs" / run_id / "export"
+    lines = [line for split in ("train", "validation", "test") for line in (exported / "openai" / f"{split}.jsonl").read_text().splitlines()]
+    curated = stage_of(summary, "curate")["items_out"]
+    assert len(lines) == curated and (exported / "hf" / "README.md").exists() and "export (openai)" in str(status.data)
 
 
 def test_malformed_tools_are_rejected_with_reasons_and_counted(runtime: str, tmp_path: Path) -> None:
@@ -251,7 +255,7 @@ def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, tmp_
     assert summary["run_id"] == run_dir.name and summary["status"] == "completed"
     for stage in summary["stages"]:
         assert {"stage", "shards_total", "shards_failed", "items_in", "items_out", "pass_rate", "llm_calls", "cache_hits", "rejections"} <= set(stage)
-        assert stage["shards_total"] == (1 if stage["stage"] == "pool" else 4) and stage["shards_failed"] == 0
+        assert stage["shards_total"] == (1 if stage["stage"] in ("pool", "curate") else 4) and stage["shards_failed"] == 0
 
 
 def test_invalid_config_fails_before_any_work(tmp_path: Path) -> None:

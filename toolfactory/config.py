@@ -324,6 +324,45 @@ class VerifyConfig(Section):
     """Votes per judge aspect (the `judge` role's model); the majority decides, a tie fails."""
 
 
+class CurateConfig(Section):
+    """The curate stage: deduplication, complexity and diversity of the accepted dialogues."""
+
+    dedup: bool = True
+    """Reject exact and near-duplicate dialogues, within the run and against earlier runs."""
+    dedup_threshold: float = Field(0.8, gt=0.0, le=1.0)
+    """MinHash similarity (word 3-grams) at or above which two dialogues are duplicates."""
+    dedup_kinds: list[Literal["exact", "instruction", "dialogue"]] = Field(
+        default_factory=lambda: ["exact", "instruction", "dialogue"]
+    )
+    """What counts as a duplicate: the same query and calls; a near-identical user request; a
+    near-identical whole dialogue."""
+    complexity_quantiles: list[float] = Field(default_factory=lambda: [1 / 3, 2 / 3], min_length=2, max_length=2)
+    """Cut points of the easy / medium / hard subsets over query complexity (ToolACE eq. 1)."""
+    clusters: int = Field(30, ge=1, le=1000)
+    """k of the k-means clustering of the run's APIs (diversity; ToolACE used 30)."""
+    mode_targets: dict[Literal["single", "parallel", "multiple", "dependent", "non_tool", "missing_params"], float] = Field(
+        default_factory=dict
+    )
+    """Target mode mix; the accepted dialogues are down-sampled toward it (the rest rejected as
+    `curate_mode_steering`). Empty: no steering."""
+
+
+class ExportConfig(Section):
+    """Exports written at the end of every run, under `<root>/runs/<run_id>/export/<format>/`
+    (`toolfactory export` writes any format on demand)."""
+
+    formats: list[Literal["openai", "sharegpt", "toolbench", "toolalpaca", "xlam", "bfcl", "hf"]] = Field(
+        default_factory=lambda: ["openai", "hf"]
+    )
+    """Formats to write after every run; [] writes none."""
+    split_by: Literal["tool", "category"] = "tool"
+    """Train / validation / test by unseen tools (ToolLLM I1-Tool) or unseen categories (I1-Cat)."""
+    splits: dict[Literal["train", "validation", "test"], float] = Field(
+        default_factory=lambda: {"train": 0.8, "validation": 0.1, "test": 0.1}
+    )
+    """Fractions of the tools (or categories) per split."""
+
+
 class RunConfig(Section):
     """Identity and failure policy of a run."""
 
@@ -368,6 +407,8 @@ class Config(Section):
     tasks: TasksConfig = Field(default_factory=TasksConfig)
     dialogues: DialoguesConfig = Field(default_factory=DialoguesConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    curate: CurateConfig = Field(default_factory=CurateConfig)
+    export: ExportConfig = Field(default_factory=ExportConfig)
 
     def stats_path(self) -> str:
         if self.stats.path:

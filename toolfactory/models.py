@@ -150,6 +150,9 @@ class Dialogue(Record):
     # How the dialogue was made: solution search summary (toolllm), compressed responses,
     # clarifications, masked turns.
     generation: dict[str, Any] = Field(default_factory=dict)
+    # Set by the curate stage: complexity (ToolACE eq. 1) and its level, API clusters, the
+    # diversity subsets the record belongs to.
+    curation: dict[str, Any] = Field(default_factory=dict)
     verdicts: list[Verdict] = Field(default_factory=list)
     judgements: list[Judgement] = Field(default_factory=list)
 

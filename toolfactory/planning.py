@@ -58,7 +58,8 @@ def plan_run(config: Config, run_id: str, store: ObjectStore) -> dict[str, list[
     documents = read_documents(config.tools.synthesis.documents) if config.tools.synthesis.count else []
     if documents:
         plans[DOCUMENTS].append(_store_inputs(store, run_id, DOCUMENTS, 0, documents))
-    planning = Planning(config, run_id, plans, pool_files(store, pool.TOOLS), pool_files(store, pool.TREE))
+    planning = Planning(config, run_id, plans, pool_files(store, pool.TOOLS), pool_files(store, pool.TREE),
+                        pool_files(store, pool.DIALOGUES))
     for stage in STAGES:
         plans[stage.name] = stage.plan(planning)
     return {name: plans[name] for name in STAGE_NAMES}

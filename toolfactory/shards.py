@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -133,3 +134,15 @@ def read_rejected(store: ObjectStore, path: str) -> list[dict[str, Any]]:
 def read_metrics(store: ObjectStore, paths: ShardPaths) -> dict[str, Any] | None:
     data = store.read_bytes_or_none(paths.metrics)
     return None if data is None else json.loads(data)
+
+
+def stage_parts(store: ObjectStore, run_id: str, stage: str) -> list[str]:
+    """The committed main parts of a stage, in shard order (not ``rejected/`` nor ``_metrics/``)."""
+    main = re.compile(rf"runs/{re.escape(run_id)}/{re.escape(stage)}/part-\d+\.parquet")
+    return [path for path in store.list(f"runs/{run_id}/{stage}/") if main.fullmatch(path)]
+
+
+def dataset_parts(store: ObjectStore, run_id: str) -> list[str]:
+    """The parts holding a run's dataset: the curate stage's, or the verify stage's accepted
+    records for a run that has no curate output (made before that stage existed)."""
+    return stage_parts(store, run_id, "curate") or stage_parts(store, run_id, "verify")

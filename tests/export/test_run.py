@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import toolfactory.export.run as run_module
-from toolfactory.export import FORMATS, SPLITS, ExportError, OutputDir, export_run, verify_shards
+from toolfactory.export import FORMATS, SPLITS, ExportError, OutputDir, export_run
+from toolfactory.shards import dataset_parts
 from toolfactory.export.openai import OpenAIExporter
 from toolfactory.models import Dialogue
 from toolfactory.shards import write_rows
@@ -20,7 +21,7 @@ from .helpers import RUN, open_store, read_jsonl
 
 
 def test_only_the_accepted_shards_are_read(run_store: ObjectStore) -> None:
-    shards = verify_shards(run_store, RUN)
+    shards = dataset_parts(run_store, RUN)
     assert shards == [f"runs/{RUN}/verify/part-{n:05d}.parquet" for n in range(3)]
 
 
@@ -49,7 +50,7 @@ def test_a_record_the_model_refuses_is_skipped_with_its_reason(tmp_path: Path, d
 def test_unknown_format_and_missing_run_are_export_errors(run_store: ObjectStore, tmp_path: Path) -> None:
     with pytest.raises(ExportError, match="unknown export format 'alpaca' .formats: " + ", ".join(FORMATS)):
         export_run(run_store, RUN, "alpaca", tmp_path / "out")
-    with pytest.raises(ExportError, match="run 'nope' has no accepted records"):
+    with pytest.raises(ExportError, match="run 'nope' has no dataset"):
         export_run(run_store, "nope", "openai", tmp_path / "out")
     assert not (tmp_path / "out").exists()
 

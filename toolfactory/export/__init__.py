@@ -23,7 +23,7 @@ from __future__ import annotations
 from toolfactory.export.base import REASONS, Exporter, ExportError, ExportOptions, Skip
 from toolfactory.export.output import OutputDir
 from toolfactory.export.registry import EXPORTERS, FORMATS
-from toolfactory.export.run import export_run, verify_shards
+from toolfactory.export.run import export_run
 from toolfactory.export.splits import SPLITS, SplitSpec, record_split, unit_split
 
 __all__ = [
@@ -40,5 +40,4 @@ __all__ = [
     "export_run",
     "record_split",
     "unit_split",
-    "verify_shards",
 ]

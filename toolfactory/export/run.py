@@ -1,4 +1,5 @@
-"""Export a run's accepted records (its ``verify`` shards) in one format, split by tool or category.
+"""Export a run's dataset (its ``curate`` shards, see :func:`toolfactory.shards.dataset_parts`) in one
+format, split by tool or category.
 
 Streaming, shard by shard: one shard's records are read, each is validated, given its split
 (:mod:`toolfactory.export.splits`) and handed to the format's exporter, which writes it out at
@@ -8,7 +9,6 @@ Output order is shard order, then row order: the same run exports to the same fi
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +21,9 @@ from toolfactory.export.splits import SPLITS, SplitSpec, record_split
 from toolfactory.export.stats import ExportStats
 from toolfactory.formats.base import validation_message
 from toolfactory.models import Dialogue
-from toolfactory.shards import read_records
+from toolfactory.shards import dataset_parts, read_records
 from toolfactory.storage import ObjectStore
 
-_MAIN_PART = re.compile(r"/verify/part-\d+\.parquet$")
-
-
-def verify_shards(store: ObjectStore, run_id: str) -> list[str]:
-    """The accepted-record shards of a run, in shard order (not ``rejected/`` nor metrics)."""
-    return [p for p in store.list(f"runs/{run_id}/verify/") if _MAIN_PART.search(p)]
 
 
 def exporter_class(fmt: str) -> type[Exporter]:
@@ -54,9 +48,9 @@ def export_run(
     the summary: counts per split and file, skipped records by reason (with examples), and the
     make-up of the export."""
     cls = exporter_class(fmt)
-    shards = verify_shards(store, run_id)
+    shards = dataset_parts(store, run_id)
     if not shards:
-        raise ExportError(f"run {run_id!r} has no accepted records under {store.uri(f'runs/{run_id}/verify/')}")
+        raise ExportError(f"run {run_id!r} has no dataset under {store.uri(f'runs/{run_id}/')} (no curate or verify parts)")
     out = out_dir if isinstance(out_dir, OutputDir) else OutputDir(out_dir)
     exporter = cls(out, SPLITS, options)
     stats = ExportStats(splits=SPLITS, run_id=run_id, fmt=fmt, split_spec={**splits.to_dict(), "seed": seed})

@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from toolfactory.report.data import ACCEPTED_STAGE, DialogueMix, RunStats, load_run_stats, scan_dialogues
+from toolfactory.stages import DATASET_STAGE
+from toolfactory.report.data import DialogueMix, RunStats, load_run_stats, scan_dialogues
 from toolfactory.report.page import render_page
 from toolfactory.report.sections import sections
 from toolfactory.storage import ObjectStore
@@ -29,7 +30,7 @@ def _facts(store: ObjectStore, stats: RunStats, mix: DialogueMix) -> dict[str, s
         "started": stats.started_at or "-",
         "finished": stats.finished_at or "-",
         "accepted dialogues": f"{mix.records:,} in {mix.shards} shards",
-        "dataset": store.uri(f"runs/{stats.run_id}/{ACCEPTED_STAGE}/"),
+        "dataset": store.uri(f"runs/{stats.run_id}/{DATASET_STAGE}/"),
         "report built": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 

@@ -12,20 +12,18 @@ the report shows them when they are there.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from toolfactory.errors import TerminalError
-from toolfactory.shards import read_records
+from toolfactory.shards import dataset_parts, read_records
+from toolfactory.stages import DATASET_STAGE
 from toolfactory.stages import STAGE_NAMES
 from toolfactory.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
-ACCEPTED_STAGE = "verify"  # the stage whose output is the dataset
-_ACCEPTED_PART = re.compile(rf"/{ACCEPTED_STAGE}/part-\d+\.parquet$")
 
 
 class ReportError(TerminalError):
@@ -95,9 +93,9 @@ class RunStats:
 
     @property
     def accepted(self) -> int:
-        """Records the run accepted: the verify stage's output."""
-        verify = self.stage(ACCEPTED_STAGE)
-        return verify.items_out if verify else 0
+        """Records in the run's dataset: the curate stage's output (verify's for older runs)."""
+        final = self.stage(DATASET_STAGE) or self.stage("verify")
+        return final.items_out if final else 0
 
     @property
     def usage(self) -> Usage:
@@ -192,15 +190,16 @@ class DialogueMix:
         self.scenarios[str(record.get("scenario", "single_tool"))] += 1
         if record.get("target_mode") is not None:
             self.target_vs_shown[(str(record["target_mode"]), str(record.get("mode", "single")))] += 1
-        if record.get("complexity") is not None:
-            value = record["complexity"]
+        curated = record.get("curation") or {}  # the curate stage's scores, else top-level fields
+        if curated.get("complexity") is not None or record.get("complexity") is not None:
+            value = curated.get("complexity", record.get("complexity"))
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 self.complexity[round(float(value), 3)] += 1
             else:
                 self.complexity_unreadable += 1
-        if record.get("cluster") is not None:
+        if curated.get("clusters") or record.get("cluster") is not None:
             self.with_cluster += 1
-            value = record["cluster"]
+            value = curated.get("clusters") or record["cluster"]
             # a record that uses APIs of several clusters counts once in each of them
             labels = {_cluster_label(v) for v in value} if isinstance(value, (list, tuple)) else {_cluster_label(value)}
             self.clusters.update(labels)
@@ -231,8 +230,8 @@ def _cluster_label(value: Any) -> str:
 
 
 def accepted_shards(store: ObjectStore, run_id: str) -> list[str]:
-    """The run's accepted-record shards in shard order (not ``rejected/``, not metrics)."""
-    return [p for p in store.list(f"runs/{run_id}/{ACCEPTED_STAGE}/") if _ACCEPTED_PART.search(p)]
+    """The parts of the run's dataset, in shard order (see :func:`toolfactory.shards.dataset_parts`)."""
+    return dataset_parts(store, run_id)
 
 
 def scan_dialogues(store: ObjectStore, run_id: str) -> DialogueMix:

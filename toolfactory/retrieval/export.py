@@ -10,7 +10,6 @@ measure what verification removes).
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from toolfactory.models import Task
 from toolfactory.retrieval.data import build_dataset
 from toolfactory.retrieval.evaluate import evaluate_retrieval, markdown_table
 from toolfactory.retrieval.layout import write_dataset
-from toolfactory.shards import read_records
+from toolfactory.shards import dataset_parts, read_records, stage_parts
 from toolfactory.storage import ObjectStore
 
 if TYPE_CHECKING:
@@ -28,19 +27,13 @@ DEFAULT_EMBEDDING_MODEL = "sim-embedding"  # the simulator's; pass the real mode
 REPORT_JSON, REPORT_MD = "report.json", "report.md"
 
 
-def stage_parts(store: ObjectStore, run_id: str, stage: str) -> list[str]:
-    """The committed main parts of a stage (not its ``rejected/`` or ``_metrics/`` files)."""
-    main = re.compile(rf"runs/{re.escape(run_id)}/{re.escape(stage)}/part-\d+\.parquet")
-    return [path for path in store.list(f"runs/{run_id}/{stage}") if main.fullmatch(path)]
-
-
 def read_tasks(store: ObjectStore, run_id: str) -> list[Task]:
     return [Task.model_validate(r) for path in stage_parts(store, run_id, "tasks") for r in read_records(store, path)]
 
 
 def accepted_task_ids(store: ObjectStore, run_id: str) -> set[str]:
     """Ids of the tasks with an accepted dialogue (only ``task_id`` is read of each dialogue)."""
-    return {str(r["task_id"]) for path in stage_parts(store, run_id, "verify") for r in read_records(store, path)}
+    return {str(r["task_id"]) for path in dataset_parts(store, run_id) for r in read_records(store, path)}
 
 
 def _markdown(report: dict[str, Any]) -> str:

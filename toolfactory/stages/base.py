@@ -103,6 +103,7 @@ class Planning:
     plans: dict[str, list[ShardSpec]]  # "sources", "documents" and every earlier stage
     pool_tools: tuple[str, ...] = ()  # immutable files of <root>/pool/tools, one per earlier run
     pool_tree: tuple[str, ...] = ()  # immutable files of <root>/pool/tree
+    pool_dialogues: tuple[str, ...] = ()  # immutable files of <root>/pool/dialogues (signatures)
 
     def outputs(self, stage: str) -> tuple[str, ...]:
         """The main files of every shard of `stage`."""
