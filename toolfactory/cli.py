@@ -246,6 +246,10 @@ def export(
     validation: float = typer.Option(0.1, "--validation"),
     test: float = typer.Option(0.1, "--test"),
     include_reasoning: bool = typer.Option(False, "--include-reasoning", help="Keep the assistant's thinking."),
+    call_format: str = typer.Option("openai", "--call-format", help="openai: native tool_calls; json, python, react, xml: "
+                                    "calls as text with the tools in the system prompt (openai format); mixed: one per record."),
+    tool_format: str = typer.Option("json", "--tool-format", help="With a text call format: json, yaml, xml, markdown, natural or mixed."),
+    subset: Optional[str] = typer.Option(None, "--subset", help="Only a curation subset: complexity=easy|medium|hard or diversity=low|medium|high."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
 ) -> None:
@@ -257,7 +261,9 @@ def export(
     try:
         splits = SplitSpec(train=train, validation=validation, test=test, by=by)  # type: ignore[arg-type]
         summary = export_run(ObjectStore.open(resolved.storage), run_id, fmt, out, splits=splits,
-                             seed=resolved.run.seed or 0, options=ExportOptions(include_reasoning=include_reasoning))
+                             seed=resolved.run.seed or 0,
+                             options=ExportOptions(include_reasoning=include_reasoning, call_format=call_format,
+                                                   tool_format=tool_format, subset=subset))
     except (ConfigError, TerminalError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

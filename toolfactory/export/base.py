@@ -32,6 +32,8 @@ CALLS_NOT_IN_FIRST_TURN = "calls_not_in_first_turn"  # xLAM/BFCL keep the first 
 ARGUMENTS_NOT_JSON = "arguments_not_json"  # the format stores arguments as a JSON object; the text is not one
 ROLE_ORDER = "role_order"  # the message order has no layout in the format (ShareGPT alternation)
 NO_FINAL_ANSWER = "no_final_answer"  # ToolBench paths end with Finish(give_answer): there is no answer to give
+NOT_IN_SUBSET = "not_in_subset"  # the record is outside the subset the export asked for
+CALL_FORMAT_UNWRITABLE = "call_format_unwritable"  # a call has no writing in the chosen text call format
 FINISH_NOT_LAST = "finish_not_last"  # ToolBench: messages after the Finish call other than its answer
 
 REASONS: dict[str, str] = {
@@ -43,6 +45,8 @@ REASONS: dict[str, str] = {
     ROLE_ORDER: "the order of the messages cannot be laid out in the format",
     NO_FINAL_ANSWER: "the dialogue does not end with an answer that Finish(give_answer) could give",
     FINISH_NOT_LAST: "the dialogue goes on after its Finish call",
+    CALL_FORMAT_UNWRITABLE: "a call cannot be written in the chosen text call format",
+    NOT_IN_SUBSET: "the record is outside the subset the export asked for",
 }
 
 
@@ -59,6 +63,10 @@ class Skip(Exception):
         self.detail = detail
 
 
+SUBSETS = tuple(f"complexity={level}" for level in ("easy", "medium", "hard")) + tuple(
+    f"diversity={level}" for level in ("low", "medium", "high"))
+
+
 @dataclass(frozen=True)
 class ExportOptions:
     """Choices that are the same for every format."""
@@ -67,6 +75,36 @@ class ExportOptions:
     """Export the assistant's reasoning (thinking) where the format has a place for it (``openai``
     as ``reasoning_content``, ``hf`` as ``messages.reasoning``). Off by default: reasoning is the
     generator's scratch work, and training on another model's thoughts is rarely wanted."""
+    call_format: str = "openai"
+    """``openai``: calls stay native ``tool_calls`` with a ``tools`` field. A text format
+    (``json``, ``python``, ``react``, ``xml``; see :mod:`toolfactory.render`): the tools are
+    described in the system prompt, which declares the format, and calls are written as text
+    (ToolACE's format generalization; ``openai`` exporter). ``mixed``: a format per record,
+    drawn from its id, so one dataset teaches every format."""
+    tool_format: str = "json"
+    """How the system prompt describes the tools with a text call format: ``json``, ``yaml``,
+    ``xml``, ``markdown``, ``natural`` or ``mixed``."""
+
+    subset: str | None = None
+    """Only the records of a curation subset: ``complexity=easy|medium|hard`` (query complexity
+    level) or ``diversity=low|medium|high`` (ToolACE's diversity subsets)."""
+
+    def selects(self, dialogue: Dialogue) -> bool:
+        if self.subset is None:
+            return True
+        kind, _, level = self.subset.partition("=")
+        curation = dialogue.curation
+        return curation.get("complexity_level") == level if kind == "complexity" else level in curation.get("diversity", [])
+
+    def __post_init__(self) -> None:
+        from toolfactory.render import CALL_FORMATS, TOOL_FORMATS
+
+        if self.subset is not None and self.subset not in SUBSETS:
+            raise ExportError(f"unknown subset {self.subset!r} (one of: {', '.join(SUBSETS)})")
+
+        for label, value, allowed in (("call format", self.call_format, CALL_FORMATS), ("tool format", self.tool_format, TOOL_FORMATS)):
+            if value not in (*allowed, "mixed"):
+                raise ExportError(f"unknown {label} {value!r} (one of: {', '.join((*allowed, 'mixed'))})")
 
 
 class Exporter(ABC):

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolfactory.export.base import INVALID_RECORD, Exporter, ExportError, ExportOptions, Skip
+from toolfactory.export.base import INVALID_RECORD, NOT_IN_SUBSET, Exporter, ExportError, ExportOptions, Skip
 from toolfactory.export.output import OutputDir
 from toolfactory.export.registry import EXPORTERS, FORMATS
 from toolfactory.export.splits import SPLITS, SplitSpec, record_split
@@ -62,6 +62,9 @@ def export_run(
                     dialogue = Dialogue.model_validate(raw)
                 except ValidationError as exc:
                     stats.skip(str(raw.get("id", "")), INVALID_RECORD, validation_message(exc))
+                    continue
+                if not options.selects(dialogue):
+                    stats.skip(dialogue.id, NOT_IN_SUBSET, options.subset or "")
                     continue
                 split, units = record_split(dialogue, splits, seed)
                 try:

@@ -170,7 +170,7 @@ def render_dialogue(dialogue: Dialogue, tool_format: str, call_format: str) -> l
                 text = render_turn(message.content, message.tool_calls or [], call_format)
             except CallFormatError as exc:
                 raise CallFormatError(call_format, f"messages[{i}]: {exc.reason}") from None
-            out.append(message if not message.tool_calls else Message(role="assistant", content=text, reasoning=message.reasoning))
+            out.append(message if not message.tool_calls else Message(role="assistant", content=text, reasoning=message.reasoning, masked=message.masked))
         else:
             out.append(Message(role="tool", name=message.name, content=_wrap_result(message.content, call_format)))
     return out
