@@ -10,8 +10,8 @@ Each new API is made in three moves:
   add constraints, change parameter types, update the returned result);
 * type balance: the model is asked for the parameter types furthest below their target share
   (``synthesis.parameter_types``) in the buffer so far, and for nested types on complex APIs;
-  the answer's schema requires the first of them (a decoder that follows schemas keeps it, and
-  an answer without it is re-asked).
+  the answer's schema requires the first of them, or a nested object parameter on a complex API
+  (a decoder that follows schemas keeps it, and an answer without it is re-asked).
 
 The buffer starts as the seed catalog plus the pool of earlier runs; APIs are made in
 generations of ``synthesis.generation_size``, and each generation joins the buffer of the next.
@@ -60,10 +60,11 @@ Example API:
 {example}"""
 
 
-def api_schema(max_functions: int, required_type: str | None = None) -> dict[str, Any]:
-    """The answer's shape; `required_type` must be the type of a top-level parameter of some
-    function (`contains`), so decoders that follow the schema keep the type balance, and an
-    answer that ignores it is re-asked (one type: JSON Schema has one `contains` per array)."""
+def api_schema(max_functions: int, required_type: str | None = None, nested: bool = False) -> dict[str, Any]:
+    """The answer's shape. Some function must have a top-level parameter (`contains`) that is an
+    object with properties of its own when `nested`, else of `required_type`; decoders that
+    follow the schema keep the balance, and an answer that ignores it is re-asked (one
+    requirement: JSON Schema has one `contains` per array)."""
     schema = with_field_defs({
         "type": "object",
         "properties": {
@@ -87,8 +88,12 @@ def api_schema(max_functions: int, required_type: str | None = None) -> dict[str
         },
         "required": ["name", "description", "functions"],
     })
-    if required_type:
+    parameter: dict[str, Any] | None = None
+    if nested:
+        parameter = {"properties": {"type": {"const": "object"}, "properties": {"minItems": 1}}, "required": ["properties"]}
+    elif required_type:
         parameter = {"properties": {"type": {"const": required_type}}}
+    if parameter is not None:
         schema["properties"]["functions"]["contains"] = {"properties": {"parameters": {"contains": parameter}}}
     return schema
 
@@ -178,6 +183,7 @@ async def synthesize(shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardC
             "example": example.id,
             "operations": operations,
             "asked_types": asked_types,
+            "nested": nested,
         }
         built: dict[str, Tool] = {}
 
@@ -188,7 +194,7 @@ async def synthesize(shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardC
             return problems
 
         await ctx.gateway.structured(
-            "designer", [{"role": "user", "content": prompt}], api_schema(len(leaves) + 1, asked_types[0]), name="api_definition",
+            "designer", [{"role": "user", "content": prompt}], api_schema(len(leaves) + 1, asked_types[0], nested), name="api_definition",
             check=check
         )
         return [built["tool"]]
