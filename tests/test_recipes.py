@@ -295,3 +295,16 @@ def test_an_allowlisted_tool_is_called_over_real_http_instead_of_the_executor_ll
         assert len(seen) == len(responses)
     finally:
         server.shutdown()
+
+
+def test_the_tool_executor_sees_the_operation_of_the_tool_s_openapi_document() -> None:
+    from toolfactory.stages.dialogues.agents import openapi_operation
+
+    document = {"openapi": "3.0.3", "info": {"title": "Pets", "version": "1"},
+                "paths": {"/pets/{pet_id}": {"get": {"operationId": "getPet", "responses": {"404": {"description": "No such pet"}}}}}}
+    fn = Tool(name="Pets", functions=[]).model_copy()
+    from toolfactory.models import Function
+    get_pet = Function(name="getPet", description="d", method="GET", path="/pets/{pet_id}")
+    text = openapi_operation(fn.model_copy(update={"openapi": document}), get_pet)
+    assert "No such pet" in text and "GET /pets/{pet_id}" in text
+    assert openapi_operation(fn, get_pet) == "" and openapi_operation(None, get_pet) == ""

@@ -25,7 +25,7 @@ return the response body that the API would send: it must follow the response sc
 realistic data (no placeholders) and, when no limit is given, at least three items in lists.
 Function: {name}
 Description: {description}
-Parameters: {parameters}
+Parameters: {parameters}{documentation}
 Request arguments: {arguments}"""
 
 ANSWER_PROMPT = """\
@@ -90,6 +90,16 @@ def call_error(function: Function | None, name: str, arguments: str) -> str | No
     return None if error is None else f"invalid arguments: {error.message}"
 
 
+def openapi_operation(tool: Tool | None, function: Function) -> str:
+    """The function's operation in its tool's OpenAPI document, as prompt text ('' without one)."""
+    if tool is None or not tool.openapi or not function.path or not function.method:
+        return ""
+    operation = ((tool.openapi.get("paths") or {}).get(function.path) or {}).get(function.method.lower())
+    if not isinstance(operation, dict):
+        return ""
+    return f"\nOpenAPI operation ({function.method} {function.path}): {json.dumps(operation, ensure_ascii=False)[:4000]}"
+
+
 async def execute(function: Function | None, call: ToolCall, ctx: ShardContext, tool: Tool | None = None) -> tuple[dict[str, Any], int]:
     """The tool's response body to `call`, and the LLM calls it took (0 for an invalid call, and
     for a real HTTP call to an allowlisted API: see `dialogues.http`)."""
@@ -100,8 +110,8 @@ async def execute(function: Function | None, call: ToolCall, ctx: ShardContext, 
     if tool is not None and http.allowlist and calls_for_real(tool, function, http):
         return await call_http(tool, function, call, http), 0
     prompt = TOOL_EXECUTOR_PROMPT.format(
-        name=function.name, description=function.description,
-        parameters=json.dumps(function.parameters), arguments=call.arguments,
+        name=function.name, description=function.description, parameters=json.dumps(function.parameters),
+        documentation=openapi_operation(tool, function), arguments=call.arguments,
     )
     response = await ctx.gateway.structured("tool", [{"role": "user", "content": prompt}], function.returns, name="api_response")
     return {"status_code": 200, "response": response}, 1
