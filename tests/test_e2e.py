@@ -165,7 +165,7 @@ def test_s3_run_keeps_everything_in_the_bucket_and_no_secret_anywhere(runtime: s
     secrets = [API_KEY, s3_server["AWS_SECRET_ACCESS_KEY"], s3_server["AWS_ACCESS_KEY_ID"]]
     blobs = [s3.get_object(Bucket="toolfactory", Key=k)["Body"].read() for k in keys] + [(tmp_path / "stats.duckdb").read_bytes()]
     for secret in secrets:
-        assert not any(secret.encode() in blob for blob in blobs), f"a secret leaked into storage"
+        assert not any(secret.encode() in blob for blob in blobs), "a secret leaked into storage"
 
 
 def test_no_secret_in_local_storage_or_stats(runtime: str, tmp_path: Path) -> None:
