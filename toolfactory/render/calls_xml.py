@@ -30,7 +30,7 @@ NOT_IN_XML_TEXT = re.compile("[^\t\n\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010fff
 
 def _json(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False)
-    return json.dumps(value) if NOT_IN_XML_TEXT.search(text) else text  # \uXXXX escapes are plain ASCII
+    return json.dumps(value) if NOT_IN_XML_TEXT.search(text) else text  # JSON's \u escapes are plain ASCII
 
 
 def render(calls: list[ParsedCall]) -> str:
