@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -111,11 +112,12 @@ async def act(messages: list[Message], offered: list[dict[str, Any]], ctx: Shard
         system = context[0] if context and context[0]["role"] == "system" else {"role": "system", "content": ""}
         noted = {**system, "content": f"{system['content']}\n\nYour analysis of the current state: {reasoning}".strip()}
         context = [noted, *(context[1:] if context and context[0]["role"] == "system" else context)]
-    replies = []
-    for k in range(samples):
-        # The first sample is the plain request; later ones differ by their sample index.
-        replies.append(await ctx.gateway.chat("assistant", context, tools=offered, tool_choice="auto", sample=k))
-        calls += 1
+    # The first sample is the plain request; later ones differ by their sample index. They are
+    # independent, so they are sent together.
+    replies = await asyncio.gather(*(
+        ctx.gateway.chat("assistant", context, tools=offered, tool_choice="auto", sample=k) for k in range(samples)
+    ))
+    calls += samples
     keys = [decision_key(_calls(r)) for r in replies]
     chosen, masked = 0, None
     if samples > 1:
