@@ -10,6 +10,7 @@ asks a follow-up request. `dialogues.max_steps` bounds the assistant turns per u
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from toolfactory.models import Message, Task
@@ -53,8 +54,11 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
                     continue
                 break
             called = True
-            for call in action.message.tool_calls:
-                body, used = await execute(by_name.get(call.name), call, ctx, tool_of.get(call.name))
+            # The calls of one turn (parallel calls) are answered together, recorded in order.
+            answers = await asyncio.gather(*(
+                execute(by_name.get(call.name), call, ctx, tool_of.get(call.name)) for call in action.message.tool_calls
+            ))
+            for call, (body, used) in zip(action.message.tool_calls, answers):
                 calls += used
                 function = by_name.get(call.name)
                 compressed = compress_response(body, function.returns if function else {}, within="response",
