@@ -114,6 +114,10 @@ class Task(Record):
     turns: int = 1  # user turns the dialogue should have
     style: str = ""  # the language style the user agent was asked for (toolace)
 
+    def tool_for(self, function_name: str) -> Tool | None:
+        """The offered tool a function belongs to."""
+        return next((tool for tool in self.tools if tool.function(function_name)), None)
+
 
 class ToolCall(Record):
     id: str

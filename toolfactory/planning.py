@@ -17,11 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from toolfactory import pool
 from toolfactory.config import Config
 from toolfactory.errors import ConfigError
 from toolfactory.models import Record, canonical_json, stable_id
-from toolfactory.pool import pool_files
+from toolfactory.pool import DIALOGUES, TOOLS, TREE, pool_files
 from toolfactory.shards import ShardPaths, commit_shard, encode_records
 from toolfactory.stages import STAGE_NAMES, STAGES, Planning, ShardSpec
 from toolfactory.stages.tools.sources import read_sources
@@ -58,8 +57,7 @@ def plan_run(config: Config, run_id: str, store: ObjectStore) -> dict[str, list[
     documents = read_documents(config.tools.synthesis.documents) if config.tools.synthesis.count else []
     if documents:
         plans[DOCUMENTS].append(_store_inputs(store, run_id, DOCUMENTS, 0, documents))
-    planning = Planning(config, run_id, plans, pool_files(store, pool.TOOLS), pool_files(store, pool.TREE),
-                        pool_files(store, pool.DIALOGUES))
+    planning = Planning(config, run_id, plans, *(pool_files(store, kind) for kind in (TOOLS, TREE, DIALOGUES)))
     for stage in STAGES:
         plans[stage.name] = stage.plan(planning)
     return {name: plans[name] for name in STAGE_NAMES}

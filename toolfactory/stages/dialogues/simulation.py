@@ -33,7 +33,6 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
     toolace = task.recipe == "toolace"
     functions = [fn for tool in task.tools for fn in tool.functions]
     by_name = {fn.name: fn for fn in functions}
-    tool_of = {fn.name: tool for tool in task.tools for fn in tool.functions}
     offered = [fn.openai_tool() for fn in functions]
     messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task.instruction)]
     calls, user_turns, notes = 0, 1, {"compressed_responses": 0, "clarifications": 0}
@@ -56,7 +55,7 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
             called = True
             # The calls of one turn (parallel calls) are answered together, recorded in order.
             answers = await asyncio.gather(*(
-                execute(by_name.get(call.name), call, ctx, tool_of.get(call.name)) for call in action.message.tool_calls
+                execute(by_name.get(call.name), call, ctx, task.tool_for(call.name)) for call in action.message.tool_calls
             ))
             for call, (body, used) in zip(action.message.tool_calls, answers):
                 calls += used

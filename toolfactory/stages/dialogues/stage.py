@@ -76,11 +76,9 @@ class DialoguesStage:
         async def chat(messages: list[dict[str, Any]], *, tools: list[dict[str, Any]], sample: int) -> dict[str, Any]:
             return await ctx.gateway.chat("assistant", messages, tools=tools, tool_choice="auto", sample=sample)
 
-        tool_of = {fn.name: tool for tool in task.tools for fn in tool.functions}
-
         async def run_call(function: Function, call: ToolCall) -> str:
             nonlocal compressed
-            body, _ = await execute(function, call, ctx, tool_of.get(function.name))
+            body, _ = await execute(function, call, ctx, task.tool_for(function.name))
             result = compress_response(body, function.returns, within="response", budget_tokens=settings.response_budget_tokens)
             compressed += result.compressed
             return result.text
