@@ -16,9 +16,9 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# `run` ends by printing the run's stats table (the same as `toolfactory stats`).
 demo: $(STAMP)
 	$(BIN)/toolfactory run --config configs/quickstart.yaml
-	$(BIN)/toolfactory stats --config configs/quickstart.yaml
 
 test: $(STAMP)
 	$(BIN)/pytest -q

@@ -12,6 +12,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# The papers' released data, for the benchmarks that read it (as in the tests).
+REAL_DATA = Path(os.environ.get("TOOLFACTORY_REAL_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+def require_real_data(*parts: str) -> None:
+    """Exit with one message when a benchmark's released data is absent."""
+    missing = [part for part in parts if not (REAL_DATA / part).exists()]
+    if missing:
+        sys.exit(f"this benchmark reads the papers' released data: {', '.join(missing)} not found under {REAL_DATA} "
+                 "(set TOOLFACTORY_REAL_DATA to a copy; see the README)")
 
 
 def machine_info() -> dict[str, Any]:

@@ -40,13 +40,12 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
-from benchmarks._common import RESULTS_DIR, machine_info, median, table, write_json
+from benchmarks._common import REAL_DATA, RESULTS_DIR, machine_info, median, require_real_data, table, write_json
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 REPO = Path(__file__).resolve().parents[1]
-G1_QUERIES = SHARED_DATA / "toolbench" / "instruction" / "G1_query.json"
-RESPONSE_EXAMPLES = SHARED_DATA / "toolbench" / "response_examples"
-TOOLALPACA = SHARED_DATA / "toolalpaca" / "eval_simulated.json"
+G1_QUERIES = REAL_DATA / "toolbench" / "instruction" / "G1_query.json"
+RESPONSE_EXAMPLES = REAL_DATA / "toolbench" / "response_examples"
+TOOLALPACA = REAL_DATA / "toolalpaca" / "eval_simulated.json"
 PETSHELTER = REPO / "tests" / "data" / "petshelter_openapi.yaml"
 
 FORMATS = ("toolbench", "toolbench+examples", "toolalpaca", "openapi", "openai", "catalog")
@@ -328,6 +327,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--no-pin", action="store_true", help="do not pin each format's process to one CPU")
     parser.add_argument("--out", default=str(RESULTS_DIR / "imports.json"))
     args = parser.parse_args(argv)
+    require_real_data("toolbench/instruction", "toolbench/response_examples", "toolalpaca")
     sizes = {"toolbench": args.toolbench, "toolbench+examples": args.toolbench_examples, "toolalpaca": args.toolalpaca,
              "openapi": args.openapi, "openai": args.openai, "catalog": args.catalog}
 

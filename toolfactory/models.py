@@ -1,6 +1,6 @@
 """The records that flow between stages: tools, tasks, dialogues and verdicts.
 
-One training record is one :class:`Dialogue` (DESIGN.md §1). Tool parameters are JSON Schema
+One training record is one :class:`Dialogue` (docs/architecture.md §1). Tool parameters are JSON Schema
 objects, kept as plain dicts so that any schema keyword survives a round trip through Parquet
 (records are stored as JSON text in a column, see :mod:`toolfactory.shards`).
 """

@@ -1,4 +1,4 @@
-"""Trainable exports of a run's accepted dialogues (DESIGN.md §2, curate/export; ToolACE §2.2.2
+"""Trainable exports of a run's accepted dialogues (docs/architecture.md §2, curate and exports; ToolACE §2.2.2
 on format generalization, ToolLLM §3 on held-out tools).
 
 :func:`export_run` streams the ``verify`` shards of a run into one format, one file per split

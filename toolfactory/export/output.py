@@ -2,7 +2,7 @@
 
 An export can be larger than memory, so files are written as records arrive instead of through
 :meth:`ObjectStore.write_bytes` (which takes the whole content). Each file still appears whole,
-as every shard of a run does (DESIGN.md §4): locally it is written under a temporary name and
+as every shard of a run does (docs/architecture.md §4): locally it is written under a temporary name and
 renamed into place when complete; on S3 the object appears when its upload completes, and a
 file whose export failed is deleted. Small writes are gathered into 1 MiB blocks because a
 pyarrow output stream does one system call (or one part upload) per write.

@@ -1,4 +1,4 @@
-"""Content-addressed cache of LLM answers (DESIGN.md §4).
+"""Content-addressed cache of LLM answers (docs/architecture.md §6).
 
 The key hashes everything that determines an answer: model, messages, tools, tool choice,
 response format, sampling parameters and the sample index. It does not include the endpoint's

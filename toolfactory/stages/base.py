@@ -1,6 +1,6 @@
 """The stage interface: plan shards, then turn one input shard into one output shard.
 
-A stage is a pure function of its input shard, the run's config and LLM answers (DESIGN.md §2).
+A stage is a pure function of its input shard, the run's config and LLM answers (docs/architecture.md §2).
 It never reads another stage's internals, only the shard files named in its :class:`ShardSpec`,
 which is what lets any shard be re-run alone, on any worker. A spec lists its inputs explicitly,
 so a stage whose shards need several upstream shards (a sampler over the whole tool pool) fits

@@ -1,4 +1,4 @@
-"""The mode a dialogue shows (DESIGN.md §1): single, parallel, dependent, non_tool,
+"""The mode a dialogue shows (docs/architecture.md §1): single, parallel, dependent, non_tool,
 missing_params; and whether that is the mode its task asked for.
 
 The generator asks for a mode (toolace); what a model then does may differ, so a dialogue
