@@ -16,6 +16,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound
+from prefect.states import Failed, State
 from prefect_ray import RayTaskRunner
 
 from flows.runtime import llm_endpoint, ray_session
@@ -24,6 +25,7 @@ from toolfactory.execution import ShardJob
 from toolfactory.config import Config
 from toolfactory.export import OutputDir, SplitSpec, export_run
 from toolfactory.manifest import Manifest
+from toolfactory.outcome import failure_message, rerun_command
 from toolfactory.pool import publish, publish_dialogues
 from toolfactory.report import build_report
 from toolfactory.shards import ShardPaths, read_metrics
@@ -47,16 +49,19 @@ def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
         for stage in STAGE_NAMES:
             pending = _record_done(store, stats, manifest.run_id, plan[stage])
             runnable = _runnable(store, stats, manifest.run_id, pending)
-            if runnable:
+            if pending:  # a stage whose shards are all blocked still shows, as failed
                 jobs = [ShardJob(manifest.run_id, config, spec, base_url) for spec in runnable]
+                blocked = [spec.index for spec in pending if spec not in runnable]
                 stage_flow.with_options(
                     flow_run_name=f"{manifest.run_id}/{stage}",
                     task_runner=RayTaskRunner(),
-                )(jobs, str(stats.path))
+                )(config, stage, jobs, blocked, str(stats.path), return_state=True)
             _grow_pool(stage, store, manifest.run_id, plan)
     failed = _not_completed(plan, store, manifest.run_id)
     stats.finish_run(manifest.run_id, "failed" if failed else "completed", _now())
     summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
+    if failed:
+        summary["rerun"] = rerun_command(manifest.run_id, store, config.storage.endpoint_url)
     if config.storage.is_s3:
         store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
     exported = export_dataset(config, store, manifest.run_id) if not failed else {}
@@ -89,19 +94,51 @@ def _report(store: ObjectStore, stats_path: str, run_id: str) -> str | None:
         return None
 
 
+def run_tags(config: Config) -> list[str]:
+    """Prefect tags of a run's flows and tasks: what it was made with, to filter runs in the UI."""
+    recipes = "+".join(sorted(name for name, weight in config.tasks.recipes.items() if weight > 0))
+    return ["toolfactory", f"provider:{config.llm.provider}", f"recipes:{recipes}"]
+
+
+def run_state(summary: dict[str, Any]) -> Any:
+    """The final Prefect state of a run's flow: its summary, or `Failed` when a shard is missing,
+    with the shards and the command that finishes the run (see :mod:`toolfactory.outcome`)."""
+    if summary["status"] == "completed":
+        return summary
+    return Failed(message=failure_message(summary, summary.get("rerun", "")), data=summary)
+
+
+def summary_of(state: State[Any]) -> dict[str, Any]:
+    """The summary a run's flow returned, failed or not; the flow's own error if it raised one."""
+    result = state.result(raise_on_failure=False)
+    if isinstance(result, dict):
+        return result
+    return state.result()  # raises what ended the flow
+
+
 @flow(name="stage", log_prints=False)
-def stage_flow(jobs: list[ShardJob], stats_path: str) -> None:
-    """One stage of a run: one task per shard, all submitted at once, then recorded in order."""
+def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
+    """One stage of a run: one task per shard, all submitted at once, then recorded in order.
+    It ends `Failed` when a shard failed or could not start because its input is missing."""
     stats = StatsDB(stats_path)
-    shard = configured(jobs[0].config)
+    shard = configured(config)
     futures = [shard.submit(job.run_id, job.spec.stage, job.spec.index, job) for job in jobs]
     logger = get_run_logger()
+    for index in blocked:
+        logger.warning("%s shard %d blocked: an input shard is missing (its shard failed)", stage, index)
+    failed = []
     for job, future in zip(jobs, futures):
         future.wait()
         if future.state.is_completed():
             metrics = future.result()
             stats.record_shard(metrics, metrics.get("attempts", 1))
+            logger.info(
+                "%s shard %d: %d in, %d out, %d rejected, %d LLM calls (%d cached) in %.1f s", stage, job.spec.index,
+                metrics["items_in"], metrics["items_out"], metrics["rejected"], metrics["llm"].get("calls", 0),
+                metrics["llm"].get("cache_hits", 0), metrics["wall_s"],
+            )
             continue
+        failed.append(job.spec.index)
         exception = _exception_of(future.state)
         error = f"{type(exception).__name__}: {exception}"[:2000] if exception else str(future.state.message)
         attempts = _attempts(future.task_run_id)
@@ -110,6 +147,10 @@ def stage_flow(jobs: list[ShardJob], stats_path: str) -> None:
             job.run_id, job.spec.stage, job.spec.index, "failed", attempts, error, job.spec.fingerprint(),
             metrics=getattr(exception, "metrics", None),
         )
+    if failed or blocked:
+        return Failed(message=f"{stage}: {len(failed)} shard(s) failed {failed}, {len(blocked)} blocked {blocked} "
+                              f"of {len(jobs) + len(blocked)}")
+    return None
 
 
 def _grow_pool(stage: str, store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]]) -> None:
@@ -172,7 +213,8 @@ def _not_completed(plan: dict[str, list[ShardSpec]], store: ObjectStore, run_id:
 
 def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], report: str | None, exported: dict[str, str]) -> None:
     """Prefect artifacts: per-stage pass rates, shard status and where the output is."""
-    key = f"run-{manifest.run_id}".lower()
+    # The same keys every run: Prefect keeps each key's versions, so the UI shows the nightly trend.
+    key = "toolfactory"
     rows = [
         {
             "stage": s["stage"],
@@ -187,7 +229,7 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
         }
         for s in summary["stages"]
     ]
-    create_table_artifact(rows, key=f"{key}-stages", description=f"Per-stage pass rates of run {manifest.run_id}")
+    create_table_artifact(rows, key=f"{key}-stages", description=f"Per-stage pass rates of run {manifest.run_id} ({summary['status']})")
     failed = [f"| {s['stage']} | {f['shard']} | {f['status']} | {f['error']} |" for s in summary["stages"] for f in s["failed_shards"]]
     lines = [
         f"# Run {manifest.run_id}: {summary['status']}",
@@ -198,6 +240,6 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
         *(f"- export ({fmt}): `{folder}`" for fmt, folder in exported.items()),
     ]
     if failed:
-        lines += ["", "## Shards to re-run", f"`toolfactory rerun {manifest.run_id}`", "",
+        lines += ["", "## Shards to re-run", f"`{summary.get('rerun', '')}`", "",
                   "| stage | shard | status | error |", "| --- | --- | --- | --- |", *failed]
     create_markdown_artifact("\n".join(lines), key=f"{key}-status", description="Shard status and output")

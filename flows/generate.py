@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow
+from prefect import flow, tags
 from prefect.client.orchestration import get_client
 from prefect.runtime import flow_run
 
-from flows.execute import execute_run
+from flows.execute import execute_run, run_state, run_tags
 from toolfactory.config import load_config
 from toolfactory.manifest import Manifest, write_manifest
 from toolfactory.planning import new_run_id, plan_run
@@ -27,9 +27,10 @@ def generate(config_path: str | None = None, overrides: list[str] | None = None,
     store = ObjectStore.open(config.storage)
     run_id = run_id or config.run.run_id or new_run_id(config)
     config = config.model_copy(update={"run": config.run.with_seed_for(run_id)})
-    if not flow_run.parameters.get("run_id"):  # show the generated id in the UI too
-        with get_client(sync_client=True) as client:
-            client.update_flow_run(flow_run.id, name=f"generate-{run_id}")
+    labels = run_tags(config)
+    with get_client(sync_client=True) as client:  # the generated id and the tags show in the UI
+        client.update_flow_run(flow_run.id, name=f"generate-{run_id}", tags=sorted({*flow_run.tags, *labels}))
     manifest = Manifest.create(run_id, config, plan_run(config, run_id, store))
     write_manifest(store, manifest)
-    return execute_run(manifest, store)
+    with tags(*labels):
+        return run_state(execute_run(manifest, store))

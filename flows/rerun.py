@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow
+from prefect import flow, tags
 
-from flows.execute import execute_run
+from flows.execute import execute_run, run_state, run_tags
 from toolfactory.config import load_config
 from toolfactory.manifest import load_manifest
 from toolfactory.storage import ObjectStore
@@ -20,4 +20,6 @@ from toolfactory.storage import ObjectStore
 def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
     locator = load_config(config_path, overrides or ())
     store = ObjectStore.open(locator.storage)
-    return execute_run(load_manifest(store, run_id), store)
+    manifest = load_manifest(store, run_id)
+    with tags(*run_tags(manifest.run_config()), "rerun"):
+        return run_state(execute_run(manifest, store))

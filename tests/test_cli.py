@@ -155,3 +155,65 @@ def test_eval_command_judges_toolbench_answers_through_the_simulator(tmp_path: P
     assert report["pass"]["paths"] == 4 and report["format_errors"] == 1  # one answer file has no train_messages
     assert all(len(p["votes"]) == 4 and p["finish"] == "give_answer" for p in report["paths"])
     assert report["win"]["pairs"] == 4 and report["win"]["tie"] == 4  # each path against itself
+
+
+def _one_message(result: subprocess.CompletedProcess[str]) -> str:
+    """Bad input is one `error:` line on stderr, never a traceback."""
+    assert "Traceback" not in result.stdout + result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ")
+    return line
+
+
+def test_stats_on_a_root_with_no_run_is_one_message(tmp_path: Path) -> None:
+    for args in (["stats"], ["stats", "some-run"]):
+        result = subprocess.run([TOOLFACTORY, *args, "--set", f"storage.root={tmp_path}"], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2
+        assert str(tmp_path / "stats.duckdb") in _one_message(result)
+
+
+def test_rerun_of_an_unknown_run_is_one_message_before_prefect_starts(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    result = subprocess.run([TOOLFACTORY, "rerun", "no-such-run", "--set", f"storage.root={tmp_path}"],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "no run 'no-such-run'" in _one_message(result)
+    assert "prefect" not in result.stdout.lower()  # no temporary server was started
+
+
+def test_a_tools_file_that_is_not_json_is_refused_before_the_run_starts(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text("{ not json")
+    files = json.dumps([{"path": str(tools), "format": "openai"}])
+    result = subprocess.run([TOOLFACTORY, "run", "--set", f"storage.root={tmp_path / 'data'}", "--set", f"tools.files={files}"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert f"{tools} is not a openai file" in _one_message(result)
+    assert not (tmp_path / "data" / "runs").exists()
+
+
+def test_an_openapi_reference_to_nowhere_rejects_the_tool_with_a_reason(tmp_path: Path) -> None:
+    document = tmp_path / "pets.yaml"
+    document.write_text(
+        "openapi: 3.0.0\ninfo: {title: Pets, version: '1.0', description: A pet store.}\n"
+        "paths:\n  /pets:\n    get:\n      operationId: listPets\n      summary: List pets\n"
+        "      parameters: [{$ref: '#/components/parameters/Missing'}]\n      responses: {'200': {description: ok}}\n"
+    )
+    result = subprocess.run([TOOLFACTORY, "tools", "import", str(document), "--format", "openapi"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert "0 tools (0 functions) imported, 1 rejected" in result.stdout
+    assert "tool_openapi_invalid: unresolvable reference '/components/parameters/Missing'" in result.stdout
+
+
+def test_an_unwritable_output_is_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {"name": "find_books", "description": "Find books by title.",
+                                  "parameters": {"type": "object", "properties": {"title": {"type": "string"}}}}}]))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    args = [TOOLFACTORY, "tools", "import", str(tools), "--format", "openai", "--out", str(blocker / "catalog.json")]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "NotADirectoryError" in _one_message(result)
+    debug = subprocess.run([*args, "--debug"], capture_output=True, text=True, timeout=120)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr

@@ -43,9 +43,14 @@ def runtime(prefect_api: str, ray_cluster: None, monkeypatch: pytest.MonkeyPatch
 
 
 def generate(overrides: list[str]) -> dict[str, Any]:
+    return generate_state(overrides).result(raise_on_failure=False)
+
+
+def generate_state(overrides: list[str]) -> Any:
+    """The generate flow's final Prefect state (its data: the run's summary)."""
     from flows.generate import generate as generate_flow
 
-    return generate_flow(config_path=None, overrides=overrides)
+    return generate_flow(config_path=None, overrides=overrides, return_state=True)
 
 
 def all_bytes_under(root: Path) -> list[tuple[Path, bytes]]:
@@ -105,11 +110,15 @@ def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
     with get_client(sync_client=True) as client:
-        keys = [f"run-{run_id}-stages", f"run-{run_id}-status"]
-        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys)))
+        keys = ["toolfactory-stages", "toolfactory-status"]  # the same every run: Prefect versions them
+        artifacts = [a for a in client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys)))
+                     if run_id in str(a.description) + str(a.data)]
         names = {t.name for t in client.read_task_runs()}
-        flow_names = {f.name for f in client.read_flow_runs()}
+        flows = {f.name: f for f in client.read_flow_runs()}
+        flow_names = set(flows)
     assert {a.key for a in artifacts} == set(keys)
+    assert {"toolfactory", "provider:simulator", "recipes:toolalpaca"} <= set(flows[f"generate-{run_id}"].tags)
+    assert flows[f"generate-{run_id}"].state.is_completed()
     table = next(a for a in artifacts if a.key.endswith("stages"))
     assert "pass rate" in str(table.data) and "dialogues" in str(table.data)
     assert {f"{run_id}/{stage}/part-00000" for stage in STAGES} <= names
@@ -186,10 +195,23 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
             })
 
         root = tmp_path / "data"
-        first = generate(endpoint(root))
+        state = generate_state(endpoint(root))
+        first = state.result(raise_on_failure=False)
         run_id = first["run_id"]
         failed = [(s["stage"], f["shard"]) for s in first["stages"] for f in s["failed_shards"]]
         assert first["status"] == "failed" and failed
+        # Prefect tells the truth: the run is Failed, with the shards and the command that finishes it.
+        assert state.is_failed()
+        assert f"toolfactory rerun {run_id} --set storage.root={root}" in state.message
+        assert f"{failed[0][0]}/part-{failed[0][1]:05d}" in state.message
+        from prefect.client.orchestration import get_client
+        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+        with get_client(sync_client=True) as client:
+            runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(like_=f"{run_id}/")))
+        stage_states = {f.name.split("/")[-1]: f.state for f in runs}
+        for s in (s for s in first["stages"] if s["shards_total"]):  # every stage shows; with a failed or blocked shard, Failed
+            assert stage_states[s["stage"]].is_failed() == bool(s["failed_shards"]), s["stage"]
         assert any(f["status"] == "failed" and "llm_server_error" in f["error"] for s in first["stages"] for f in s["failed_shards"])
         committed = part_files(root, run_id)
         paid_first = sum(s["llm_calls"] for s in first["stages"])
@@ -199,7 +221,7 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
         httpx.post(f"{sim.root_url}/simulator/reset").raise_for_status()
         from flows.rerun import rerun
 
-        second = rerun(run_id=run_id, overrides=[f"storage.root={root}"])
+        second = rerun(run_id=run_id, overrides=[f"storage.root={root}"])  # completed: its summary, no state
         sent_by_rerun = httpx.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"]
 
         assert second["status"] == "completed" and second["run_id"] == run_id

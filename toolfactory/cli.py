@@ -9,7 +9,8 @@
     toolfactory simulator serve [--port P] [--latency-ms X] [--rate-429 R] ...
 
 Exit status: 0 when every shard completed, 1 when some shard failed (re-run them with
-`toolfactory rerun RUN_ID`), 2 for invalid config or arguments.
+`toolfactory rerun RUN_ID`) or on an unexpected error, 2 for invalid config, arguments or paths.
+Errors are one line on stderr; `--debug` shows the traceback.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
 def _finish(summary: dict[str, Any]) -> None:
     _print_summary(summary)
     if summary["status"] != "completed":
-        typer.echo(f"some shards did not complete; finish the run with: toolfactory rerun {summary['run_id']}", err=True)
+        command = summary.get("rerun") or f"toolfactory rerun {summary['run_id']}"
+        typer.echo(f"some shards did not complete; finish the run with: {command}", err=True)
         raise typer.Exit(1)
 
 
@@ -82,13 +84,16 @@ def run(
 ) -> None:
     """Generate a dataset: domains → tools → pool → tasks → dialogues → verify."""
     resolved = _config(config, overrides)
+    from flows.execute import summary_of
     from flows.generate import generate
     from flows.runtime import prefect_api
     from toolfactory.planning import new_run_id
-    from toolfactory.stages.tools.sources import check_files
+    from toolfactory.stages.tools.sources import check_files, read_sources
 
     try:
-        check_files(resolved.tools)  # before Prefect or Ray start: a typo costs nothing
+        # Before Prefect or Ray start, a typo or an unreadable file costs nothing; the run reads them again.
+        check_files(resolved.tools)
+        read_sources(resolved.tools)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -97,7 +102,7 @@ def run(
     typer.echo(f"run {run_id}: storage {resolved.storage.root}, stats {resolved.stats_path()}")
     try:
         with prefect_api():
-            summary = generate(config_path=config, overrides=overrides or [], run_id=run_id)
+            summary = summary_of(generate(config_path=config, overrides=overrides or [], run_id=run_id, return_state=True))
     except (ConfigError, TerminalError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -111,13 +116,17 @@ def rerun(
     overrides: Optional[list[str]] = SetOption,
 ) -> None:
     """Run the failed, blocked or missing shards of a run, with the run's own config."""
-    _config(config, overrides)
+    locator = _config(config, overrides)
+    from flows.execute import summary_of
     from flows.rerun import rerun as rerun_flow
     from flows.runtime import prefect_api
+    from toolfactory.manifest import load_manifest
+    from toolfactory.storage import ObjectStore
 
     try:
+        load_manifest(ObjectStore.open(locator.storage), run_id)  # before Prefect starts: a typo costs nothing
         with prefect_api():
-            summary = rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [])
+            summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], return_state=True))
     except (ConfigError, TerminalError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -136,6 +145,9 @@ def stats(
     from toolfactory.stats import StatsDB
 
     db = StatsDB(_config(config, overrides).stats_path())
+    if not db.path.is_file():
+        typer.echo(f"error: no stats database at {db.path}: no run was recorded there (set storage.root or stats.path)", err=True)
+        raise typer.Exit(2)
     run_id = run_id or db.latest_run_id()
     if run_id is None:
         typer.echo(f"error: no runs recorded in {db.path}", err=True)
@@ -349,7 +361,19 @@ def simulator_serve(ctx: typer.Context) -> None:
 
 
 def main() -> None:
-    app(prog_name="toolfactory")
+    """Every error is one line on stderr: exit 2 for bad input (config, arguments, paths), 1 for
+    anything else; `--debug`, anywhere on the line, shows the traceback instead."""
+    debug = "--debug" in sys.argv[1:]
+    if debug:
+        sys.argv.remove("--debug")
+    try:
+        app(prog_name="toolfactory")
+    except Exception as exc:
+        if debug:
+            raise
+        bad_input = isinstance(exc, (ConfigError, TerminalError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError))
+        typer.echo(f"error: {type(exc).__name__}: {exc}" + ("" if bad_input else " (run again with --debug for the traceback)"), err=True)
+        sys.exit(2 if bad_input else 1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from openapi_spec_validator import validate as validate_openapi
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from pydantic import ValidationError
+from referencing.exceptions import Unresolvable
 
 from toolfactory.models import Function, Tool
 
@@ -259,5 +260,7 @@ def convert(fmt: str, raw: Any) -> list[Tool]:
         return CONVERTERS[fmt](raw)
     except MalformedTool:
         raise
+    except Unresolvable as exc:  # a `$ref` to nowhere rejects this tool, never its whole file or shard
+        raise MalformedTool("tool_openapi_invalid", f"unresolvable reference {getattr(exc, 'ref', '')!r}") from None
     except (ValidationError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise MalformedTool("tool_malformed", f"{type(exc).__name__}: {exc}") from None
