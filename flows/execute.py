@@ -45,6 +45,7 @@ def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
     stats.start_run(manifest.run_id, manifest.created_at, store.url, manifest.config, manifest.versions, _now())
     plan = manifest.shard_plan()
     store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read
+    store.abort_uploads(f"runs/{manifest.run_id}/")  # likewise, on S3
     with ray_session(config), llm_endpoint(config) as base_url:
         for stage in STAGE_NAMES:
             pending = _record_done(store, stats, manifest.run_id, plan[stage])

@@ -152,6 +152,12 @@ class StorageConfig(Section):
     """S3 endpoint for MinIO or another S3-compatible server, e.g. http://localhost:9000."""
     region: str | None = None
     """S3 region."""
+    max_attempts: int = Field(8, ge=1, le=50)
+    """Attempts of one S3 request on connection errors, timeouts, 5xx answers and throttling, with
+    exponential backoff (AWS standard retry mode); after them a shard fails as transient and its
+    task's retries take over."""
+    timeout_s: float = Field(30.0, gt=0)
+    """Seconds to connect, and to wait for an answer, per S3 request."""
 
     @property
     def is_s3(self) -> bool:
