@@ -16,9 +16,11 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound
+from prefect.futures import as_completed
 from prefect.states import Failed, State
 from prefect_ray import RayTaskRunner
 
+from flows.progress import StageProgress
 from flows.runtime import llm_endpoint, ray_session
 from tasks.shard import configured
 from toolfactory.execution import ShardJob
@@ -128,30 +130,41 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
     for index in blocked:
         logger.warning("%s shard %d blocked: an input shard is missing (its shard failed)", stage, index)
     failed = []
-    for job, future in zip(jobs, futures):
-        future.wait()
-        if future.state.is_completed():
-            metrics = future.result()
-            stats.record_shard(metrics, metrics.get("attempts", 1))
-            logger.info(
-                "%s shard %d: %d in, %d out, %d rejected, %d LLM calls (%d cached) in %.1f s", stage, job.spec.index,
-                metrics["items_in"], metrics["items_out"], metrics["rejected"], metrics["llm"].get("calls", 0),
-                metrics["llm"].get("cache_hits", 0), metrics["wall_s"],
-            )
-            continue
-        failed.append(job.spec.index)
-        exception = _exception_of(future.state)
-        error = f"{type(exception).__name__}: {exception}"[:2000] if exception else str(future.state.message)
-        attempts = _attempts(future.task_run_id)
-        logger.warning("%s shard %d failed after %d attempt(s): %s", job.spec.stage, job.spec.index, attempts, error)
-        stats.record_shard_status(
-            job.run_id, job.spec.stage, job.spec.index, "failed", attempts, error, job.spec.fingerprint(),
-            metrics=getattr(exception, "metrics", None),
-        )
+    job_of = {future.task_run_id: job for job, future in zip(jobs, futures)}
+    with StageProgress(stage, len(jobs)) as progress:
+        for future in as_completed(futures):
+            job = job_of[future.task_run_id]
+            future.wait()  # done: this only fetches its final state
+            if future.state.is_completed():
+                metrics = future.result()
+                stats.record_shard(metrics, metrics.get("attempts", 1))
+                progress.shard_done(metrics)
+                logger.info(
+                    "%s shard %d: %d in, %d out, %d rejected, %d LLM calls (%d cached) in %.1f s; stage so far: %s",
+                    stage, job.spec.index, metrics["items_in"], metrics["items_out"], metrics["rejected"],
+                    metrics["llm"].get("calls", 0), metrics["llm"].get("cache_hits", 0), metrics["wall_s"], progress.line(),
+                )
+                continue
+            progress.shard_done(None)
+            failed.append(job.spec.index)
+            _record_failure(stats, job, future)
     if failed or blocked:
         return Failed(message=f"{stage}: {len(failed)} shard(s) failed {failed}, {len(blocked)} blocked {blocked} "
                               f"of {len(jobs) + len(blocked)}")
     return None
+
+
+def _record_failure(stats: StatsDB, job: ShardJob, future: Any) -> None:
+    """Record a failed shard with its error and attempts (and what it spent, if it says)."""
+    logger = get_run_logger()
+    exception = _exception_of(future.state)
+    error = f"{type(exception).__name__}: {exception}"[:2000] if exception else str(future.state.message)
+    attempts = _attempts(future.task_run_id)
+    logger.warning("%s shard %d failed after %d attempt(s): %s", job.spec.stage, job.spec.index, attempts, error)
+    stats.record_shard_status(
+        job.run_id, job.spec.stage, job.spec.index, "failed", attempts, error, job.spec.fingerprint(),
+        metrics=getattr(exception, "metrics", None),
+    )
 
 
 def _grow_pool(stage: str, store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]]) -> None:
