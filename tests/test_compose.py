@@ -36,6 +36,7 @@ INTERPOLATED = (
     "OPENAI_API_KEY",
     "TOOLFACTORY_LLM__BASE_URL",
     "PREFECT_UI_API_URL",
+    "TOOLFACTORY_CONFIG",
 )
 PROJECT_IMAGE = "toolfactory:latest"
 PROJECT_SERVICES = ("simulator", "ray-head", "ray-worker", "prefect-worker")
@@ -158,7 +159,7 @@ def test_compose_services(config):
 def test_postgres_and_prefect_server(config):
     services = config["services"]
     postgres = services["postgres"]
-    assert postgres["image"] == "postgres:16"
+    assert postgres["image"] == "postgres:16.4-bookworm"
     assert postgres["healthcheck"]["test"]
     assert any(v["target"] == "/var/lib/postgresql/data" for v in postgres["volumes"])
 
@@ -203,11 +204,33 @@ def test_project_image_built_once(config):
         assert services[name]["image"] == PROJECT_IMAGE, name
 
 
-def test_simulator_service(config):
+def test_simulator_service_serves_the_run_config(config):
     simulator = config["services"]["simulator"]
     assert simulator["command"] == [
-        "toolfactory", "simulator", "serve", "--host", "0.0.0.0", "--port", "8800",
+        "toolfactory", "simulator", "serve", "--config", "configs/quickstart.yaml", "--host", "0.0.0.0", "--port", "8800",
     ]
+
+
+def test_every_image_is_pinned_to_a_version(config):
+    for name, service in config["services"].items():
+        image = service["image"]
+        if image == PROJECT_IMAGE:
+            continue
+        tag = image.rpartition(":")[2] if ":" in image else ""
+        assert tag and tag != "latest" and any(c.isdigit() for c in tag), f"{name}: {image} is not pinned"
+
+
+def test_every_long_running_service_has_a_healthcheck(config):
+    for name, service in config["services"].items():
+        if service.get("restart") == "no":  # a one-shot job: its exit status is its check
+            continue
+        assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
+
+
+def test_the_build_context_keeps_data_and_venvs_out():
+    ignored = {line.strip() for line in (ROOT / "deploy" / "Dockerfile.dockerignore").read_text().splitlines()}
+    for pattern in (".venv", "**/.venv", "toolfactory-data", "**/toolfactory-data", "**/*.duckdb", ".git"):
+        assert pattern in ignored, pattern
 
 
 def test_ray_cluster(config):
@@ -232,7 +255,7 @@ def test_prefect_worker_wiring(config):
     services = config["services"]
     worker = services["prefect-worker"]
     assert worker["command"] == [
-        "prefect", "worker", "start", "--pool", "toolfactory", "--type", "process",
+        "prefect", "worker", "start", "--pool", "toolfactory", "--type", "process", "--with-healthcheck",
     ]
     env = worker["environment"]
     assert env["PREFECT_API_URL"] == "http://prefect-server:4200/api"
@@ -279,7 +302,9 @@ def test_dockerfile():
     instructions = [
         line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
     ]
-    assert instructions[0] == "FROM python:3.11-slim"
+    assert instructions[0] == "FROM python:3.11.11-slim-bookworm"
+    assert "TOOLFACTORY_HOME=/app" in text  # the deployments' pull step reads it
+    assert "pip install -r deploy/requirements.lock" in text
     assert any(line.startswith("COPY . .") for line in instructions)
     assert re.search(r"pip install (--no-deps )?\.", text)
     users = [line.split()[1] for line in instructions if line.startswith("USER ")]
@@ -309,7 +334,20 @@ def test_prefect_yaml_deployments():
     assert "run_id" not in (rerun.get("parameters") or {})  # required: no default
 
     pull_steps = project["pull"]
-    assert {"prefect.deployments.steps.set_working_directory": {"directory": "/app"}} in pull_steps
+    assert {"prefect.deployments.steps.set_working_directory": {"directory": "{{ $TOOLFACTORY_HOME }}"}} in pull_steps
+
+
+def test_the_lock_file_pins_every_runtime_dependency():
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lines = [line for line in (ROOT / "deploy" / "requirements.lock").read_text().splitlines() if line and not line.startswith("#")]
+    assert all("==" in line for line in lines)
+    pinned = {canonicalize_name(line.split("==")[0]) for line in lines}
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert {canonicalize_name(Requirement(d).name) for d in declared} <= pinned
 
 
 def test_prefect_yaml_accepted_by_prefect():

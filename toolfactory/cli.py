@@ -354,10 +354,37 @@ def _with_gateway(resolved: Any, work: Any) -> Any:
     "serve", context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 )
 def simulator_serve(ctx: typer.Context) -> None:
-    """Serve the simulator over HTTP (flags: see `toolfactory simulator serve --help`)."""
-    from toolfactory.simulator import main as simulator_main
+    """Serve the simulator over HTTP (flags: see `toolfactory simulator serve --help`).
 
-    simulator_main(["serve", *ctx.args])
+    `--config FILE` and `--set llm.simulator.…=…` start it with a run config's `llm.simulator`
+    settings (as `run` would, environment variables included), so a simulator served apart — the
+    compose stack's — behaves like the one a run starts; flags given after them win."""
+    from toolfactory.simulator import main as simulator_main
+    from toolfactory.simulator.cli import settings_to_cli_args
+
+    rest, config_path, overrides = _config_arguments(list(ctx.args))
+    settings: list[str] = []
+    if config_path is not None or overrides:
+        settings = settings_to_cli_args(_config(config_path, overrides).llm.simulator)
+    simulator_main(["serve", *settings, *rest])
+
+
+def _config_arguments(args: list[str]) -> tuple[list[str], str | None, list[str]]:
+    """(the other arguments, `--config`'s value, `--set`'s values) of a pass-through command line."""
+    rest: list[str] = []
+    config_path, overrides = None, []
+    items = iter(args)
+    for arg in items:
+        name, eq, value = arg.partition("=")
+        if name in ("--config", "-c", "--set", "-s"):
+            value = value if eq else next(items, "")
+            if name in ("--config", "-c"):
+                config_path = value
+            else:
+                overrides.append(value)
+        else:
+            rest.append(arg)
+    return rest, config_path, overrides
 
 
 def main() -> None:

@@ -1,0 +1,259 @@
+"""Executing a planned run: every stage's shards that are not done yet, as Prefect tasks on Ray.
+
+Shared by the generate flow (a new run) and the rerun flow (an existing one): a shard whose
+output is committed is never run again, a shard whose input is missing is recorded as blocked,
+and every other shard is submitted, one task per (stage, shard). Stages run in order; within a
+stage all shards run in parallel on Ray. Metrics go to DuckDB from here only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.client.orchestration import get_client
+from prefect.exceptions import ObjectNotFound
+from prefect.futures import as_completed
+from prefect.states import Failed, State
+from prefect_ray import RayTaskRunner
+
+from flows.progress import StageProgress
+from flows.runtime import llm_endpoint, ray_session
+from tasks.shard import configured
+from toolfactory.execution import ShardJob
+from toolfactory.config import Config
+from toolfactory.export import OutputDir, SplitSpec, export_run
+from toolfactory.manifest import Manifest
+from toolfactory.outcome import failure_message, rerun_command
+from toolfactory.pool import publish, publish_dialogues
+from toolfactory.report import build_report
+from toolfactory.shards import ShardPaths, read_metrics
+from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
+from toolfactory.stats import StatsDB
+from toolfactory.storage import ObjectStore
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
+    """Run what is left of `manifest`'s run; the run's summary (see :meth:`StatsDB.run_summary`)."""
+    config = manifest.run_config()
+    stats = StatsDB(config.stats_path())
+    stats.start_run(manifest.run_id, manifest.created_at, store.url, manifest.config, manifest.versions, _now())
+    plan = manifest.shard_plan()
+    store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read
+    store.abort_uploads(f"runs/{manifest.run_id}/")  # likewise, on S3
+    with ray_session(config), llm_endpoint(config) as base_url:
+        for stage in STAGE_NAMES:
+            pending = _record_done(store, stats, manifest.run_id, plan[stage])
+            runnable = _runnable(store, stats, manifest.run_id, pending)
+            if pending:  # a stage whose shards are all blocked still shows, as failed
+                jobs = [ShardJob(manifest.run_id, config, spec, base_url) for spec in runnable]
+                blocked = [spec.index for spec in pending if spec not in runnable]
+                stage_flow.with_options(
+                    flow_run_name=f"{manifest.run_id}/{stage}",
+                    task_runner=RayTaskRunner(),
+                )(config, stage, jobs, blocked, str(stats.path), return_state=True)
+            _grow_pool(stage, store, manifest.run_id, plan)
+    failed = _not_completed(plan, store, manifest.run_id)
+    stats.finish_run(manifest.run_id, "failed" if failed else "completed", _now())
+    summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
+    if failed:
+        summary["rerun"] = rerun_command(manifest.run_id, store, config.storage.endpoint_url)
+    if config.storage.is_s3:
+        store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
+    exported = export_dataset(config, store, manifest.run_id) if not failed else {}
+    report = _report(store, str(stats.path), manifest.run_id)
+    _publish(manifest, store, summary, report, exported)
+    return summary
+
+
+@task(name="export")
+def export_dataset(config: Config, store: ObjectStore, run_id: str) -> dict[str, str]:
+    """The run's dataset in each of `export.formats`, next to the run; format -> folder."""
+    settings = config.export
+    splits = SplitSpec(**settings.splits, by=settings.split_by)
+    written = {}
+    for fmt in settings.formats:
+        out = OutputDir(store.uri(f"runs/{run_id}/export/{fmt}"), endpoint_url=config.storage.endpoint_url,
+                        region=config.storage.region)
+        summary = export_run(store, run_id, fmt, out, splits=splits, seed=config.run.seed or 0)
+        get_run_logger().info("export %s: %d of %d records, skipped %s", fmt, summary["exported"], summary["records"], summary["skipped"])
+        written[fmt] = store.uri(f"runs/{run_id}/export/{fmt}/")
+    return written
+
+
+def _report(store: ObjectStore, stats_path: str, run_id: str) -> str | None:
+    """The run's HTML report (charts of the stats and the dataset); a failure is logged, not fatal."""
+    try:
+        return str(build_report(store, stats_path, run_id)["uri"])
+    except Exception as exc:  # the dataset is complete without its report
+        get_run_logger().warning("the run report could not be built: %s: %s", type(exc).__name__, exc)
+        return None
+
+
+def run_tags(config: Config) -> list[str]:
+    """Prefect tags of a run's flows and tasks: what it was made with, to filter runs in the UI."""
+    recipes = "+".join(sorted(name for name, weight in config.tasks.recipes.items() if weight > 0))
+    return ["toolfactory", f"provider:{config.llm.provider}", f"recipes:{recipes}"]
+
+
+def run_state(summary: dict[str, Any]) -> Any:
+    """The final Prefect state of a run's flow: its summary, or `Failed` when a shard is missing,
+    with the shards and the command that finishes the run (see :mod:`toolfactory.outcome`)."""
+    if summary["status"] == "completed":
+        return summary
+    return Failed(message=failure_message(summary, summary.get("rerun", "")), data=summary)
+
+
+def summary_of(state: State[Any]) -> dict[str, Any]:
+    """The summary a run's flow returned, failed or not; the flow's own error if it raised one."""
+    result = state.result(raise_on_failure=False)
+    if isinstance(result, dict):
+        return result
+    return state.result()  # raises what ended the flow
+
+
+@flow(name="stage", log_prints=False)
+def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
+    """One stage of a run: one task per shard, all submitted at once, then recorded in order.
+    It ends `Failed` when a shard failed or could not start because its input is missing."""
+    stats = StatsDB(stats_path)
+    shard = configured(config)
+    futures = [shard.submit(job.run_id, job.spec.stage, job.spec.index, job) for job in jobs]
+    logger = get_run_logger()
+    for index in blocked:
+        logger.warning("%s shard %d blocked: an input shard is missing (its shard failed)", stage, index)
+    failed = []
+    job_of = {future.task_run_id: job for job, future in zip(jobs, futures)}
+    with StageProgress(stage, len(jobs)) as progress:
+        for future in as_completed(futures):
+            job = job_of[future.task_run_id]
+            future.wait()  # done: this only fetches its final state
+            if future.state.is_completed():
+                metrics = future.result()
+                stats.record_shard(metrics, metrics.get("attempts", 1))
+                progress.shard_done(metrics)
+                logger.info(
+                    "%s shard %d: %d in, %d out, %d rejected, %d LLM calls (%d cached) in %.1f s; stage so far: %s",
+                    stage, job.spec.index, metrics["items_in"], metrics["items_out"], metrics["rejected"],
+                    metrics["llm"].get("calls", 0), metrics["llm"].get("cache_hits", 0), metrics["wall_s"], progress.line(),
+                )
+                continue
+            progress.shard_done(None)
+            failed.append(job.spec.index)
+            _record_failure(stats, job, future)
+    if failed or blocked:
+        return Failed(message=f"{stage}: {len(failed)} shard(s) failed {failed}, {len(blocked)} blocked {blocked} "
+                              f"of {len(jobs) + len(blocked)}")
+    return None
+
+
+def _record_failure(stats: StatsDB, job: ShardJob, future: Any) -> None:
+    """Record a failed shard with its error and attempts (and what it spent, if it says)."""
+    logger = get_run_logger()
+    exception = _exception_of(future.state)
+    error = f"{type(exception).__name__}: {exception}"[:2000] if exception else str(future.state.message)
+    attempts = _attempts(future.task_run_id)
+    logger.warning("%s shard %d failed after %d attempt(s): %s", job.spec.stage, job.spec.index, attempts, error)
+    stats.record_shard_status(
+        job.run_id, job.spec.stage, job.spec.index, "failed", attempts, error, job.spec.fingerprint(),
+        metrics=getattr(exception, "metrics", None),
+    )
+
+
+def _grow_pool(stage: str, store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]]) -> None:
+    """Publish what a finished stage adds to `<root>/pool` (idempotent, so a re-run may repeat it)."""
+    if stage == "pool":
+        domains = [ShardPaths(run_id, spec.stage, spec.index) for spec in plan.get("domains", [])]
+        added = publish(store, run_id, ShardPaths(run_id, "pool", 0), domains)
+        get_run_logger().info("pool: %d new tools and %d context-tree nodes published", added["tools"], added["nodes"])
+    elif stage == DATASET_STAGE:
+        count = publish_dialogues(store, run_id, ShardPaths(run_id, DATASET_STAGE, 0))
+        get_run_logger().info("pool: signatures of %d dialogues published", count)
+
+
+def _exception_of(state: Any) -> BaseException | None:
+    """The task's own exception, as Prefect kept it with the failed state."""
+    try:
+        state.result()
+    except BaseException as exc:
+        return exc
+    return None
+
+
+def _attempts(task_run_id: Any) -> int:
+    """How often the task ran; 0 if it never reached the API (its worker died before it began)."""
+    with get_client(sync_client=True) as client:
+        try:
+            return int(client.read_task_run(task_run_id).run_count or 1)
+        except ObjectNotFound:
+            return 0
+
+
+def _record_done(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec]) -> list[ShardSpec]:
+    """Record shards already committed (from their metrics sidecar); return the others."""
+    pending = []
+    for spec in specs:
+        paths = ShardPaths(run_id, spec.stage, spec.index)
+        metrics = read_metrics(store, paths) if store.exists(paths.main) else None
+        if metrics is None:
+            pending.append(spec)
+        else:
+            stats.record_shard(metrics, metrics.get("attempts", 1))
+    return pending
+
+
+def _runnable(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec]) -> list[ShardSpec]:
+    runnable = []
+    for spec in specs:
+        missing = [path for path in spec.inputs if not store.exists(path)]
+        if missing:
+            error = f"input shard missing (its shard failed): {', '.join(missing)}"
+            stats.record_shard_status(run_id, spec.stage, spec.index, "blocked", 0, error, spec.fingerprint())
+        else:
+            runnable.append(spec)
+    return runnable
+
+
+def _not_completed(plan: dict[str, list[ShardSpec]], store: ObjectStore, run_id: str) -> list[ShardSpec]:
+    return [s for specs in plan.values() for s in specs if not store.exists(ShardPaths(run_id, s.stage, s.index).main)]
+
+
+def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], report: str | None, exported: dict[str, str]) -> None:
+    """Prefect artifacts: per-stage pass rates, shard status and where the output is."""
+    # The same keys every run: Prefect keeps each key's versions, so the UI shows the nightly trend.
+    key = "toolfactory"
+    rows = [
+        {
+            "stage": s["stage"],
+            "shards": f"{s['shards_completed']}/{s['shards_total']}",
+            "failed": s["shards_failed"],
+            "in": s["items_in"],
+            "out": s["items_out"],
+            "pass rate": "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}",
+            "llm calls": s["llm_calls"],
+            "cache hits": s["cache_hits"],
+            "top rejection": next(iter(s["rejections"]), "-"),
+        }
+        for s in summary["stages"]
+    ]
+    create_table_artifact(rows, key=f"{key}-stages", description=f"Per-stage pass rates of run {manifest.run_id} ({summary['status']})")
+    failed = [f"| {s['stage']} | {f['shard']} | {f['status']} | {f['error']} |" for s in summary["stages"] for f in s["failed_shards"]]
+    lines = [
+        f"# Run {manifest.run_id}: {summary['status']}",
+        f"- dataset: `{store.uri(f'runs/{manifest.run_id}/{DATASET_STAGE}/')}`",
+        f"- rejected records: `{store.uri(f'runs/{manifest.run_id}/<stage>/rejected/')}`",
+        f"- manifest: `{store.uri(manifest.path)}`",
+        f"- report: `{report}`" if report else "- report: not built (see the flow's log)",
+        *(f"- export ({fmt}): `{folder}`" for fmt, folder in exported.items()),
+    ]
+    if failed:
+        lines += ["", "## Shards to re-run", f"`{summary.get('rerun', '')}`", "",
+                  "| stage | shard | status | error |", "| --- | --- | --- | --- |", *failed]
+    create_markdown_artifact("\n".join(lines), key=f"{key}-status", description="Shard status and output")

@@ -1,0 +1,36 @@
+"""The generate flow: plan a new run from a config and run all its stages (the nightly job)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, tags
+from prefect.client.orchestration import get_client
+from prefect.runtime import flow_run
+
+from flows.execute import execute_run, run_state, run_tags
+from toolfactory.config import load_config
+from toolfactory.manifest import Manifest, write_manifest
+from toolfactory.planning import new_run_id, plan_run
+from toolfactory.storage import ObjectStore
+
+
+def _name() -> str:
+    return f"generate-{flow_run.parameters.get('run_id') or 'new'}"
+
+
+@flow(name="generate", flow_run_name=_name)
+def generate(config_path: str | None = None, overrides: list[str] | None = None, run_id: str | None = None) -> dict[str, Any]:
+    """Generate a dataset: domains → tools → pool → tasks → dialogues → verify, one task per
+    (stage, shard)."""
+    config = load_config(config_path, overrides or ())
+    store = ObjectStore.open(config.storage)
+    run_id = run_id or config.run.run_id or new_run_id(config)
+    config = config.model_copy(update={"run": config.run.with_seed_for(run_id)})
+    labels = run_tags(config)
+    with get_client(sync_client=True) as client:  # the generated id and the tags show in the UI
+        client.update_flow_run(flow_run.id, name=f"generate-{run_id}", tags=sorted({*flow_run.tags, *labels}))
+    manifest = Manifest.create(run_id, config, plan_run(config, run_id, store))
+    write_manifest(store, manifest)
+    with tags(*labels):
+        return run_state(execute_run(manifest, store))

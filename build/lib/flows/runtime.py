@@ -1,0 +1,86 @@
+"""What a flow needs around it: a Prefect API, a Ray session and an LLM endpoint.
+
+Prefect: the server named by PREFECT_API_URL, else a temporary local one. Ray: the cluster at
+RAY_ADDRESS (or `orchestration.ray_address`), else a local Ray; either way its workers get the
+flow's PREFECT_API_URL, so they report to the same API instead of each starting a temporary
+server of their own. LLM: the configured endpoint, or the offline simulator on a free loopback
+port when the provider is `simulator`.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+import ray
+from prefect.client.orchestration import get_client
+from prefect.events.worker import EventsWorker
+from prefect.logging.handlers import APILogWorker
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+from toolfactory.config import Config
+from toolfactory.simulator import start_simulator
+
+
+@contextmanager
+def prefect_api() -> Iterator[str]:
+    """A Prefect API for the flows run in this block; its URL."""
+    if PREFECT_API_URL.value():
+        yield str(PREFECT_API_URL.value())
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    server = SubprocessASGIServer()
+    server.start()
+    try:
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            try:
+                yield server.api_url
+            finally:
+                # Deliver queued run logs and events while the server still listens; otherwise
+                # their workers retry against a closed port at exit.
+                APILogWorker.drain_all(timeout=10)
+                EventsWorker.drain_all(timeout=10)
+    finally:
+        server.stop()
+
+
+def current_api_url() -> str:
+    with get_client(sync_client=True) as client:
+        return str(client.api_url)
+
+
+@contextmanager
+def ray_session(config: Config) -> Iterator[None]:
+    """Ray for the shard tasks; left as found if the caller already started it."""
+    if ray.is_initialized():
+        yield
+        return
+    address = config.orchestration.ray_address or os.environ.get("RAY_ADDRESS")
+    # A local Ray takes its auth mode from the driver's environment, and its workers must agree
+    # with it, so it is set here and not in the runtime env.
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    env = {"PREFECT_API_URL": current_api_url()}
+    kwargs: dict[str, object] = {"runtime_env": {"env_vars": env}, "namespace": "toolfactory", "log_to_driver": False}
+    if not address:
+        # "local", not None: with None, Ray connects to whatever `ray start` last recorded in
+        # /tmp/ray/ray_current_cluster, and hangs if that cluster has died.
+        address = "local"
+        kwargs.update(include_dashboard=False, num_cpus=config.orchestration.ray_num_cpus)
+    ray.init(address=address, **kwargs)  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@contextmanager
+def llm_endpoint(config: Config) -> Iterator[str | None]:
+    """The base URL workers send LLM requests to (None: the configured `llm.base_url`)."""
+    if config.llm.provider != "simulator":
+        yield None
+        return
+    with start_simulator(config.llm.simulator) as simulator:
+        yield simulator.base_url

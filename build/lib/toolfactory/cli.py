@@ -1,0 +1,407 @@
+"""The `toolfactory` command line.
+
+    toolfactory run [--config FILE] [--set section.field=value ...] [--run-id ID]
+    toolfactory rerun RUN_ID [--config FILE] [--set ...]
+    toolfactory stats [RUN_ID] [--json] [--config FILE]
+    toolfactory tools import PATH --format F [--out FILE]
+    toolfactory verify PATH --format F [--out DIR]
+    toolfactory eval PATH --format F [--against PATH] [--votes 4] [--out DIR]
+    toolfactory simulator serve [--port P] [--latency-ms X] [--rate-429 R] ...
+
+Exit status: 0 when every shard completed, 1 when some shard failed (re-run them with
+`toolfactory rerun RUN_ID`) or on an unexpected error, 2 for invalid config, arguments or paths.
+Errors are one line on stderr; `--debug` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from toolfactory.config import Config, load_config
+from toolfactory.errors import ConfigError, TerminalError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Synthesize and verify tool-use training data.")
+simulator_app = typer.Typer(add_completion=False, help="The offline OpenAI-compatible LLM simulator.")
+app.add_typer(simulator_app, name="simulator")
+tools_app = typer.Typer(add_completion=False, help="Tool sources.")
+app.add_typer(tools_app, name="tools")
+
+ConfigOption = typer.Option(None, "--config", "-c", help="YAML config (default: the built-in quickstart defaults).")
+SetOption = typer.Option(None, "--set", "-s", help="Override a field: section.field=value (repeatable).")
+
+
+def _config(path: Optional[str], overrides: Optional[list[str]]) -> Config:
+    try:
+        return load_config(path, overrides or ())
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    typer.echo(f"run {summary['run_id']}: {summary['status']}")
+    header = f"{'stage':<10} {'shards':>7} {'failed':>6} {'in':>6} {'out':>6} {'pass':>7} {'llm calls':>9} {'cache hits':>10}  top rejections"
+    typer.echo(header)
+    for s in summary["stages"]:
+        rate = "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
+        top = ", ".join(f"{k}={v}" for k, v in list(s["rejections"].items())[:3]) or "-"
+        typer.echo(
+            f"{s['stage']:<10} {s['shards_total']:>7} {s['shards_failed']:>6} {s['items_in']:>6} {s['items_out']:>6} "
+            f"{rate:>7} {s['llm_calls']:>9} {s['cache_hits']:>10}  {top}"
+        )
+    for s in summary["stages"]:
+        if s.get("layers"):
+            funnel = " -> ".join(f"{layer}-passed {c['passed']}" for layer, c in s["layers"].items())
+            typer.echo(f"{s['stage']} funnel: generated {s['items_in']} -> {funnel} -> accepted {s['items_out']}")
+    for s in summary["stages"]:
+        for dimension, counts in s.get("profile", {}).items():
+            shown = ", ".join(f"{value}={n}" for value, n in list(counts.items())[:8])
+            more = f", … ({len(counts) - 8} more)" if len(counts) > 8 else ""
+            typer.echo(f"{s['stage']} {dimension}: {shown}{more}")
+    for s in summary["stages"]:
+        for failure in s["failed_shards"]:
+            typer.echo(f"  {s['stage']} shard {failure['shard']} {failure['status']}: {failure['error']}")
+
+
+def _finish(summary: dict[str, Any]) -> None:
+    _print_summary(summary)
+    if summary["status"] != "completed":
+        command = summary.get("rerun") or f"toolfactory rerun {summary['run_id']}"
+        typer.echo(f"some shards did not complete; finish the run with: {command}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def run(
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+    run_id: Optional[str] = typer.Option(None, help="Run id (default: generated)."),
+) -> None:
+    """Generate a dataset: domains → tools → pool → tasks → dialogues → verify."""
+    resolved = _config(config, overrides)
+    from flows.execute import summary_of
+    from flows.generate import generate
+    from flows.runtime import prefect_api
+    from toolfactory.planning import new_run_id
+    from toolfactory.stages.tools.sources import check_files, read_sources
+
+    try:
+        # Before Prefect or Ray start, a typo or an unreadable file costs nothing; the run reads them again.
+        check_files(resolved.tools)
+        read_sources(resolved.tools)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+    run_id = run_id or resolved.run.run_id or new_run_id(resolved)
+    typer.echo(f"run {run_id}: storage {resolved.storage.root}, stats {resolved.stats_path()}")
+    try:
+        with prefect_api():
+            summary = summary_of(generate(config_path=config, overrides=overrides or [], run_id=run_id, return_state=True))
+    except (ConfigError, TerminalError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    _finish(summary)
+
+
+@app.command()
+def rerun(
+    run_id: str = typer.Argument(..., help="The run to finish."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """Run the failed, blocked or missing shards of a run, with the run's own config."""
+    locator = _config(config, overrides)
+    from flows.execute import summary_of
+    from flows.rerun import rerun as rerun_flow
+    from flows.runtime import prefect_api
+    from toolfactory.manifest import load_manifest
+    from toolfactory.storage import ObjectStore
+
+    try:
+        load_manifest(ObjectStore.open(locator.storage), run_id)  # before Prefect starts: a typo costs nothing
+        with prefect_api():
+            summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], return_state=True))
+    except (ConfigError, TerminalError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    _finish(summary)
+
+
+@app.command()
+def stats(
+    run_id: Optional[str] = typer.Argument(None, help="Run id (default: the latest run)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """Per-stage pass rates, shard status and LLM usage of a run."""
+    from toolfactory.stages import STAGE_NAMES
+    from toolfactory.stats import StatsDB
+
+    db = StatsDB(_config(config, overrides).stats_path())
+    if not db.path.is_file():
+        typer.echo(f"error: no stats database at {db.path}: no run was recorded there (set storage.root or stats.path)", err=True)
+        raise typer.Exit(2)
+    run_id = run_id or db.latest_run_id()
+    if run_id is None:
+        typer.echo(f"error: no runs recorded in {db.path}", err=True)
+        raise typer.Exit(2)
+    summary = db.run_summary(run_id, STAGE_NAMES)
+    if summary["status"] is None:
+        typer.echo(f"error: run {run_id!r} is not recorded in {db.path}", err=True)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2, default=str))
+    else:
+        _print_summary(summary)
+
+
+@tools_app.command("import")
+def tools_import(
+    path: str = typer.Argument(..., help="A tool file."),
+    fmt: str = typer.Option(..., "--format", "-f", help="openapi, openai, toolbench, toolalpaca or catalog."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Write the accepted tools here, as a catalog JSON file."),
+) -> None:
+    """Convert and check the tools of a file, as the tools stage does; report every rejection."""
+    from toolfactory.config import SourceFile, ToolsConfig
+    from toolfactory.stages.tools.sources import read_sources
+    from toolfactory.stages.tools.stage import import_items
+
+    if fmt == "introductions":
+        typer.echo("error: introductions are documented by the LLM; name the file in tools.files of a run", err=True)
+        raise typer.Exit(2)
+    try:
+        source = SourceFile(path=path, format=fmt)  # type: ignore[arg-type]
+        items = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[source]))
+    except (ConfigError, ValueError) as exc:
+        typer.echo(f"error: {str(exc).splitlines()[0] if isinstance(exc, ValueError) else exc}", err=True)
+        raise typer.Exit(2) from None
+    result = import_items(items)
+    functions = sum(len(tool.functions) for tool in result.records)  # type: ignore[attr-defined]
+    typer.echo(f"{path}: {len(result.records)} tools ({functions} functions) imported, {len(result.rejected)} rejected")
+    for rejected in result.rejected:
+        typer.echo(f"  rejected {rejected.id}: {', '.join(rejected.reasons)}: {rejected.detail}")
+    if out:
+        catalog = {"version": 1, "tools": [tool.model_dump(mode="json", exclude_none=True) for tool in result.records]}
+        Path(out).write_text(json.dumps(catalog, indent=1, ensure_ascii=False))
+        typer.echo(f"wrote {out} (use it as a source with format: catalog)")
+
+
+@app.command()
+def verify(
+    path: str = typer.Argument(..., help="A dataset file (or folder) to check."),
+    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, toolbench, xlam or toolalpaca."),
+    out: str = typer.Option("verify-report", "--out", "-o", help="Folder for report.json, report.md, rejected.jsonl."),
+    disable: Optional[list[str]] = typer.Option(None, "--disable", help="A rule code to skip (repeatable)."),
+) -> None:
+    """Check an existing dataset with the rule layer and write a report."""
+    from toolfactory.stages.verify.report import verify_file
+
+    try:
+        report = verify_file(path, fmt, out, frozenset(disable or ()))
+    except (ConfigError, TerminalError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(
+        f"{path}: {report['records']} records, {report['parsed']} parsed, {report['accepted']} accepted, "
+        f"{report['rejected']} rejected (pass rate {report['pass_rate']:.1%}); report in {out}/report.md"
+    )
+    for code, count in list(report["rules"].items())[:5]:
+        typer.echo(f"  {code}: {count}")
+
+
+@app.command("eval")
+def evaluate(
+    path: str = typer.Argument(..., help="A file of solution paths."),
+    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, toolbench, xlam or toolalpaca."),
+    against: Optional[str] = typer.Option(None, help="Paths to compare with, for the win rate."),
+    against_format: Optional[str] = typer.Option(None, help="Format of --against (default: --format)."),
+    votes: int = typer.Option(4, min=1, help="Judge votes per decision (ToolEval uses at least 4)."),
+    out: str = typer.Option("eval-report", "--out", "-o", help="Folder for eval.json."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """ToolEval: pass rate of solution paths and, with --against, win rate (judge: the `judge` role)."""
+    from toolfactory.evaluation.run import evaluate as run_eval
+    from toolfactory.evaluation.run import read_paths, write_report
+
+    resolved = _config(config, overrides)
+    try:
+        paths, errors = read_paths(path, fmt)
+        others = read_paths(against, against_format or fmt)[0] if against else None
+    except (ConfigError, TerminalError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+    report = _with_gateway(resolved, lambda gateway: run_eval(paths, gateway, votes, others))
+    report["format_errors"] = len(errors)
+    target = write_report(report, out)
+    typer.echo(f"pass rate {report['pass']['pass_rate']} over {report['pass']['paths']} paths ({len(errors)} unreadable)")
+    if "win" in report:
+        typer.echo(f"win rate {report['win']['win_rate']} over {report['win']['pairs']} pairs ({report['win']['unpaired']} unpaired)")
+    typer.echo(f"report: {target}")
+
+
+@app.command()
+def export(
+    run_id: str = typer.Argument(..., help="The run whose accepted dialogues to export."),
+    fmt: str = typer.Option(..., "--format", "-f", help="openai, sharegpt, toolbench, toolalpaca, xlam, bfcl or hf."),
+    out: str = typer.Option(..., "--out", "-o", help="Output folder (local or s3://)."),
+    by: str = typer.Option("tool", "--by", help="Split by unseen tools (tool) or unseen categories (category)."),
+    train: float = typer.Option(0.8, "--train"),
+    validation: float = typer.Option(0.1, "--validation"),
+    test: float = typer.Option(0.1, "--test"),
+    include_reasoning: bool = typer.Option(False, "--include-reasoning", help="Keep the assistant's thinking."),
+    call_format: str = typer.Option("openai", "--call-format", help="openai: native tool_calls; json, python, react, xml: "
+                                    "calls as text with the tools in the system prompt (openai format); mixed: one per record."),
+    tool_format: str = typer.Option("json", "--tool-format", help="With a text call format: json, yaml, xml, markdown, natural or mixed."),
+    subset: Optional[str] = typer.Option(None, "--subset", help="Only a curation subset: complexity=easy|medium|hard or diversity=low|medium|high."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """Write a run's accepted dialogues in a trainer's format, split train / validation / test."""
+    from toolfactory.export import ExportOptions, SplitSpec, export_run
+    from toolfactory.storage import ObjectStore
+
+    resolved = _config(config, overrides)
+    try:
+        splits = SplitSpec(train=train, validation=validation, test=test, by=by)  # type: ignore[arg-type]
+        summary = export_run(ObjectStore.open(resolved.storage), run_id, fmt, out, splits=splits,
+                             seed=resolved.run.seed or 0,
+                             options=ExportOptions(include_reasoning=include_reasoning, call_format=call_format,
+                                                   tool_format=tool_format, subset=subset))
+    except (ConfigError, TerminalError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    counts = ", ".join(f"{split} {n}" for split, n in summary["splits"].items())
+    typer.echo(f"{summary['exported']} of {summary['records']} records exported as {fmt} to {out} ({counts})")
+    for reason, count in summary["skipped"].items():
+        typer.echo(f"  skipped {count}: {reason}")
+
+
+@app.command()
+def report(
+    run_id: Optional[str] = typer.Argument(None, help="Run id (default: the latest run)."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """(Re)build a run's HTML report with its charts, next to the run's shards."""
+    from toolfactory.report import build_report
+    from toolfactory.stats import StatsDB
+    from toolfactory.storage import ObjectStore
+
+    resolved = _config(config, overrides)
+    db = StatsDB(resolved.stats_path())
+    run_id = run_id or db.latest_run_id()
+    if run_id is None:
+        typer.echo(f"error: no runs recorded in {db.path}", err=True)
+        raise typer.Exit(2)
+    try:
+        built = build_report(ObjectStore.open(resolved.storage), str(db.path), run_id)
+    except TerminalError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"report: {built['uri']}")
+
+
+@app.command()
+def retriever(
+    run_id: str = typer.Argument(..., help="The run whose instructions and APIs to use."),
+    out: str = typer.Option("retriever", "--out", "-o", help="Folder for corpus.tsv, queries, qrels and the report."),
+    all_tasks: bool = typer.Option(False, "--all-tasks", help="Use every task, not only those whose dialogue was accepted."),
+    embeddings: bool = typer.Option(True, "--embeddings/--no-embeddings", help="Also evaluate embedding retrieval."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """API retriever data in ToolBench's layout, with BM25 and embedding NDCG@1/@5 (ToolLLM §3.1)."""
+    from toolfactory.retrieval import retriever_export
+    from toolfactory.storage import ObjectStore
+
+    resolved = _config(config, overrides)
+    store = ObjectStore.open(resolved.storage)
+    report = _with_gateway(resolved, lambda gateway: retriever_export(
+        store, run_id, out, gateway=gateway if embeddings else None, seed=resolved.run.seed or 0,
+        embedding_model=resolved.llm.embedding_model, all_tasks=all_tasks,
+    ))
+    typer.echo(f"retriever data and report in {out}/ ({json.dumps(report.get('stats', {}))})")
+
+
+def _with_gateway(resolved: Any, work: Any) -> Any:
+    """Run `work(gateway)` against the configured endpoint (the simulator is started if it is the
+    provider), with the run's request cache."""
+    import asyncio
+
+    from flows.runtime import llm_endpoint
+    from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
+    from toolfactory.storage import ObjectStore
+
+    async def go(base_url: str | None) -> Any:
+        cache = RequestCache(ObjectStore.open(resolved.storage))
+        async with LLMGateway(resolve_endpoint(resolved.llm, base_url), resolved.llm, cache) as gateway:
+            return await work(gateway)
+
+    with llm_endpoint(resolved) as base_url:
+        return asyncio.run(go(base_url))
+
+
+@simulator_app.command(
+    "serve", context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+)
+def simulator_serve(ctx: typer.Context) -> None:
+    """Serve the simulator over HTTP (flags: see `toolfactory simulator serve --help`).
+
+    `--config FILE` and `--set llm.simulator.…=…` start it with a run config's `llm.simulator`
+    settings (as `run` would, environment variables included), so a simulator served apart — the
+    compose stack's — behaves like the one a run starts; flags given after them win."""
+    from toolfactory.simulator import main as simulator_main
+    from toolfactory.simulator.cli import settings_to_cli_args
+
+    rest, config_path, overrides = _config_arguments(list(ctx.args))
+    settings: list[str] = []
+    if config_path is not None or overrides:
+        settings = settings_to_cli_args(_config(config_path, overrides).llm.simulator)
+    simulator_main(["serve", *settings, *rest])
+
+
+def _config_arguments(args: list[str]) -> tuple[list[str], str | None, list[str]]:
+    """(the other arguments, `--config`'s value, `--set`'s values) of a pass-through command line."""
+    rest: list[str] = []
+    config_path, overrides = None, []
+    items = iter(args)
+    for arg in items:
+        name, eq, value = arg.partition("=")
+        if name in ("--config", "-c", "--set", "-s"):
+            value = value if eq else next(items, "")
+            if name in ("--config", "-c"):
+                config_path = value
+            else:
+                overrides.append(value)
+        else:
+            rest.append(arg)
+    return rest, config_path, overrides
+
+
+def main() -> None:
+    """Every error is one line on stderr: exit 2 for bad input (config, arguments, paths), 1 for
+    anything else; `--debug`, anywhere on the line, shows the traceback instead."""
+    debug = "--debug" in sys.argv[1:]
+    if debug:
+        sys.argv.remove("--debug")
+    try:
+        app(prog_name="toolfactory")
+    except Exception as exc:
+        if debug:
+            raise
+        bad_input = isinstance(exc, (ConfigError, TerminalError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError))
+        typer.echo(f"error: {type(exc).__name__}: {exc}" + ("" if bad_input else " (run again with --debug for the traceback)"), err=True)
+        sys.exit(2 if bad_input else 1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

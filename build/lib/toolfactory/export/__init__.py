@@ -1,0 +1,43 @@
+"""Trainable exports of a run's accepted dialogues (docs/architecture.md §2, curate and exports; ToolACE §2.2.2
+on format generalization, ToolLLM §3 on held-out tools).
+
+:func:`export_run` streams the ``verify`` shards of a run into one format, one file per split
+(train / validation / test, split by tool or by category: :class:`SplitSpec`), and returns a
+summary with the counts and the records skipped, by reason.
+
+==========  =====================================================================================
+format      output (per split)
+==========  =====================================================================================
+openai      ``<split>.jsonl``: OpenAI chat fine-tuning lines ``{messages, tools}``
+sharegpt    ``<split>.jsonl``: LLaMA-Factory ShareGPT ``{conversations, system, tools}``
+toolbench   ``answer/<split>/<id>.json`` ToolBench answers + ``toolllama/<split>.json`` conversations
+toolalpaca  ``<split>.json``: ToolAlpaca tool entries with golden answers and instances
+xlam        ``<split>.jsonl``: xLAM ``{id, query, tools, answers}`` (single-turn records)
+bfcl        ``<split>.jsonl`` + ``possible_answer/<split>.jsonl`` (single-turn records with calls)
+hf          ``data/<split>.parquet`` with nested features + ``README.md`` dataset card
+==========  =====================================================================================
+"""
+
+from __future__ import annotations
+
+from toolfactory.export.base import REASONS, Exporter, ExportError, ExportOptions, Skip
+from toolfactory.export.output import OutputDir
+from toolfactory.export.registry import EXPORTERS, FORMATS
+from toolfactory.export.run import export_run
+from toolfactory.export.splits import SPLITS, SplitSpec, record_split, unit_split
+
+__all__ = [
+    "EXPORTERS",
+    "FORMATS",
+    "REASONS",
+    "SPLITS",
+    "ExportError",
+    "ExportOptions",
+    "Exporter",
+    "OutputDir",
+    "Skip",
+    "SplitSpec",
+    "export_run",
+    "record_split",
+    "unit_split",
+]

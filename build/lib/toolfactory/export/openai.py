@@ -1,0 +1,82 @@
+"""OpenAI chat fine-tuning JSONL: ``{"messages": [...], "tools": [...]}`` per line.
+
+The layout of OpenAI's fine-tuning guide for function calling, which most trainers also read
+(TRL, axolotl's ``chat_template`` datasets, NeMo's ChatDataset):
+
+* ``tools``: ``{"type": "function", "function": {name, description, parameters}}``; the
+  ``returns`` schema has no place in OpenAI's tool shape and is left out;
+* assistant turns: ``content`` when there is text, ``tool_calls`` as
+  ``{"id", "type": "function", "function": {"name", "arguments"}}`` with the arguments text as
+  generated; tool turns: ``{"role": "tool", "tool_call_id", "content"}``;
+* reasoning only with ``include_reasoning`` (as ``reasoning_content``);
+* an assistant turn marked ``masked`` (its samples disagreed: kept for context, not to be
+  learned) gets OpenAI's ``"weight": 0``, which excludes it from the loss.
+
+No record id or metadata: OpenAI's validator rejects keys it does not know.
+
+With a text ``call_format`` (format generalization, ToolACE §2.2.2) a line is ``{"messages"}``
+only: the system prompt describes the tools in ``tool_format`` and declares the call format, and
+assistant calls and tool results are written as text (:mod:`toolfactory.render`); a record whose
+calls cannot be written so is skipped (``call_format_unwritable``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from toolfactory.export.base import CALL_FORMAT_UNWRITABLE, JsonlExporter, Skip
+from toolfactory.models import Dialogue, Message
+from toolfactory.render import CALL_FORMATS, TOOL_FORMATS, CallFormatError, chat_messages, render_dialogue
+
+
+def message_dict(message: Message, include_reasoning: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role}
+    if message.role == "tool":
+        out["tool_call_id"] = message.tool_call_id
+        out["content"] = message.content or ""
+        return out
+    if message.content is not None or not message.tool_calls:
+        out["content"] = message.content or ""
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in message.tool_calls
+        ]
+    if include_reasoning and message.reasoning:
+        out["reasoning_content"] = message.reasoning
+    if message.role == "assistant" and getattr(message, "masked", None):
+        out["weight"] = 0
+    return out
+
+
+def chosen(option: str, choices: tuple[str, ...], record_id: str, what: str) -> str:
+    """`option`, or for ``mixed`` a choice fixed by the record's id (the same on every export)."""
+    if option != "mixed":
+        return option
+    digest = hashlib.sha256(f"{what}:{record_id}".encode()).digest()
+    return choices[digest[0] % len(choices)]
+
+
+class OpenAIExporter(JsonlExporter):
+    name = "openai"
+
+    def convert(self, dialogue: Dialogue) -> dict[str, Any]:
+        call_format = chosen(self.options.call_format, CALL_FORMATS, dialogue.id, "call")
+        if call_format == "openai":
+            return {
+                "messages": [message_dict(m, self.options.include_reasoning) for m in dialogue.messages],
+                "tools": [f.openai_tool() for f in dialogue.tools],
+            }
+        tool_format = chosen(self.options.tool_format, TOOL_FORMATS, dialogue.id, "tools")
+        try:
+            rendered = render_dialogue(dialogue, tool_format, call_format)
+        except CallFormatError as exc:
+            raise Skip(CALL_FORMAT_UNWRITABLE, str(exc)) from None
+        messages = chat_messages(rendered)
+        for item, message in zip(messages, rendered):
+            if not self.options.include_reasoning:
+                item.pop("reasoning_content", None)
+            if message.role == "assistant" and message.masked:
+                item["weight"] = 0
+        return {"messages": messages}

@@ -1,0 +1,81 @@
+"""Export a run's dataset (its ``curate`` shards, see :func:`toolfactory.shards.dataset_parts`) in one
+format, split by tool or category.
+
+Streaming, shard by shard: one shard's records are read, each is validated, given its split
+(:mod:`toolfactory.export.splits`) and handed to the format's exporter, which writes it out at
+once; then the next shard. Memory depends on the size of a shard, not on the number of records.
+Output order is shard order, then row order: the same run exports to the same files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from toolfactory.export.base import INVALID_RECORD, NOT_IN_SUBSET, Exporter, ExportError, ExportOptions, Skip
+from toolfactory.export.output import OutputDir
+from toolfactory.export.registry import EXPORTERS, FORMATS
+from toolfactory.export.splits import SPLITS, SplitSpec, record_split
+from toolfactory.export.stats import ExportStats
+from toolfactory.formats.base import validation_message
+from toolfactory.models import Dialogue
+from toolfactory.shards import dataset_parts, read_records
+from toolfactory.storage import ObjectStore
+
+
+
+def exporter_class(fmt: str) -> type[Exporter]:
+    try:
+        return EXPORTERS[fmt]
+    except KeyError:
+        raise ExportError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})") from None
+
+
+def export_run(
+    store: ObjectStore,
+    run_id: str,
+    fmt: str,
+    out_dir: str | Path | OutputDir,
+    *,
+    splits: SplitSpec = SplitSpec(),
+    seed: int = 0,
+    options: ExportOptions = ExportOptions(),
+) -> dict[str, Any]:
+    """Write run `run_id`'s accepted records in format `fmt` under `out_dir` (a local folder, an
+    ``s3://`` prefix, or an :class:`OutputDir` for an S3 endpoint of its own), one file per split;
+    the summary: counts per split and file, skipped records by reason (with examples), and the
+    make-up of the export."""
+    cls = exporter_class(fmt)
+    shards = dataset_parts(store, run_id)
+    if not shards:
+        raise ExportError(f"run {run_id!r} has no dataset under {store.uri(f'runs/{run_id}/')} (no curate or verify parts)")
+    out = out_dir if isinstance(out_dir, OutputDir) else OutputDir(out_dir)
+    exporter = cls(out, SPLITS, options)
+    stats = ExportStats(splits=SPLITS, run_id=run_id, fmt=fmt, split_spec={**splits.to_dict(), "seed": seed})
+    try:
+        for path in shards:
+            for raw in read_records(store, path):
+                stats.read += 1
+                try:
+                    dialogue = Dialogue.model_validate(raw)
+                except ValidationError as exc:
+                    stats.skip(str(raw.get("id", "")), INVALID_RECORD, validation_message(exc))
+                    continue
+                if not options.selects(dialogue):
+                    stats.skip(dialogue.id, NOT_IN_SUBSET, options.subset or "")
+                    continue
+                split, units = record_split(dialogue, splits, seed)
+                try:
+                    exporter.write(split, dialogue)
+                except Skip as skip:
+                    stats.skip(dialogue.id, skip.reason, skip.detail)
+                    continue
+                stats.add(split, dialogue, units)
+        files = exporter.close(stats)
+    except BaseException:
+        exporter.abort()
+        raise
+    return {"run_id": run_id, "format": fmt, "out": out.url, "shards": len(shards),
+            "split": stats.split_spec, **stats.summary(), "files": files}

@@ -1,0 +1,101 @@
+"""ShareGPT conversations with tools, as LLaMA-Factory reads them (``formatting: sharegpt``; other
+trainers with ShareGPT loaders, axolotl's among them, read the same ``from``/``value`` layout
+given a role mapping, though for them the ``openai`` export is the more direct input)::
+
+    {"conversations": [{"from": "human", "value": ...}, {"from": "function_call", "value": ...},
+                       {"from": "observation", "value": ...}, {"from": "gpt", "value": ...}],
+     "system": "...", "tools": "[{\"name\": ..., \"description\": ..., \"parameters\": {...}}]"}
+
+LLaMA-Factory's documented rules (data/README.md, ``SharegptDatasetConverter``), which decide
+what is written and what is skipped:
+
+* roles alternate: ``human``/``observation`` at odd positions (1st, 3rd, …), ``gpt``/
+  ``function_call`` at even ones, and a conversation ends with ``gpt`` or ``function_call``
+  (an even count); anything else is dropped by the loader as "abnormal", so such a record is
+  skipped here with ``role_order`` (two user turns in a row, a call turn with no response that
+  is followed by another assistant turn, a text answer followed by a call turn, …);
+* ``function_call``'s value is JSON ``{"name", "arguments": {...}}``, a list of them for
+  parallel calls; the arguments must be a JSON object (``arguments_not_json`` otherwise);
+* the responses to one call turn form one ``observation``: the single response's text, or for
+  parallel calls a JSON list of the response texts, in call order;
+* ``tools`` is a JSON string of ``{name, description, parameters}`` functions; ``system`` the
+  system prompt ("" when there is none).
+
+The text of an assistant turn that also makes calls (a short "thought") has no slot — the
+``function_call`` value must parse as JSON — and is left out; reasoning is never exported.
+
+Beside the split files, ``dataset_info.json`` declares them to LLaMA-Factory (``<run>_<split>``
+entries with ``formatting: sharegpt`` and the column names), so the export folder can be given
+as its ``dataset_dir`` as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolfactory.export.base import ROLE_ORDER, JsonlExporter, Skip
+from toolfactory.export.stats import ExportStats
+from toolfactory.export.turns import arguments_object, body, function_dict, system_prompt
+from toolfactory.models import Dialogue, Message
+
+ODD = ("human", "observation")
+EVEN = ("gpt", "function_call")
+
+
+def _calls_value(message: Message) -> str:
+    calls = [{"name": c.name, "arguments": arguments_object(c)} for c in message.tool_calls or []]
+    return json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
+
+
+def conversation(messages: list[Message]) -> list[dict[str, str]]:
+    """The ShareGPT turns of `messages` (no system message), or :class:`Skip` (``role_order``)."""
+    turns: list[dict[str, str]] = []
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        i += 1
+        if message.role == "user":
+            turns.append({"from": "human", "value": message.content or ""})
+        elif message.role == "assistant" and message.tool_calls:
+            turns.append({"from": "function_call", "value": _calls_value(message)})
+            order = {c.id: n for n, c in enumerate(message.tool_calls)}
+            answers: list[Message] = []
+            while i < len(messages) and messages[i].role == "tool":
+                answers.append(messages[i])
+                i += 1
+            if answers:
+                answers.sort(key=lambda m: order.get(m.tool_call_id or "", len(order)))
+                texts = [m.content or "" for m in answers]
+                turns.append({"from": "observation", "value": texts[0] if len(texts) == 1 else json.dumps(texts, ensure_ascii=False)})
+        elif message.role == "assistant":
+            turns.append({"from": "gpt", "value": message.content or ""})
+        else:
+            raise Skip(ROLE_ORDER, f"a {message.role} message at position {i - 1}")
+    if not turns:
+        raise Skip(ROLE_ORDER, "no user or assistant turn")
+    for n, turn in enumerate(turns):
+        if turn["from"] not in (ODD, EVEN)[n % 2]:
+            raise Skip(ROLE_ORDER, f"{turn['from']} at turn {n + 1} (expected {' or '.join((ODD, EVEN)[n % 2])})")
+    if len(turns) % 2:
+        raise Skip(ROLE_ORDER, f"ends with {turns[-1]['from']}: a conversation ends with gpt or function_call")
+    return turns
+
+
+class ShareGPTExporter(JsonlExporter):
+    name = "sharegpt"
+
+    def convert(self, dialogue: Dialogue) -> dict[str, Any]:
+        return {
+            "conversations": conversation(body(dialogue)),
+            "system": system_prompt(dialogue) or "",
+            "tools": json.dumps([function_dict(f) for f in dialogue.tools], ensure_ascii=False),
+        }
+
+    def close(self, stats: ExportStats) -> dict[str, int]:
+        files = super().close(stats)
+        info = {f"{stats.run_id}_{split}": {"file_name": f"{split}.jsonl", "formatting": "sharegpt",
+                                            "columns": {"messages": "conversations", "system": "system", "tools": "tools"}}
+                for split in self.splits}
+        self.out.write_bytes("dataset_info.json", (json.dumps(info, indent=2) + "\n").encode())
+        return files

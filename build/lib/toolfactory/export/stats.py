@@ -1,0 +1,71 @@
+"""What an export counts as it streams: records per split, skips with reasons, and the make-up
+of the data (recipes, modes, scenarios, tool sources, models) for the summary and the dataset card.
+
+Counters only: their size grows with the number of distinct tools, models and reasons, never
+with the number of records. The first few skipped records of each reason are kept as examples.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolfactory.models import Dialogue
+
+EXAMPLES_PER_REASON = 5
+
+
+@dataclass
+class ExportStats:
+    splits: tuple[str, ...]
+    run_id: str = ""
+    fmt: str = ""
+    split_spec: dict[str, Any] = field(default_factory=dict)  # SplitSpec.to_dict() and the seed
+    read: int = 0
+    exported: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    skipped_examples: list[dict[str, str]] = field(default_factory=list)
+    units: dict[str, set[str]] = field(default_factory=dict)
+    recipes: Counter[str] = field(default_factory=Counter)
+    modes: Counter[str] = field(default_factory=Counter)
+    scenarios: Counter[str] = field(default_factory=Counter)
+    tool_sources: Counter[str] = field(default_factory=Counter)
+    categories: Counter[str] = field(default_factory=Counter)
+    models: Counter[str] = field(default_factory=Counter)
+
+    def skip(self, record_id: str, reason: str, detail: str) -> None:
+        self.skipped[reason] += 1
+        if self.skipped[reason] <= EXAMPLES_PER_REASON:
+            self.skipped_examples.append({"id": record_id, "reason": reason, "detail": detail[:300]})
+
+    def add(self, split: str, dialogue: Dialogue, units: list[str]) -> None:
+        """Count a record that was written to `split`."""
+        self.exported[split] += 1
+        # a record without tools is its own unit: not kept, or the set would grow with the records
+        self.units.setdefault(split, set()).update(u for u in units if not u.startswith("record:"))
+        self.recipes[dialogue.recipe] += 1
+        self.modes[dialogue.mode] += 1
+        self.scenarios[dialogue.scenario] += 1
+        for ref in dialogue.source_tools:
+            self.tool_sources[ref.source] += 1
+            self.categories[ref.category] += 1
+        if not dialogue.source_tools:
+            self.tool_sources["unrecorded"] += 1
+        for role, model in sorted(dialogue.models.items()):
+            self.models[f"{role}: {model}"] += 1
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "records": self.read,
+            "exported": sum(self.exported.values()),
+            "splits": {split: self.exported[split] for split in self.splits},
+            "units_per_split": {split: len(self.units.get(split, ())) for split in self.splits},
+            "skipped": dict(self.skipped.most_common()),
+            "skipped_examples": self.skipped_examples,
+            "recipes": dict(self.recipes.most_common()),
+            "modes": dict(self.modes.most_common()),
+            "scenarios": dict(self.scenarios.most_common()),
+            "tool_sources": dict(self.tool_sources.most_common()),
+            "models": dict(self.models.most_common()),
+        }

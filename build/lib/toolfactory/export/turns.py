@@ -1,0 +1,93 @@
+"""Reading the parts of a Dialogue that the formats are built from: the system prompt, the user
+request, the calls, their responses and the final answer.
+
+Several formats hold less than a dialogue (xLAM and BFCL one request and the calls that serve
+it; ToolAlpaca one request and its steps), so "single turn" and "the first turn's calls" are
+defined once, here, for all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolfactory.export.base import ARGUMENTS_NOT_JSON, CALLS_NOT_IN_FIRST_TURN, NOT_SINGLE_TURN, Skip
+from toolfactory.models import Dialogue, Function, Message, ToolCall
+
+FINISH = "Finish"  # ToolLLM's terminal function (ToolLLM §2.3): a convention, not a tool
+
+
+def system_prompt(dialogue: Dialogue) -> str | None:
+    """The leading system message(s), joined; None when the dialogue has none."""
+    parts = []
+    for message in dialogue.messages:
+        if message.role != "system":
+            break
+        parts.append(message.content or "")
+    return "\n\n".join(parts) if parts else None
+
+
+def body(dialogue: Dialogue) -> list[Message]:
+    """The messages after the leading system message(s)."""
+    start = 0
+    while start < len(dialogue.messages) and dialogue.messages[start].role == "system":
+        start += 1
+    return dialogue.messages[start:]
+
+
+def single_request(dialogue: Dialogue) -> str:
+    """The text of the only user turn, or :class:`Skip` (``not_single_turn``)."""
+    users = [m for m in dialogue.messages if m.role == "user"]
+    if len(users) != 1:
+        raise Skip(NOT_SINGLE_TURN, f"{len(users)} user turns")
+    return users[0].content or ""
+
+
+def first_turn_calls(dialogue: Dialogue) -> list[ToolCall]:
+    """The calls of the first assistant turn: what a single-turn format keeps as the answer to
+    the request (later turns depend on responses the format cannot hold). A first turn without
+    calls followed by a turn with calls is :class:`Skip` (``calls_not_in_first_turn``): an empty
+    answer would teach the model not to call."""
+    assistants = [m for m in dialogue.messages if m.role == "assistant"]
+    if not assistants:
+        return []
+    if not assistants[0].tool_calls and any(m.tool_calls for m in assistants[1:]):
+        raise Skip(CALLS_NOT_IN_FIRST_TURN, "the first assistant turn answers in text")
+    return list(assistants[0].tool_calls or [])
+
+
+def all_calls(dialogue: Dialogue) -> list[ToolCall]:
+    return [call for message in dialogue.messages for call in message.tool_calls or []]
+
+
+def arguments_object(call: ToolCall) -> dict[str, Any]:
+    """A call's arguments as a JSON object, or :class:`Skip` (``arguments_not_json``)."""
+    try:
+        value = json.loads(call.arguments) if call.arguments.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise Skip(ARGUMENTS_NOT_JSON, f"{call.name}: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise Skip(ARGUMENTS_NOT_JSON, f"{call.name}: a {type(value).__name__}, not an object")
+    return value
+
+
+def responses(dialogue: Dialogue) -> dict[str, Message]:
+    """Tool messages by the id of the call they answer (the first answer of an id wins)."""
+    out: dict[str, Message] = {}
+    for message in dialogue.messages:
+        if message.role == "tool" and message.tool_call_id is not None:
+            out.setdefault(message.tool_call_id, message)
+    return out
+
+
+def final_answer(dialogue: Dialogue) -> str | None:
+    """The last message's text when it is an assistant answer (no calls); else None."""
+    last = dialogue.messages[-1] if dialogue.messages else None
+    if last is None or last.role != "assistant" or last.tool_calls:
+        return None
+    return last.content
+
+
+def function_dict(function: Function) -> dict[str, Any]:
+    """A function as ``{name, description, parameters}``, the shape most formats list."""
+    return {"name": function.name, "description": function.description, "parameters": function.parameters}

@@ -1,0 +1,237 @@
+"""What every reader shares: :class:`FormatError`, the reason codes, and JSON/JSONL helpers.
+
+The reader contract (every module of :mod:`toolfactory.formats`)::
+
+    read(path) -> Iterator[Dialogue | FormatError]
+
+* One item per input record, in input order: the i-th item is record i (0-based), so a consumer
+  can count records, and ``FormatError.index`` is that position. What a "record" is depends on
+  the format (a JSONL line, an element of a JSON list, a ToolBench answer file, a ToolAlpaca
+  (instruction, golden answer) pair); blank JSONL lines are not records.
+* A record that cannot be turned into a :class:`~toolfactory.models.Dialogue` yields a
+  :class:`FormatError` with a stable reason code, and reading goes on with the next record.
+* Only a problem with the file as a whole (missing, unreadable, a JSON document that does not
+  parse, the wrong top-level shape) raises :class:`UnreadableFile`.
+* Readers do not repair or judge content: argument text is kept as the file has it (an argument
+  string that is not JSON is for ``call_arguments_not_json`` to find), names are not corrected,
+  nothing is dropped. A FormatError means "no dialogue can be built", never "the dialogue is bad".
+* Records without an id get a deterministic one: :func:`content_id` of the record's JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from pydantic import ValidationError
+
+from toolfactory.errors import TerminalError
+from toolfactory.models import Dialogue, Function, Message, canonical_json, stable_id
+
+# Reason codes of FormatError (stable: they are counted in verify reports).
+RECORD_NOT_JSON = "record_not_json"  # a JSONL line (or a record file) that does not parse
+RECORD_NOT_OBJECT = "record_not_object"  # a record that is not a JSON object
+MISSING_FIELD = "missing_field"  # a field the format requires is absent or empty
+WRONG_TYPE = "wrong_type"  # a field has the wrong JSON type
+FIELD_NOT_JSON = "field_not_json"  # a field holding JSON text (xLAM tools/answers) does not parse
+BAD_TOOL = "bad_tool"  # a tool or function definition cannot be converted
+UNKNOWN_ROLE = "unknown_role"  # a message role the format does not define
+INVALID_RECORD = "invalid_record"  # the canonical model rejects the converted record
+NO_TRAIN_MESSAGES = "no_train_messages"  # ToolBench: the search gave no answer, no path is released
+
+# Why a rule cannot judge an imported record, by rule code (a format's NOT_APPLICABLE_REASONS picks
+# from these). The verify report skips these rules for the format and lists them.
+DERIVED_MODE = {
+    "dialogue_no_function_call": "the source states no mode: it is derived from the calls, so a dialogue "
+                                 "without calls is non_tool and the rule cannot fail",
+}
+# A calls-only record (a user request and the calls that serve it, with no tool responses and no
+# final answer: xLAM, ToolAlpaca's golden answers) lacks the subject of these rules: they would fail
+# on every record (unanswered calls, no final answer) or pass without looking at anything.
+CALLS_ONLY = {
+    "sample_unanswered_call": "the records hold no tool responses, so every call would be unanswered",
+    "dialogue_no_final_answer": "the records end with the calls: there is no final answer",
+    "sample_response_name_mismatch": "no tool responses to compare with the calls",
+    "filter_parse_error": "no tool responses that could carry an execution error",
+    "dialogue_incomplete_answer": "no final answer that could be cut off",
+    "dialogue_answer_too_long": "no assistant text",
+    "dialogue_mixed_language": "no assistant text",
+    **DERIVED_MODE,
+}
+
+REASONS = frozenset({
+    RECORD_NOT_JSON, RECORD_NOT_OBJECT, MISSING_FIELD, WRONG_TYPE, FIELD_NOT_JSON, BAD_TOOL,
+    UNKNOWN_ROLE, INVALID_RECORD, NO_TRAIN_MESSAGES,
+})
+
+
+@dataclass(frozen=True)
+class FormatError:
+    """A record that could not be read: its position, a reason code and a message.
+
+    `where` locates the record in the input for a human ("line 7", "10_ChatGPT_DFS.json",
+    "Axolotl/Golden_Answers[3]").
+    """
+
+    index: int
+    reason: str
+    message: str
+    where: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class UnreadableFile(TerminalError):
+    """The input as a whole cannot be read (no record-level recovery is possible)."""
+
+
+class Malformed(Exception):
+    """Raised inside a reader's conversion of one record; the reader turns it into a FormatError."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def content_id(fmt: str, raw: Any) -> str:
+    """The deterministic id of a record that has none: a hash of the format and its content."""
+    return stable_id(fmt, canonical_json(raw))
+
+
+def json_text(value: Any) -> str:
+    """A value as argument/content text: a string is kept as is, anything else is dumped as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def derive_mode(messages: list[Message]) -> str:
+    """The mode of an imported dialogue, which the source does not state: ``non_tool`` (no call),
+    ``single`` (all calls in one assistant turn, parallel ones included) or ``multiple``."""
+    turns = sum(1 for m in messages if m.tool_calls)
+    return "non_tool" if turns == 0 else "single" if turns == 1 else "multiple"
+
+
+def validation_message(exc: ValidationError) -> str:
+    """The first error of a pydantic ValidationError, with its location, in one line."""
+    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first.get('msg', '')}{more}" if where else f"{first.get('msg', '')}{more}"
+
+
+def require_path(path: str | Path) -> Path:
+    path = Path(path)
+    if not path.exists():
+        raise UnreadableFile(f"{path}: no such file or directory")
+    return path
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _first_char(path: Path) -> str:
+    with path.open(encoding="utf-8-sig") as handle:
+        while True:
+            chunk = handle.read(4096)
+            if not chunk:
+                return ""
+            stripped = chunk.lstrip()
+            if stripped:
+                return stripped[0]
+
+
+def iter_json_records(path: str | Path) -> Iterator[tuple[int, str, Any]]:
+    """(index, where, value) of each record of a JSON list file or a JSONL file.
+
+    A file whose first character is ``[`` is one JSON list (each element a record, the file parsed
+    at once); a file that is one JSON object spread over several lines is one record; otherwise
+    each non-blank line is a record (read line by line), and a line that does not parse yields a
+    :class:`FormatError` as its value.
+    """
+    path = require_path(path)
+    if path.is_dir():
+        raise UnreadableFile(f"{path}: a file is expected, not a directory")
+    try:
+        first = _first_char(path)
+        if first == "[":
+            try:
+                items = json.loads(path.read_text(encoding="utf-8-sig"))
+            except json.JSONDecodeError as exc:
+                raise UnreadableFile(f"{path}: not a JSON list: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+            if not isinstance(items, list):
+                raise UnreadableFile(f"{path}: a JSON list of records is expected")
+            for index, item in enumerate(items):
+                yield index, f"[{index}]", item
+            return
+        with path.open(encoding="utf-8-sig") as handle:
+            index = 0
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                where = f"line {number}"
+                try:
+                    value: Any = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    if index == 0 and first == "{":
+                        whole = _whole_object(path)
+                        if whole is not None:  # one pretty-printed record
+                            yield 0, "line 1", whole
+                            return
+                    value = FormatError(index, RECORD_NOT_JSON, _short(f"not JSON: {exc.msg} (column {exc.colno})"), where)
+                yield index, where, value
+                index += 1
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnreadableFile(f"{path}: {exc}") from None
+
+
+def _whole_object(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_json_field(record: dict[str, Any], key: str, expected: type | tuple[type, ...]) -> Any:
+    """`record[key]`, parsed when it is JSON text (xLAM stores lists as strings), of `expected` type."""
+    if key not in record or record[key] is None:
+        raise Malformed(MISSING_FIELD, f"no {key!r} field")
+    value = record[key]
+    if isinstance(value, str) and expected is not str:
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise Malformed(FIELD_NOT_JSON, f"{key!r} is not JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(value, expected):
+        names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
+        raise Malformed(WRONG_TYPE, f"{key!r} must be a {names}, not {type(value).__name__}")
+    return value
+
+
+def build_dialogue(fmt: str, record: dict[str, Any], tools: list[Function], messages: list[Message]) -> Dialogue:
+    """The canonical record for `record` (its own id, else a content hash), or Malformed."""
+    record_id = str(record["id"]) if record.get("id") not in (None, "") else content_id(fmt, record)
+    try:
+        return Dialogue(id=record_id, task_id=record_id, tools=tools, messages=messages, recipe=fmt, mode=derive_mode(messages))
+    except ValidationError as exc:
+        raise Malformed(INVALID_RECORD, validation_message(exc)) from None
+
+
+def read_json_records(path: str | Path, to_dialogue: Callable[[Any], Dialogue]) -> Iterator[Dialogue | FormatError]:
+    """Each record of a JSON list or JSONL file through `to_dialogue`; a bad one as a FormatError."""
+    for index, where, value in iter_json_records(path):
+        if isinstance(value, FormatError):
+            yield value
+            continue
+        try:
+            yield to_dialogue(value)
+        except Malformed as exc:
+            yield FormatError(index, exc.reason, exc.message, where)
+        except ValidationError as exc:  # a message the canonical model refuses
+            yield FormatError(index, INVALID_RECORD, validation_message(exc), where)

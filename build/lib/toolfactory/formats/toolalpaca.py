@@ -1,0 +1,130 @@
+"""ToolAlpaca tool files with golden answers (``eval_simulated.json``, ``eval_real.json``).
+
+The file is a JSON list of tools ``{Name, Documentation, Instructions, Golden_Answers, ...}``;
+``Golden_Answers[k]`` is the list of steps ``{Action, Action_Input}`` that solves
+``Instructions[k]``. One record (one Dialogue) per (instruction, golden answer) pair, id
+``<Name>/<k>``, numbered across the file:
+
+* tools: every operation of the OpenAPI ``Documentation`` (a JSON string, or an object) through
+  :func:`~toolfactory.stages.tools.importers.functions_from_openapi`;
+* messages: the instruction as the user turn, then one assistant turn per step with one call
+  (``call_1``, ``call_2``, ...) to ``Action`` with ``Action_Input`` as its arguments: the text as the
+  file has it (golden inputs chain steps with templates such as
+  ``{"animeId": ${animeId from searchAnime}}``, which are not JSON, for ``call_arguments_not_json``
+  to report), an object dumped to JSON. ``Action`` is kept as is, also when it is no operation of
+  the tool (``getDetails``, ToolAlpaca's "ask the user"). No tool responses, no final answer.
+
+A tool whose Documentation cannot be converted yields one FormatError per golden answer (so the
+record count is always the sum of ``len(Golden_Answers)``); a tool without ``Golden_Answers``
+(a training file, whose tools carry ``Instances`` instead) yields one FormatError.
+Rules that do not apply to this calls-only shape: see :data:`NOT_APPLICABLE_REASONS`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import ValidationError
+
+from toolfactory.formats.base import (
+    BAD_TOOL,
+    CALLS_ONLY,
+    INVALID_RECORD,
+    MISSING_FIELD,
+    RECORD_NOT_OBJECT,
+    WRONG_TYPE,
+    FormatError,
+    Malformed,
+    UnreadableFile,
+    derive_mode,
+    json_text,
+    require_path,
+    validation_message,
+)
+from toolfactory.models import Dialogue, Function, Message, ToolCall
+from toolfactory.stages.tools.importers import functions_from_openapi
+
+NAME = "toolalpaca"
+NOT_APPLICABLE_REASONS: dict[str, str] = dict(CALLS_ONLY)
+NOT_APPLICABLE: frozenset[str] = frozenset(NOT_APPLICABLE_REASONS)
+
+
+def functions_of(tool: dict[str, Any]) -> list[Function]:
+    documentation = tool.get("Documentation")
+    if isinstance(documentation, str):
+        try:
+            documentation = json.loads(documentation)
+        except json.JSONDecodeError as exc:
+            raise Malformed(BAD_TOOL, f"Documentation is not JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(documentation, dict):
+        raise Malformed(BAD_TOOL, "Documentation must be an OpenAPI document")
+    try:
+        functions = functions_from_openapi(documentation)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise Malformed(BAD_TOOL, f"Documentation cannot be converted: {type(exc).__name__}: {exc}") from None
+    if not functions:
+        raise Malformed(BAD_TOOL, "Documentation declares no operation")
+    return functions
+
+
+def to_dialogue(dialogue_id: str, instruction: Any, golden: Any, functions: list[Function]) -> Dialogue:
+    if not isinstance(instruction, str):
+        raise Malformed(MISSING_FIELD if instruction is None else WRONG_TYPE, "the instruction must be a string")
+    if not isinstance(golden, list):
+        raise Malformed(WRONG_TYPE, f"a golden answer is a list of steps, not {type(golden).__name__}")
+    messages = [Message(role="user", content=instruction)]
+    for s, step in enumerate(golden):
+        if not isinstance(step, dict) or not isinstance(step.get("Action"), str):
+            raise Malformed(MISSING_FIELD, f"step {s} has no Action")
+        arguments = step.get("Action_Input")
+        call = ToolCall(id=f"call_{s + 1}", name=step["Action"], arguments="" if arguments is None else json_text(arguments))
+        messages.append(Message(role="assistant", tool_calls=[call]))
+    try:
+        return Dialogue(id=dialogue_id, task_id=dialogue_id, tools=functions, messages=messages, recipe=NAME, mode=derive_mode(messages))
+    except ValidationError as exc:
+        raise Malformed(INVALID_RECORD, validation_message(exc)) from None
+
+
+def _tools(path: Path) -> list[Any]:
+    try:
+        tools = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnreadableFile(f"{path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise UnreadableFile(f"{path}: not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(tools, list):
+        raise UnreadableFile(f"{path}: a ToolAlpaca file is a JSON list of tools")
+    return tools
+
+
+def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
+    index = 0
+    for t, tool in enumerate(_tools(require_path(path))):
+        if not isinstance(tool, dict):
+            yield FormatError(index, RECORD_NOT_OBJECT, f"tool {t} is not an object", f"[{t}]")
+            index += 1
+            continue
+        name = str(tool.get("Name") or f"tool{t}")
+        goldens = tool.get("Golden_Answers")
+        if not isinstance(goldens, list) or not goldens:
+            yield FormatError(index, MISSING_FIELD, "no Golden_Answers (a training file's Instances are not read)", name)
+            index += 1
+            continue
+        instructions = tool.get("Instructions") if isinstance(tool.get("Instructions"), list) else []
+        try:
+            functions: list[Function] | Malformed = functions_of(tool)
+        except Malformed as exc:
+            functions = exc
+        for k, golden in enumerate(goldens):
+            where = f"{name}/Golden_Answers[{k}]"
+            if isinstance(functions, Malformed):
+                yield FormatError(index, functions.reason, functions.message, where)
+                index += 1
+                continue
+            try:
+                yield to_dialogue(f"{name}/{k}", instructions[k] if k < len(instructions) else None, golden, functions)
+            except Malformed as exc:
+                yield FormatError(index, exc.reason, exc.message, where)
+            index += 1

@@ -1,0 +1,232 @@
+"""ToolBench's released DFSDT answers (ToolLLM) as Dialogues: a JSON answer file, or a folder of them.
+
+One record per answer file (its name without ``.json`` is the dialogue id). Two sources per file:
+
+* ``answer_generation.train_messages``, what :func:`read` converts: the list of training
+  prefixes of the winning path; the last (longest) one is the whole path. Roles
+  system/user/assistant/function; an assistant ``function_call {name, arguments}`` becomes a
+  :class:`ToolCall` with a synthesized id (``call_<n>``), and each ``function`` message a tool
+  message answering the latest unanswered call. The path ends with the ``Finish`` call, which
+  ToolBench trains on but does not answer; the converter answers it with the observation
+  ToolBench's environment gives (``{"response":"successfully giving the final answer."}``, as
+  recorded in the DFSDT tree) and, for ``give_answer``, closes with its ``final_answer`` as the
+  assistant's answer: the only part ToolLLM shows the user. An answer whose search never
+  answered (``valid_data`` false) releases no training messages: ``no_train_messages``.
+* ``tree``: the DFSDT search tree (:func:`from_tree`). Every root-to-leaf path is converted too
+  (Thought -> assistant content, Action + Action Input -> call, observation -> tool message),
+  which gives the paths that *gave up* (``give_up_and_restart``) or were abandoned as real
+  dialogues.
+
+Tools: the answer's ``function`` list (which includes ``Finish``), type names normalised to JSON
+Schema; when a file has none, the query file's ``api_list`` (matched by query text, converted
+with the project's ToolBench importer) plus ToolLLM's ``Finish``, if a query file is given.
+Mode is derived from the calls (every path calls at least ``Finish``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from pydantic import ValidationError
+
+from toolfactory.formats.base import (
+    BAD_TOOL,
+    DERIVED_MODE,
+    INVALID_RECORD,
+    MISSING_FIELD,
+    NO_TRAIN_MESSAGES,
+    RECORD_NOT_JSON,
+    RECORD_NOT_OBJECT,
+    UNKNOWN_ROLE,
+    WRONG_TYPE,
+    FormatError,
+    Malformed,
+    UnreadableFile,
+    derive_mode,
+    json_text,
+    require_path,
+    validation_message,
+)
+from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, Message, ToolCall
+from toolfactory.stages.tools.importers import MalformedTool, convert, normalize_schema
+from toolfactory.stages.verify.corpus import FINISH_ANSWERED, FINISH_FUNCTION
+
+NAME = "toolbench"
+# (A path that never calls Finish is filter_search_not_finished, which does apply.)
+NOT_APPLICABLE_REASONS: dict[str, str] = dict(DERIVED_MODE)
+NOT_APPLICABLE: frozenset[str] = frozenset(NOT_APPLICABLE_REASONS)
+
+SYSTEM = "You are AutoGPT, you can use many tools(functions) to do the following task."
+
+
+def tools_of(answer: dict[str, Any], queries: Iterable[dict[str, Any]] = ()) -> list[Function]:
+    listed = answer["answer_generation"].get("function")
+    if listed:
+        functions = []
+        for i, f in enumerate(listed):
+            if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+                raise Malformed(BAD_TOOL, f"answer_generation.function[{i}] has no name")
+            functions.append(Function(name=f["name"], description=f.get("description") or "",
+                                      parameters=normalize_schema(f.get("parameters") or dict(EMPTY_OBJECT_SCHEMA))))
+        return functions
+    query = answer["answer_generation"].get("query", "").strip()
+    match = next((q for q in queries if q["query"].strip() == query), None)
+    if match is None:
+        return []
+    by_tool: dict[str, list[dict[str, Any]]] = {}
+    for api in match["api_list"]:
+        by_tool.setdefault(api["tool_name"], []).append({**api, "name": api["api_name"], "description": api.get("api_description", "")})
+    functions = [fn for name, apis in by_tool.items() for tool in convert("toolbench", {"tool_name": name, "api_list": apis}) for fn in tool.functions]
+    return [*functions, FINISH_FUNCTION]
+
+
+def _finish_arguments(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def from_train_messages(answer: dict[str, Any], tools: list[Function], dialogue_id: str) -> Dialogue | None:
+    """The winning path as a Dialogue; None when the answer releases no training messages.
+
+    Raises :class:`Malformed` for a path that cannot be converted (an unknown role, a call
+    without a name)."""
+    paths = answer["answer_generation"].get("train_messages")
+    if not paths:
+        return None
+    if not isinstance(paths, list) or not isinstance(paths[-1], list):
+        raise Malformed(WRONG_TYPE, "train_messages must be a list of message lists")
+    messages: list[Message] = []
+    open_calls: list[ToolCall] = []
+    serial = 0
+    for i, raw in enumerate(paths[-1]):
+        if not isinstance(raw, dict):
+            raise Malformed(WRONG_TYPE, f"train_messages[-1][{i}] must be an object")
+        role = raw.get("role")
+        if role in ("system", "user"):
+            messages.append(Message(role=role, content=raw.get("content")))
+        elif role == "assistant":
+            calls = None
+            function_call = raw.get("function_call")
+            if function_call:
+                if not isinstance(function_call, dict) or not isinstance(function_call.get("name"), str):
+                    raise Malformed(MISSING_FIELD, f"train_messages[-1][{i}].function_call needs a name")
+                serial += 1
+                arguments = function_call.get("arguments")
+                call = ToolCall(id=f"call_{serial}", name=function_call["name"], arguments="" if arguments is None else json_text(arguments))
+                calls = [call]
+                open_calls.append(call)
+            messages.append(Message(role="assistant", content=raw.get("content"), tool_calls=calls))
+        elif role == "function":
+            call_id = open_calls.pop().id if open_calls else None
+            messages.append(Message(role="tool", tool_call_id=call_id, name=raw.get("name"), content=raw.get("content")))
+        else:
+            raise Malformed(UNKNOWN_ROLE, f"train_messages[-1][{i}]: unknown role {role!r}")
+    last = messages[-1] if messages else None
+    if last is not None and last.tool_calls and last.tool_calls[0].name == "Finish":
+        finish = last.tool_calls[0]
+        messages.append(Message(role="tool", tool_call_id=finish.id, name="Finish", content=FINISH_ANSWERED))
+        arguments = _finish_arguments(finish.arguments)
+        if arguments.get("return_type") == "give_answer":
+            messages.append(Message(role="assistant", content=str(arguments.get("final_answer", ""))))
+    return Dialogue(id=dialogue_id, task_id=dialogue_id, tools=tools, messages=messages, recipe=NAME, mode=derive_mode(messages))
+
+
+def _leaf_paths(node: dict[str, Any], path: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    children = node.get("children") or []
+    if not children:
+        yield path
+    for child in children:
+        yield from _leaf_paths(child, [*path, child])
+
+
+def from_tree(answer: dict[str, Any], tools: list[Function], dialogue_id: str) -> list[tuple[Dialogue, str | None]]:
+    """(dialogue, Finish's return_type or None) for every root-to-leaf path of the DFSDT tree."""
+    query = answer["answer_generation"].get("query", "")
+    out = []
+    for n, path in enumerate(_leaf_paths(answer["tree"]["tree"], [])):
+        messages = [Message(role="system", content=SYSTEM), Message(role="user", content=query)]
+        thought: str | None = None
+        action: str | None = None
+        serial = 0
+        for node in path:
+            kind = node.get("node_type")
+            if kind == "Thought":
+                thought = node.get("description") or None
+            elif kind == "Action":
+                action = node.get("description")
+            elif kind == "Action Input" and action is not None:
+                serial += 1
+                call = ToolCall(id=f"call_{serial}", name=action, arguments=node.get("description") or "")
+                messages.append(Message(role="assistant", content=thought, tool_calls=[call]))
+                messages.append(Message(role="tool", tool_call_id=call.id, name=action, content=node.get("observation") or ""))
+                thought, action = None, None
+        calls = [c for m in messages for c in m.tool_calls or []]
+        return_type = str(_finish_arguments(calls[-1].arguments).get("return_type")) if calls and calls[-1].name == "Finish" else None
+        if return_type == "give_answer":
+            messages.append(Message(role="assistant", content=str(_finish_arguments(calls[-1].arguments).get("final_answer", ""))))
+        out.append((Dialogue(id=f"{dialogue_id}/tree{n}", task_id=dialogue_id, tools=tools, messages=messages, recipe=NAME,
+                             mode=derive_mode(messages)), return_type))
+    return out
+
+
+def load(shared_data: Path) -> list[tuple[str, dict[str, Any], list[Function]]]:
+    """(name, answer, tools) of ToolBench's released example answers as laid out under `shared_data`
+    (``toolbench/answer/G1_answer/*.json``, queries in ``toolbench/instruction/G1_query.json``)."""
+    queries = json.loads((shared_data / "toolbench/instruction/G1_query.json").read_text())
+    out = []
+    for path in sorted((shared_data / "toolbench/answer/G1_answer").glob("*.json")):
+        answer = json.loads(path.read_text())
+        out.append((path.stem, answer, tools_of(answer, queries)))
+    return out
+
+
+def _answer_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(path.glob("*.json"))
+        if not files:
+            raise UnreadableFile(f"{path}: no ToolBench answer files (*.json)")
+        return files
+    return [path]
+
+
+def _read_one(index: int, file: Path, queries: list[dict[str, Any]]) -> Dialogue | FormatError:
+    where = file.name
+    try:
+        answer = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        return FormatError(index, RECORD_NOT_JSON, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", where)
+    except (OSError, UnicodeDecodeError) as exc:
+        return FormatError(index, RECORD_NOT_JSON, f"cannot read the file: {exc}", where)
+    if not isinstance(answer, dict):
+        return FormatError(index, RECORD_NOT_OBJECT, f"an answer file holds a JSON object, not {type(answer).__name__}", where)
+    generation = answer.get("answer_generation")
+    if not isinstance(generation, dict):
+        return FormatError(index, MISSING_FIELD, "no 'answer_generation' object", where)
+    try:
+        tools = tools_of(answer, queries)
+        if not tools:
+            return FormatError(index, MISSING_FIELD, "no function list (answer_generation.function) and no matching query", where)
+        dialogue = from_train_messages(answer, tools, file.stem)
+    except Malformed as exc:
+        return FormatError(index, exc.reason, exc.message, where)
+    except MalformedTool as exc:
+        return FormatError(index, BAD_TOOL, str(exc), where)
+    except ValidationError as exc:
+        return FormatError(index, INVALID_RECORD, validation_message(exc), where)
+    if dialogue is None:
+        return FormatError(index, NO_TRAIN_MESSAGES,
+                           f"no train_messages (valid_data={generation.get('valid_data')!r}): the search released no answer path", where)
+    return dialogue
+
+
+def read(path: str | Path, queries: str | Path | None = None) -> Iterator[Dialogue | FormatError]:
+    """One Dialogue (or FormatError) per answer file; `queries` is an optional ToolBench query file
+    (``G1_query.json``) for answer files without a function list."""
+    query_list = json.loads(Path(queries).read_text(encoding="utf-8")) if queries is not None else []
+    for index, file in enumerate(_answer_files(require_path(path))):
+        yield _read_one(index, file, query_list)

@@ -1,0 +1,186 @@
+"""xLAM / APIGen function-calling records: ``{"query", "tools", "answers"}`` as a JSON list or JSONL.
+
+``tools`` and ``answers`` are JSON text (as released in ``xlam-function-calling-60k``) or lists.
+Each record becomes a single-turn Dialogue (``mode="single"``): the user's query, then one
+assistant turn with one call per answer (ids ``call_1``, ``call_2``, ... in answer order), no tool
+responses and no final answer. A record with no answers (an irrelevance example: no tool fits)
+is the user's query alone, ``mode="non_tool"``.
+
+Tools: ``{name, description, parameters}`` (an OpenAI-style ``{"type": "function", "function":
+{...}}`` entry is unwrapped). APIGen's ``parameters`` is a flat mapping ``{param: {type,
+description, default}}`` with Python type names; it becomes a JSON Schema object:
+
+* ``str``/``int``/``float``/``bool``/``list``/``dict`` (any case) map to string/integer/number/
+  boolean/array/object; ``List[X]``/``Set[X]`` to an array of X, ``Tuple[...]`` to an array,
+  ``Dict[...]`` to an object, ``Union[A, B]`` to ``type: [a, b]``, ``Optional[X]`` to X or null;
+  a type it cannot map (``Any``, ``Callable``, a class name) puts no type constraint, so the
+  reader never invents a fault;
+* a parameter is required unless its type says ``, optional`` (or ``Optional[...]``) or it has a
+  ``default`` (the API fills it in);
+* ``description``, ``default`` and ``enum`` are kept.
+
+A ``parameters`` value that already is a JSON Schema object (``type`` a string, or ``properties``
+of schemas) is kept, with type names normalised. Call arguments given as an object are dumped to
+JSON text; a string is kept as is (for ``call_arguments_not_json`` to judge).
+
+Rules that do not apply to this calls-only shape: see :data:`NOT_APPLICABLE_REASONS`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from toolfactory.formats.base import (
+    BAD_TOOL,
+    CALLS_ONLY,
+    MISSING_FIELD,
+    RECORD_NOT_OBJECT,
+    WRONG_TYPE,
+    FormatError,
+    Malformed,
+    build_dialogue,
+    read_json_records,
+    json_text,
+    parse_json_field,
+)
+from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, JsonSchema, Message, ToolCall
+from toolfactory.stages.tools.importers import normalize_schema
+
+NAME = "xlam"
+NOT_APPLICABLE_REASONS: dict[str, str] = dict(CALLS_ONLY)
+NOT_APPLICABLE: frozenset[str] = frozenset(NOT_APPLICABLE_REASONS)
+
+_TYPES = {
+    "str": "string", "string": "string", "int": "integer", "integer": "integer", "float": "number",
+    "number": "number", "bool": "boolean", "boolean": "boolean", "list": "array", "array": "array",
+    "tuple": "array", "set": "array", "dict": "object", "object": "object", "none": "null", "nonetype": "null",
+}
+_GENERIC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\[(.*)\]\s*$", re.S)
+_OPTIONAL_SUFFIX = re.compile(r",\s*optional\s*$", re.I)
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at the commas outside brackets."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
+
+
+def _type_schema(text: str) -> JsonSchema:
+    generic = _GENERIC.match(text)
+    if generic is None:
+        kind = _TYPES.get(text.strip().lower())
+        return {"type": kind} if kind else {}
+    head, inner = generic.group(1).lower().rsplit(".", 1)[-1], generic.group(2)
+    if head in ("list", "set", "sequence", "iterable"):
+        items = _type_schema(inner)
+        return {"type": "array", "items": items} if items else {"type": "array"}
+    if head == "tuple":
+        return {"type": "array"}
+    if head in ("dict", "mapping"):
+        return {"type": "object"}
+    if head in ("union", "optional"):
+        members = [_type_schema(part) for part in _split_top(inner)] + ([{"type": "null"}] if head == "optional" else [])
+        if any(set(m) != {"type"} for m in members):
+            return {}  # a member it cannot map: no constraint
+        kinds = list(dict.fromkeys(m["type"] for m in members))
+        return {"type": kinds[0] if len(kinds) == 1 else kinds}
+    return {}
+
+
+def parameter_schema(spec: dict[str, Any]) -> tuple[JsonSchema, bool]:
+    """(JSON Schema, optional) of one APIGen parameter ``{type, description, default}``."""
+    text = str(spec.get("type") or "").strip()
+    optional = bool(_OPTIONAL_SUFFIX.search(text))
+    text = _OPTIONAL_SUFFIX.sub("", text)
+    if re.match(r"^\s*optional\s*\[", text, re.I):
+        optional = True
+    schema = _type_schema(text) if text else {}
+    if spec.get("description"):
+        schema["description"] = str(spec["description"])
+    if "enum" in spec and isinstance(spec["enum"], list):
+        schema["enum"] = spec["enum"]
+    if "default" in spec:
+        schema["default"] = spec["default"]
+        optional = True
+    return schema, optional
+
+
+def _is_json_schema(params: dict[str, Any]) -> bool:
+    if isinstance(params.get("type"), str):
+        return True
+    props = params.get("properties")
+    return isinstance(props, dict) and all(isinstance(v, dict) for v in props.values())
+
+
+def parameters_of(params: Any, where: str) -> JsonSchema:
+    if params is None or params == {}:
+        return dict(EMPTY_OBJECT_SCHEMA)
+    if not isinstance(params, dict):
+        raise Malformed(BAD_TOOL, f"{where}.parameters must be an object, not {type(params).__name__}")
+    if _is_json_schema(params):
+        return normalize_schema(params)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, spec in params.items():
+        if not isinstance(spec, dict):
+            raise Malformed(BAD_TOOL, f"{where}.parameters.{name} must be an object, not {type(spec).__name__}")
+        schema, optional = parameter_schema(spec)
+        properties[name] = schema
+        if not optional:
+            required.append(name)
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def functions_of(tools: list[Any]) -> list[Function]:
+    functions = []
+    for i, entry in enumerate(tools):
+        spec = entry.get("function", entry) if isinstance(entry, dict) else None
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"]:
+            raise Malformed(BAD_TOOL, f"tools[{i}] needs a name")
+        functions.append(Function(name=spec["name"], description=str(spec.get("description") or ""),
+                                  parameters=parameters_of(spec.get("parameters"), f"tools[{i}]")))
+    return functions
+
+
+def calls_of(answers: list[Any]) -> list[ToolCall]:
+    calls = []
+    for i, answer in enumerate(answers):
+        if not isinstance(answer, dict):
+            raise Malformed(WRONG_TYPE, f"answers[{i}] must be an object, not {type(answer).__name__}")
+        name = answer.get("name")
+        if not isinstance(name, str) or not name:
+            raise Malformed(MISSING_FIELD, f"answers[{i}] has no function name")
+        arguments = answer.get("arguments")
+        calls.append(ToolCall(id=f"call_{i + 1}", name=name, arguments="" if arguments is None else json_text(arguments)))
+    return calls
+
+
+def to_dialogue(record: Any) -> Dialogue:
+    if not isinstance(record, dict):
+        raise Malformed(RECORD_NOT_OBJECT, f"a record must be a JSON object, not {type(record).__name__}")
+    query = record.get("query")
+    if not isinstance(query, str):
+        raise Malformed(MISSING_FIELD if query is None else WRONG_TYPE, "'query' must be a string")
+    tools = functions_of(parse_json_field(record, "tools", list))
+    calls = calls_of(parse_json_field(record, "answers", list))
+    messages = [Message(role="user", content=query)]
+    if calls:
+        messages.append(Message(role="assistant", tool_calls=calls))
+    return build_dialogue(NAME, record, tools, messages)
+
+
+def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
+    return read_json_records(path, to_dialogue)
+

@@ -1,0 +1,288 @@
+"""The LLM gateway: toolfactory's only way to an LLM.
+
+An async openai client with bounded concurrency; retries of 429 / 5xx / timeouts / connection
+errors with exponential backoff and full jitter that honour ``Retry-After``; structured answers
+checked against their JSON Schema with a bounded number of re-asks; usage accounting; and the
+content-addressed request cache. A request that still fails raises :class:`LLMFailure` with a
+reason code, which the calling stage turns into a rejected record: one bad request never crashes
+a shard. Endpoint misconfiguration (401/403/404) is a :class:`TerminalError` instead, since every
+record would fail the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from email.utils import parsedate_to_datetime
+from functools import lru_cache
+from typing import Any, Awaitable, Callable, Sequence
+
+import openai
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity.wait import wait_random_exponential
+
+from toolfactory.config import LLMConfig
+from toolfactory.errors import LLMFailure, TerminalError
+from toolfactory.llm.cache import RequestCache, request_key
+from toolfactory.llm.endpoint import Endpoint
+from toolfactory.llm.usage import RoleUsage, UsageMeter
+from toolfactory.models import canonical_json
+
+Message = dict[str, Any]
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, openai.APITimeoutError):
+        return "llm_timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "llm_connection_error"
+    if isinstance(exc, openai.RateLimitError):
+        return "llm_rate_limited"
+    if isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
+        return "llm_server_error"
+    return "llm_bad_request"
+
+
+def retry_after_seconds(exc: BaseException | None) -> float | None:
+    """The delay an endpoint asked for (``retry-after-ms`` or ``Retry-After``), if any."""
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    if "retry-after-ms" in headers:
+        try:
+            return float(headers["retry-after-ms"]) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+@lru_cache(maxsize=4096)
+def _validator(schema_json: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_json), format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+class LLMGateway:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        llm: LLMConfig,
+        cache: RequestCache | None = None,
+        meter: UsageMeter | None = None,
+    ) -> None:
+        self._llm = llm
+        self._cache = cache if llm.cache else None
+        self.meter = meter or UsageMeter()
+        self._client = openai.AsyncOpenAI(
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            timeout=llm.timeout_s,
+            max_retries=0,  # retries are ours: they honour Retry-After and are counted
+        )
+        self._slots = asyncio.Semaphore(llm.max_concurrency)
+        self._backoff = wait_random_exponential(multiplier=llm.backoff_initial_s, max=llm.backoff_max_s)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+        if self._cache is not None:
+            await self._cache.aclose()
+
+    async def __aenter__(self) -> LLMGateway:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def model_for(self, role: str) -> str:
+        return self._llm.roles[role].model  # type: ignore[index]
+
+    # --- chat ------------------------------------------------------------------------------
+
+    async def chat(
+        self,
+        role: str,
+        messages: Sequence[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        response_format: dict[str, Any] | None = None,
+        sample: int = 0,
+    ) -> Message:
+        """One assistant message (``content`` and/or ``tool_calls``) for `role`'s model."""
+        params = self._llm.roles[role]  # type: ignore[index]
+        request: dict[str, Any] = {
+            "model": params.model,
+            "messages": list(messages),
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "max_tokens": params.max_tokens,
+        }
+        if tools:
+            request["tools"] = tools
+            if tool_choice is not None:
+                request["tool_choice"] = tool_choice
+        if response_format is not None:
+            request["response_format"] = response_format
+        if sample:
+            # Distinct, reproducible samples of one prompt (votes, self-consistency): providers
+            # that honour `seed` (OpenAI, vLLM) sample differently per index, and so does the cache.
+            request["seed"] = sample
+        response = await self._complete(role, request, sample)
+        choices = response.get("choices") or []
+        if not choices or not isinstance(choices[0].get("message"), dict):
+            raise LLMFailure("llm_empty_answer", "the endpoint returned no choice", transient=False)
+        return choices[0]["message"]
+
+    async def _complete(self, role: str, request: dict[str, Any], sample: int) -> dict[str, Any]:
+        usage = self.meter.role(role)
+        key = request_key({**request, "sample": sample})
+        if self._cache is not None:
+            cached = await self._cache.get(key)
+            if cached is not None:
+                usage.cache_hits += 1
+                return cached
+        started = time.perf_counter()
+        try:
+            response = await self._send(lambda: self._client.chat.completions.with_raw_response.create(**request), usage)
+        except openai.APIStatusError as exc:
+            if exc.status_code in (401, 403, 404):
+                raise TerminalError(
+                    f"the LLM endpoint refused the request ({exc.status_code}): check llm.base_url, "
+                    f"the model names and the API key ({exc.message})"
+                ) from None
+            usage.failures[_reason(exc)] += 1
+            raise LLMFailure(_reason(exc), str(exc), transient=_is_transient(exc)) from None
+        except openai.APIConnectionError as exc:
+            usage.failures[_reason(exc)] += 1
+            raise LLMFailure(_reason(exc), str(exc), transient=True) from None
+        usage.calls += 1
+        usage.latency_s += time.perf_counter() - started
+        counted = response.get("usage") or {}
+        usage.prompt_tokens += int(counted.get("prompt_tokens") or 0)
+        usage.completion_tokens += int(counted.get("completion_tokens") or 0)
+        if self._cache is not None:
+            self._cache.put(key, response)
+        return response
+
+    async def _send(self, call: Callable[[], Awaitable[Any]], usage: RoleUsage) -> dict[str, Any]:
+        """`call` (a raw-response request) with bounded concurrency and retries; its JSON body.
+
+        The raw body is what the cache stores and what the stages read, so the client's pydantic
+        models are never built (measured: parsing and dumping them cost ~5 % when CPU-bound)."""
+        def count_retry(_: RetryCallState) -> None:
+            usage.retries += 1
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self._llm.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception(_is_transient),
+            before_sleep=count_retry,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                async with self._slots:
+                    raw = await call()
+        return raw.http_response.json()  # type: ignore[no-any-return]
+
+    def _wait(self, state: RetryCallState) -> float:
+        asked = retry_after_seconds(state.outcome.exception() if state.outcome else None)
+        if asked is not None:
+            return min(asked, self._llm.backoff_max_s)
+        return float(self._backoff(state))
+
+    # --- structured answers -----------------------------------------------------------------
+
+    async def structured(
+        self,
+        role: str,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        *,
+        name: str,
+        sample: int = 0,
+        check: Callable[[Any], list[tuple[str, str]]] | None = None,
+    ) -> Any:
+        """A JSON value that fits `schema`, re-asking up to ``max_reasks`` times.
+
+        `check` adds what a schema cannot say (an OpenAPI document that must validate, names that
+        must agree): it returns (reason code, message) problems, which are sent back in the re-ask
+        like a schema mismatch; the first reason code names the failure when re-asks run out.
+        """
+        validator = _validator(canonical_json(schema))
+        response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+        conversation = list(messages)
+        for attempt in range(self._llm.max_reasks + 1):
+            message = await self.chat(role, conversation, response_format=response_format, sample=sample)
+            text = message.get("content") or ""
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                reason, problem = "llm_malformed_json", f"is not valid JSON ({exc.msg} at char {exc.pos})"
+            else:
+                error = best_match(validator.iter_errors(value))
+                if error is None:
+                    problems = check(value) if check is not None else []
+                    if not problems:
+                        return value
+                    reason = problems[0][0]
+                    problem = "has problems: " + "; ".join(message for _, message in problems[:8])
+                else:
+                    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+                    reason, problem = "llm_schema_mismatch", f"does not fit the schema at {where}: {error.message}"
+            if attempt == self._llm.max_reasks:
+                break
+            self.meter.role(role).reasks += 1
+            conversation += [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": f"Your answer {problem}. Reply again with only JSON that fits the schema and fixes this."},
+            ]
+        self.meter.role(role).failures[reason] += 1
+        raise LLMFailure(reason, f"answer {problem} after {self._llm.max_reasks} re-asks", transient=False)
+
+    # --- embeddings -------------------------------------------------------------------------
+
+    async def embed(self, texts: Sequence[str], *, model: str) -> list[list[float]]:
+        """Embeddings of `texts`: from the endpoint's `/v1/embeddings`, or from a local
+        sentence-transformers model when ``llm.embedding_backend`` is ``local``."""
+        if self._llm.embedding_backend == "local":
+            from toolfactory.llm.local_embeddings import local_embeddings
+
+            self.meter.role("embedding").calls += 1
+            return await asyncio.to_thread(local_embeddings, list(texts), self._llm.local_embedding_model)
+        request = {"model": model, "input": list(texts), "embeddings": True}
+        usage = self.meter.role("embedding")
+        key = request_key(request)
+        if self._cache is not None and (cached := await self._cache.get(key)) is not None:
+            usage.cache_hits += 1
+            return [item["embedding"] for item in cached["data"]]
+        try:
+            data = await self._send(
+                lambda: self._client.embeddings.with_raw_response.create(model=model, input=list(texts), encoding_format="float"),
+                usage,
+            )
+        except openai.APIError as exc:
+            usage.failures[_reason(exc)] += 1
+            raise LLMFailure(_reason(exc), str(exc), transient=_is_transient(exc)) from None
+        usage.calls += 1
+        if self._cache is not None:
+            self._cache.put(key, data)
+        return [item["embedding"] for item in data["data"]]

@@ -1,0 +1,48 @@
+"""Accounting of LLM use: calls, cache hits, tokens, latency and failures, per role."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RoleUsage:
+    calls: int = 0  # requests answered by the endpoint
+    cache_hits: int = 0  # requests answered from the cache
+    retries: int = 0  # extra attempts after 429 / 5xx / timeouts
+    reasks: int = 0  # follow-up requests after an invalid structured answer
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    failures: Counter[str] = field(default_factory=Counter)
+
+
+class UsageMeter:
+    def __init__(self) -> None:
+        self.by_role: dict[str, RoleUsage] = {}
+
+    def role(self, role: str) -> RoleUsage:
+        return self.by_role.setdefault(role, RoleUsage())
+
+    def totals(self) -> dict[str, Any]:
+        keys = ("calls", "cache_hits", "retries", "reasks", "prompt_tokens", "completion_tokens")
+        totals: dict[str, Any] = {k: sum(getattr(u, k) for u in self.by_role.values()) for k in keys}
+        totals["latency_s"] = round(sum(u.latency_s for u in self.by_role.values()), 3)
+        return totals
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            role: {
+                "calls": u.calls,
+                "cache_hits": u.cache_hits,
+                "retries": u.retries,
+                "reasks": u.reasks,
+                "prompt_tokens": u.prompt_tokens,
+                "completion_tokens": u.completion_tokens,
+                "latency_s": round(u.latency_s, 3),
+                "failures": dict(u.failures),
+            }
+            for role, u in sorted(self.by_role.items())
+        }

@@ -1,0 +1,41 @@
+"""What a finished run tells its operator: whether it is whole, and the command that finishes it.
+
+The same words go to the terminal, to the Prefect state of the run and to its status artifact,
+so that an alert on a failed run carries everything needed to act on it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from toolfactory.storage import ObjectStore
+
+_SHOWN = 8  # failed shards listed by name; the rest are counted
+
+
+def rerun_command(run_id: str, store: ObjectStore, endpoint_url: str | None = None) -> str:
+    """`toolfactory rerun …` with what locates the run's storage (the rest comes from its manifest)."""
+    parts = ["toolfactory", "rerun", run_id, "--set", f"storage.root={store.url}"]
+    if endpoint_url:
+        parts += ["--set", f"storage.endpoint_url={endpoint_url}"]
+    return shlex.join(parts)
+
+
+def unfinished_shards(summary: dict[str, Any]) -> list[str]:
+    """`stage/part-NNNNN (status)` for every shard of the run that is not committed."""
+    return [
+        f"{stage['stage']}/part-{failure['shard']:05d} ({failure['status']})"
+        for stage in summary["stages"]
+        for failure in stage["failed_shards"]
+    ]
+
+
+def failure_message(summary: dict[str, Any], rerun: str) -> str:
+    """One paragraph: which shards did not complete, and how to finish the run."""
+    shards = unfinished_shards(summary)
+    shown = ", ".join(shards[:_SHOWN]) + (f" and {len(shards) - _SHOWN} more" if len(shards) > _SHOWN else "")
+    return (
+        f"run {summary['run_id']}: {len(shards)} shard(s) did not complete: {shown or 'none recorded'}. "
+        f"Finish the run with: {rerun}"
+    )

@@ -1,0 +1,60 @@
+"""The tool pool in `<root>/pool/`: what every run adds to, night after night.
+
+    pool/tools/<run_id>.parquet   the tools that run added (none already in the pool)
+    pool/tree/<run_id>.parquet    the context-tree nodes that run added
+    pool/dialogues/<run_id>.parquet  MinHash signatures of the dialogues that run kept (dedup)
+
+Files are immutable and named by the run that wrote them; the pool is their union. A run plans
+against the files that exist when it is planned (recorded in its shard plan), so its shards see
+the same pool on a re-run, and a file is written whole (atomically) from the run's committed
+shards, so a killed run leaves no partial file and publishing again writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+
+from toolfactory.models import Dialogue, DomainNode, Tool
+from toolfactory.shards import ShardPaths, read_records, write_rows
+from toolfactory.storage import ObjectStore
+
+TOOLS = "pool/tools"
+TREE = "pool/tree"
+DIALOGUES = "pool/dialogues"
+
+
+def pool_files(store: ObjectStore, kind: str) -> tuple[str, ...]:
+    """The pool's files of `kind` (TOOLS or TREE), in run order."""
+    return tuple(path for path in store.list(kind) if path.endswith(".parquet"))
+
+
+def publish(store: ObjectStore, run_id: str, pool_shard: ShardPaths, domain_shards: list[ShardPaths]) -> dict[str, int]:
+    """Add a run's new tools and tree nodes to the pool (idempotent); how many of each."""
+    added = {"tools": 0, "nodes": 0}
+    if store.exists(pool_shard.main):
+        new = [r for r in read_records(store, pool_shard.main) if Tool.model_validate(r).provenance.get("pool") == "new"]
+        write_rows(store, f"{TOOLS}/{run_id}.parquet", [(r["id"], _pooled(r, run_id)) for r in new])
+        added["tools"] = len(new)
+    nodes = [r for paths in domain_shards if store.exists(paths.main) for r in read_records(store, paths.main)]
+    if nodes:
+        write_rows(store, f"{TREE}/{run_id}.parquet", [(r["id"], DomainNode.model_validate(r).to_json()) for r in nodes])
+        added["nodes"] = len(nodes)
+    return added
+
+
+def publish_dialogues(store: ObjectStore, run_id: str, dataset_shard: ShardPaths) -> int:
+    """Add the signatures of a run's dataset to the pool (idempotent); how many."""
+    from toolfactory.curation import signature_row
+    from toolfactory.stages.curate.stage import record_key
+
+    if not store.exists(dataset_shard.main):
+        return 0
+    rows = [signature_row(record_key(run_id, r["id"]), Dialogue.model_validate(r)) for r in read_records(store, dataset_shard.main)]
+    write_rows(store, f"{DIALOGUES}/{run_id}.parquet", [(row["key"], json.dumps(row)) for row in rows])
+    return len(rows)
+
+
+def _pooled(record: dict[str, object], run_id: str) -> str:
+    tool = Tool.model_validate(record)
+    tool.provenance = {**tool.provenance, "pool": "known", "pool_run": run_id}
+    return tool.to_json()

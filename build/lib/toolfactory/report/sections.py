@@ -1,0 +1,218 @@
+"""The sections of a run's report: which charts and tables it shows, from the run's numbers.
+
+Each section holds its charts, its tables (the same numbers as text, for readers without images
+and for checking), and a note for each chart it leaves out, saying why (a field the records do
+not have yet, a stage that did not run). Table cells are plain text; the page escapes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from toolfactory.report import charts
+from toolfactory.report.charts import TOP_N, TOP_REASONS, Chart, top
+from toolfactory.report.data import DialogueMix, RunStats, Usage
+
+
+@dataclass(frozen=True)
+class Table:
+    id: str
+    caption: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    id: str
+    title: str
+    charts: tuple[Chart, ...] = ()
+    tables: tuple[Table, ...] = ()
+    notes: tuple[str, ...] = ()  # charts left out, and why
+
+
+def count(n: int) -> str:
+    return f"{n:,}"
+
+
+def percent(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.1%}"
+
+
+def ratio(value: float) -> str:
+    return f"{value:,.2f}"
+
+
+def sections(stats: RunStats, mix: DialogueMix) -> list[Section]:
+    return [funnel(stats), rejections(stats), accepted_mix(mix), complexity(mix), coverage(stats, mix),
+            clusters(mix), llm_use(stats, mix)]
+
+
+def funnel(stats: RunStats) -> Section:
+    rows = tuple(
+        (s.stage, f"{s.shards_completed}/{s.shards_total}", count(s.shards_failed), count(s.items_in),
+         count(s.items_out), count(s.rejected), percent(s.pass_rate))
+        for s in stats.stages
+    )
+    table = Table("funnel", "Records per stage; the pass rate is accepted over judged (out + rejected).",
+                  ("stage", "shards", "failed shards", "in", "out", "rejected", "pass rate"), rows)
+    layers = [(f"{s.stage} · {layer.name}", layer) for s in stats.stages for layer in s.layers]
+    tables = [table]
+    if layers:
+        tables.append(Table("layers", "Check layers within a stage: records in and passed.",
+                            ("layer", "in", "passed", "pass rate"),
+                            tuple((name, count(x.items_in), count(x.passed), percent(x.pass_rate)) for name, x in layers)))
+    if not stats.stages:
+        return Section("funnel", "Stages", tables=tuple(tables), notes=("No stage of this run has recorded a shard.",))
+    bars = [(s.stage, s.items_in, s.items_out, s.pass_rate) for s in stats.stages]
+    bars += [(name, layer.items_in, layer.passed, layer.pass_rate) for name, layer in layers]
+    return Section("funnel", "Stages", charts=(charts.funnel(bars),), tables=tuple(tables))
+
+
+def rejections(stats: RunStats) -> Section:
+    by_stage = {s.stage: s.rejections for s in stats.stages if s.rejections}
+    rows = tuple((stage, reason, count(n)) for stage, reasons in by_stage.items() for reason, n in top(reasons, TOP_REASONS))
+    table = Table("rejections", f"Rejection reasons, the {TOP_REASONS} most frequent per stage (a record may have several).",
+                  ("stage", "reason", "records"), rows)
+    if not by_stage:
+        return Section("rejections", "Rejections", tables=(table,), notes=("No stage rejected a record: chart omitted.",))
+    return Section("rejections", "Rejections", charts=(charts.rejections(by_stage),), tables=(table,))
+
+
+def _shares(dimension: str, counts: Mapping[str, int]) -> list[tuple[str, ...]]:
+    total = sum(counts.values())
+    return [(dimension, value, count(n), percent(n / total if total else None)) for value, n in top(counts, TOP_N)]
+
+
+def accepted_mix(mix: DialogueMix) -> Section:
+    title = "Accepted dialogues"
+    if not mix.records:
+        return Section("mix", title, notes=("The run has no accepted dialogues: mode and recipe charts omitted.",))
+    rows = _shares("mode", mix.modes) + _shares("recipe", mix.recipes) + _shares("scenario", mix.scenarios)
+    tables = [Table("mix", f"{count(mix.records)} accepted dialogues in {mix.shards} shards.",
+                    ("dimension", "value", "records", "share"), tuple(rows))]
+    shown = [charts.mix({"mode": mix.modes, "recipe": mix.recipes}, "mix.png", "Modes and recipes of accepted dialogues")]
+    notes = []
+    if mix.target_vs_shown:
+        shown.append(charts.target_vs_shown(mix.target_vs_shown))
+        tables.append(Table("target-vs-shown", f"{count(mix.with_target)} dialogues whose task asked for a mode.",
+                            ("target mode", "shown mode", "records"),
+                            tuple((t, s, count(n)) for (t, s), n in sorted(mix.target_vs_shown.items()))))
+    else:
+        notes.append("No accepted dialogue records the mode its task asked for (target_mode): "
+                     "target vs shown chart omitted.")
+    return Section("mix", title, charts=tuple(shown), tables=tuple(tables), notes=tuple(notes))
+
+
+def complexity(mix: DialogueMix) -> Section:
+    title = "Complexity"
+    notes = []
+    if mix.complexity_unreadable:
+        notes.append(f"{count(mix.complexity_unreadable)} dialogues have a complexity that is not a number: left out.")
+    if not mix.complexity:
+        notes.append("The accepted dialogues have no complexity field (a curation stage adds it): histogram omitted.")
+        return Section("complexity", title, notes=tuple(notes))
+    values = mix.complexity
+    n = sum(values.values())
+    mean = sum(v * k for v, k in values.items()) / n
+    table = Table("complexity", f"Complexity of {count(n)} of {count(mix.records)} accepted dialogues.",
+                  ("records", "min", "mean", "max"), ((count(n), ratio(min(values)), ratio(mean), ratio(max(values))),))
+    chart = charts.histogram(values, "complexity.png", "Complexity of accepted dialogues", "complexity")
+    return Section("complexity", title, charts=(chart,), tables=(table,), notes=tuple(notes))
+
+
+def _distinct(stats: RunStats, dimension: str) -> int | None:
+    uses = stats.profile("tasks", dimension)
+    return int(uses["distinct"]) if "distinct" in uses else None
+
+
+def coverage(stats: RunStats, mix: DialogueMix) -> Section:
+    title = "Domains and coverage"
+    shown: list[Chart] = []
+    notes: list[str] = []
+    domains = stats.profile("pool", "tools_by_domain")
+    if domains:
+        shown.append(charts.bars(domains, "domains.png", "Pool tools by top-level domain",
+                                 f"{count(sum(domains.values()))} tools in {count(len(domains))} domains"))
+    else:
+        notes.append("The pool stage recorded no tools_by_domain profile: domain chart omitted.")
+    pool_tools = stats.profile("tasks", "coverage").get("pool_tools") or sum(stats.profile("pool", "tools_by_source").values())
+    pool_apis = sum(stats.profile("pool", "functions_by_source").values())
+    tool_uses, api_uses = _distinct(stats, "tool_uses"), _distinct(stats, "api_uses")
+    groups: dict[str, list[tuple[str, int]]] = {}
+    if pool_tools:
+        groups["tools"] = [("in the pool", pool_tools)]
+        if tool_uses is not None:
+            groups["tools"].append(("offered by tasks", tool_uses))
+        if mix.records:
+            groups["tools"].append(("in accepted dialogues", len(mix.source_tools)))
+    if pool_apis and api_uses is not None:
+        groups["APIs"] = [("in the pool", pool_apis), ("offered by tasks", api_uses)]
+    rows = tuple((name, label, count(n), percent(n / series[0][1]))
+                 for name, series in groups.items() for label, n in series)
+    table = Table("coverage", "Distinct tools and APIs, and their share of the pool.", ("kind", "where", "distinct", "of the pool"), rows)
+    if groups and any(len(series) > 1 for series in groups.values()):
+        shown.append(charts.coverage(groups))
+    else:
+        notes.append("No pool size or no use of pool tools was recorded (tasks profile coverage, tool_uses): "
+                     "coverage chart omitted.")
+    domain_rows = tuple((domain, count(n)) for domain, n in top(domains, TOP_N))
+    tables = (Table("domains", "Pool tools by top-level domain.", ("domain", "tools"), domain_rows), table)
+    return Section("coverage", title, charts=tuple(shown), tables=tables, notes=tuple(notes))
+
+
+def clusters(mix: DialogueMix) -> Section:
+    title = "Clusters"
+    if not mix.clusters:
+        return Section("clusters", title, notes=("The accepted dialogues have no cluster field (a curation stage adds it): "
+                                                 "cluster coverage chart omitted.",))
+    n, k = mix.with_cluster, len(mix.clusters)
+    chart = charts.bars(mix.clusters, "clusters.png", "Accepted dialogues per cluster", f"{count(k)} clusters, {count(n)} dialogues")
+    table = Table("clusters", f"{count(k)} clusters hold {count(n)} of {count(mix.records)} accepted dialogues "
+                  "(a dialogue counts once in each of its clusters).",
+                  ("cluster", "records", "share"), tuple((c, count(x), percent(x / n)) for c, x in top(mix.clusters, TOP_N)))
+    return Section("clusters", title, charts=(chart,), tables=(table,))
+
+
+USAGE_HEADER = ("calls", "cache hits", "prompt tokens", "completion tokens", "calls per accepted", "tokens per accepted")
+
+
+def _usage_rows(named: Mapping[str, Usage], accepted: int) -> tuple[tuple[str, ...], ...]:
+    total = Usage(*(sum(getattr(u, f) for u in named.values()) for f in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")))
+    return tuple(
+        (name, count(u.calls), count(u.cache_hits), count(u.prompt_tokens), count(u.completion_tokens),
+         ratio(u.calls / accepted) if accepted else "-", ratio(u.tokens / accepted) if accepted else "-")
+        for name, u in [*named.items(), ("total", total)]
+    )
+
+
+def llm_use(stats: RunStats, mix: DialogueMix) -> Section:
+    title = "LLM use"
+    by_stage = {s.stage: s.usage for s in stats.stages}
+    accepted = stats.accepted
+    own = f"; generating a dialogue took {ratio(mix.llm_calls / mix.records)} calls (its llm_calls)" if mix.records else ""
+    tables = (
+        Table("llm-stages", f"Every attempt's use, failed attempts included, over {count(accepted)} accepted records{own}.",
+              ("stage", *USAGE_HEADER), _usage_rows(by_stage, accepted)),
+        Table("llm-roles", "The same, per agent role.", ("role", *USAGE_HEADER), _usage_rows(stats.usage_by_role, accepted)),
+    )
+    if not stats.usage.any:
+        return Section("llm", title, tables=tables, notes=("The run recorded no LLM use: charts omitted.",))
+    per = "per accepted record" if accepted else "in total (no accepted records)"
+    divisor = max(accepted, 1)
+
+    def rows(named: Mapping[str, Usage]) -> list[tuple[str, float, float, float, float]]:
+        return [(name, u.calls / divisor, u.cache_hits / divisor, u.prompt_tokens / divisor, u.completion_tokens / divisor)
+                for name, u in named.items() if u.any]
+
+    shown = [charts.llm_use(rows(by_stage), "llm_stages.png", "LLM use per stage", per)]
+    notes: tuple[str, ...] = ()
+    if stats.usage_by_role:
+        shown.append(charts.llm_use(rows(stats.usage_by_role), "llm_roles.png", "LLM use per role", per))
+    else:
+        notes = ("No per-role LLM use was recorded: role chart omitted.",)
+    return Section("llm", title, charts=tuple(shown), tables=tables, notes=notes)
+
+
+__all__ = ["Section", "Table", "sections"]

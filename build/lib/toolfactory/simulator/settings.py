@@ -1,0 +1,130 @@
+"""Knobs of the simulator: added latency, transport faults, content faults and tool behaviours.
+
+One pydantic model so the HTTP admin endpoint, the command line (one flag per field, generated
+from this model) and Python callers all share a single validated definition that cannot drift.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SimulatorSettings(BaseModel):
+    """How the simulator behaves; every rate is a fraction of requests in [0, 1]."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    latency_ms: float = Field(
+        default=0.0, ge=0.0, description="Mean latency added to each chat/embedding request (ms)."
+    )
+    latency_jitter_ms: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="Uniform +- jitter around latency_ms (ms), fixed per request and attempt.",
+    )
+    rate_429: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of requests answered HTTP 429 with a Retry-After header.",
+    )
+    retry_after_s: float = Field(
+        default=0.2,
+        ge=0.0,
+        description="Value of the Retry-After header sent with a 429 (seconds).",
+    )
+    rate_500: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Fraction of requests answered HTTP 500."
+    )
+    rate_timeout: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of requests that hang for timeout_hang_s before answering.",
+    )
+    timeout_hang_s: float = Field(
+        default=30.0, ge=0.0, description="How long a 'timeout' request hangs before answering (s)."
+    )
+    rate_malformed_json: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of JSON answers (response_format JSON and tool-call arguments) "
+        "returned as broken JSON text.",
+    )
+    rate_hallucinated_function: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of tool-call answers naming a function that is not in `tools`.",
+    )
+    rate_missing_required: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of tool-call answers with one required argument removed.",
+    )
+    rate_wrong_type: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of tool-call answers with one argument of the wrong JSON type.",
+    )
+    rate_parallel_calls: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of tool-call turns holding 2-3 calls instead of one (never when "
+        "the request sets parallel_tool_calls=false).",
+    )
+    rate_follow_up_call: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of answers to tool results that call a function again instead of "
+        "summarising (at most 3 tool-call turns per conversation).",
+    )
+    rate_clarify: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of tool turns before any tool result that ask the user for a "
+        "required argument instead of calling (unless tool_choice forces a call).",
+    )
+    rate_decline: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of tool turns before any tool result that decline in text (no "
+        "offered function helps) instead of calling (unless tool_choice forces a call).",
+    )
+    decline_when_irrelevant: bool = Field(
+        default=False,
+        description="Decline in text instead of calling when the last user message shares no "
+        "word stem (nor a known value such as a city) with any callable function (unless "
+        "tool_choice forces a call).",
+    )
+    sample_variation: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description="Probability that a resample (a request with a `seed`) is answered independently "
+        "of the same request without a seed; otherwise it repeats that answer (low-temperature sampling).",
+    )
+    boolean_true_rate: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Probability that a boolean in a JSON answer (response_format) is true.",
+    )
+    embedding_dim: int = Field(
+        default=64,
+        ge=1,
+        le=65536,
+        description="Dimension of embedding vectors (unless the request sets `dimensions`).",
+    )
+    seed: int = Field(
+        default=0,
+        description="Mixed into every request hash: another seed gives another (still "
+        "deterministic) simulator.",
+    )

@@ -1,0 +1,292 @@
+"""What an assistant turn does when function tools are offered, as real models do it.
+
+A turn either calls functions (one, or several in parallel; after tool results possibly again,
+with arguments grounded in those results, see :mod:`.grounding`), asks the user for a missing
+required value, declines because no offered function fits, or answers in text. Which one is
+decided from generic request features (`tool_choice`, `parallel_tool_calls`, word overlap, the
+conversation's tool rounds) and seeded draws against the knobs of :class:`SimulatorSettings`
+(`rate_parallel_calls`, `rate_follow_up_call`, `rate_clarify`, `rate_decline`, and the switch
+`decline_when_irrelevant`): each draw is a function of the request hash, the behaviour and the
+choice index, so the same request always gets the same kind of turn, and a knob at 0 (or off)
+never changes an answer.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from . import lexicon
+from .functions import FunctionSpec, choose_function, shares_stem, wanted_words, word_score
+from .grounding import ResultValues, ground_arguments, groundable
+from .schema_instance import instance_for
+from .seeding import canonical_json, unit_draw
+from .settings import SimulatorSettings
+from .text import identifier_words, join_phrase, lower_words, words
+
+MAX_TOOL_ROUNDS = 3  # assistant turns with tool calls per conversation before a final answer
+MAX_PARALLEL_CALLS = 3
+DISTINCT_ATTEMPTS = 6  # tries to give a repeated call arguments differing from earlier ones
+MAX_ENUM_OPTIONS = 4  # a clarifying question lists the options of an enum up to this size
+QUOTE_WORDS = 20  # a decline quotes at most this many words of the request
+
+
+class Turn(StrEnum):
+    """The kind of assistant turn."""
+
+    CALL = "call"
+    CLARIFY = "clarify"
+    DECLINE = "decline"
+    TEXT = "text"
+
+
+@dataclass(frozen=True)
+class ToolHistory:
+    """What the conversation already holds of tool use."""
+
+    rounds: int = 0  # assistant messages with tool calls
+    results_seen: bool = False  # any tool (or legacy function) result message
+    trailing_results: bool = False  # the last message is a tool result
+    asked_before: bool = False  # an earlier assistant text turn (a model asks or declines once)
+    values: ResultValues = field(default_factory=dict)  # see grounding.result_values
+    calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # name -> arguments
+
+
+def behaviour_hit(request_hash: str, behaviour: str, choice: int, rate: float) -> bool:
+    """The seeded draw deciding whether `behaviour` happens for this choice of this request."""
+    return rate > 0 and unit_draw(request_hash, "behaviour", behaviour, choice) < rate
+
+
+def decide_turn(
+    settings: SimulatorSettings,
+    request_hash: str,
+    choice: int,
+    *,
+    can_call: bool,
+    forced: bool,
+    relevant: bool,
+    said_something: bool,
+    history: ToolHistory,
+) -> Turn:
+    """The kind of turn, in the decision order documented in :mod:`.chat`.
+
+    `relevant`: the user's message relates to a callable function (see
+    :func:`.functions.is_relevant`); `said_something`: it has content words at all (a bare
+    "hi" or "thanks" gets a plain text answer, not a refusal).
+    """
+    if not can_call:
+        return Turn.TEXT
+    if history.trailing_results:
+        deeper = history.rounds < MAX_TOOL_ROUNDS
+        follow = behaviour_hit(request_hash, "follow_up", choice, settings.rate_follow_up_call)
+        return Turn.CALL if deeper and follow else Turn.TEXT
+    if forced:
+        return Turn.CALL
+    if settings.decline_when_irrelevant and not relevant:
+        return Turn.DECLINE if said_something else Turn.TEXT
+    if not history.results_seen and not history.asked_before:
+        if behaviour_hit(request_hash, "decline", choice, settings.rate_decline):
+            return Turn.DECLINE
+        if behaviour_hit(request_hash, "clarify", choice, settings.rate_clarify):
+            return Turn.CLARIFY
+    return Turn.CALL
+
+
+def wants_parallel(
+    body: dict[str, Any], settings: SimulatorSettings, request_hash: str, choice: int
+) -> bool:
+    """Whether this choice's tool-call turn holds several calls."""
+    if body.get("parallel_tool_calls") is False:
+        return False
+    return behaviour_hit(request_hash, "parallel", choice, settings.rate_parallel_calls)
+
+
+# -- calls ---------------------------------------------------------------------------------
+
+
+Call = tuple[FunctionSpec, dict[str, Any]]
+
+
+def _relation(
+    spec: FunctionSpec, context: list[str], history: ToolHistory
+) -> tuple[bool, int, int]:
+    """(related to the request or the results, parameters the results can fill, shared words)."""
+    fillable = groundable(spec.properties(), history.values)
+    related = fillable > 0 or shares_stem([spec], context)
+    return related, fillable, word_score(spec, wanted_words(context))
+
+
+def _follow_up_function(
+    functions: list[FunctionSpec], context: list[str], history: ToolHistory, rng: random.Random
+) -> FunctionSpec:
+    """After tool results: preferably a related function not called yet, then the one most of
+    whose parameters the results can fill (search -> book), then by shared words."""
+
+    def rank(spec: FunctionSpec) -> tuple[bool, int, int, bool]:
+        related, fillable, shared = _relation(spec, context, history)
+        fresh = spec.name not in history.calls
+        return fresh and related, fillable, shared, fresh
+
+    ranks = [rank(spec) for spec in functions]
+    best = max(ranks)
+    return rng.choice([spec for spec, r in zip(functions, ranks, strict=True) if r == best])
+
+
+def _arguments(
+    spec: FunctionSpec,
+    rng: random.Random,
+    context: list[str],
+    history: ToolHistory,
+    earlier: list[dict[str, Any]],
+) -> dict[str, Any]:
+    arguments = instance_for(spec.parameters, rng, context)
+    if not isinstance(arguments, dict):
+        arguments = {}
+    used: dict[str, list[Any]] = {}
+    for previous in earlier:
+        for key, value in previous.items():
+            used.setdefault(key, []).append(value)
+    ground_arguments(arguments, spec.parameters, history.values, used)
+    return arguments
+
+
+def _unused_context(context: list[str], earlier: list[dict[str, Any]]) -> list[str]:
+    """The context without words earlier calls already passed as values, so a repeated call
+    picks the next thing the user mentioned ("Paris and Tokyo")."""
+    taken = {
+        word.lower()
+        for previous in earlier
+        for value in previous.values()
+        if isinstance(value, str)
+        for word in words(value)
+    }
+    rest = [word for word in context if word.lower() not in taken]
+    return rest or context
+
+
+def plan_calls(
+    functions: list[FunctionSpec],
+    context: list[str],
+    history: ToolHistory,
+    rng: random.Random,
+    parallel_rng: random.Random | None,
+) -> list[Call]:
+    """The functions to call and their arguments; several when `parallel_rng` is given.
+
+    The first call is exactly the single call this turn would make (same function, same
+    draws from `rng`). Extra calls go to the other functions related to the request or to
+    earlier results (best first), or, if there are none, repeat the first function with other
+    argument values; a repeat that cannot get different values is dropped.
+    """
+    if history.trailing_results:
+        first = _follow_up_function(functions, context, history, rng)
+    elif len(functions) == 1:
+        first = functions[0]
+    else:
+        first = choose_function(functions, context, rng)
+    calls: list[Call] = [
+        (first, _arguments(first, rng, context, history, history.calls.get(first.name, [])))
+    ]
+    if parallel_rng is None:
+        return calls
+    count = parallel_rng.randint(2, MAX_PARALLEL_CALLS)
+    others = [spec for spec in functions if spec.name != first.name]
+    parallel_rng.shuffle(others)
+    relations = {spec.name: _relation(spec, context, history) for spec in others}
+    related = [spec for spec in others if relations[spec.name][0]]
+    related.sort(key=lambda spec: relations[spec.name][1:], reverse=True)
+    targets = related[: count - 1] or [first] * (count - 1)
+    for spec in targets:
+        same = [arguments for other, arguments in calls if other.name == spec.name]
+        earlier = history.calls.get(spec.name, []) + same
+        seen = {canonical_json(arguments) for arguments in same}
+        for _ in range(DISTINCT_ATTEMPTS):
+            arguments = _arguments(
+                spec, parallel_rng, _unused_context(context, earlier), history, earlier
+            )
+            if canonical_json(arguments) not in seen:
+                calls.append((spec, arguments))
+                break
+    return calls
+
+
+# -- texts ---------------------------------------------------------------------------------
+
+_QUESTIONS = (
+    "Could you tell me which {words} you mean?",
+    "Which {words} would you like me to use?",
+    "Happy to help with that. What {words} should I use?",
+    "To {action}, I need the {words} - which one do you mean?",
+    "Before I {action}, could you tell me the {words}?",
+)
+_CONFIRMATIONS = (
+    "Just to be sure, which {words} do you mean?",
+    "Before I {action}, can you confirm the {words} you want?",
+)
+_OPTION_QUESTIONS = (
+    "Should the {words} be {options}?",
+    "Which {words} would you like: {options}?",
+)
+_DECLINES = (
+    "I'm sorry, but none of the available functions can help with {request}.",
+    "Unfortunately I can't help with {request}: the tools I have can only {abilities}.",
+    "None of my tools fit {request} - they can {abilities}, but not this.",
+    "I don't have a function for {request}. I can {abilities}, if that helps.",
+)
+
+
+def _given(spec: FunctionSpec, name: str, arguments: dict[str, Any], user_text: str) -> bool:
+    """Whether the user's message seems to hold this parameter's value already: the generated
+    value itself, any number for a numeric parameter, or a known value (a city for `city`)."""
+    value = arguments.get(name)
+    text = user_text.lower()
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        if str(value) and str(value).lower() in text:
+            return True
+    schema = spec.properties().get(name)
+    if isinstance(schema, dict) and schema.get("type") in ("integer", "number"):
+        if any(char.isdigit() for char in text):
+            return True
+    spoken = f" {' '.join(lower_words(user_text))} "
+    known = lexicon.known_values(identifier_words(name))
+    return any(f" {option.lower()} " in spoken for option in known)
+
+
+def clarify_question(
+    spec: FunctionSpec, arguments: dict[str, Any], user_text: str, rng: random.Random
+) -> str | None:
+    """A question asking for one required parameter of `spec` (None if it requires none).
+
+    `arguments` are those the call would have had. A parameter the user's message does not
+    seem to give is asked for; if it seems to give them all, one is asked to be confirmed.
+    """
+    required = spec.required()
+    if not required:
+        return None
+    missing = [name for name in required if not _given(spec, name, arguments, user_text)]
+    name = rng.choice(missing or required)
+    words_text = " ".join(identifier_words(name)) or name
+    schema = spec.properties().get(name)
+    options = schema.get("enum") if isinstance(schema, dict) else None
+    if (
+        isinstance(options, list)
+        and 2 <= len(options) <= MAX_ENUM_OPTIONS
+        and all(isinstance(option, str) for option in options)
+    ):
+        choices = ", ".join(options[:-1]) + " or " + options[-1]
+        return rng.choice(_OPTION_QUESTIONS).format(words=words_text, options=choices)
+    templates = _QUESTIONS if missing else _CONFIRMATIONS
+    return rng.choice(templates).format(words=words_text, action=spec.phrase())
+
+
+def decline_answer(functions: list[FunctionSpec], user_text: str, rng: random.Random) -> str:
+    """A refusal saying that no offered function can serve the request."""
+    said = words(user_text)
+    quoted = " ".join(said[:QUOTE_WORDS]) + ("..." if len(said) > QUOTE_WORDS else "")
+    request = f'"{quoted}"' if said else "that request"
+    abilities = join_phrase([spec.phrase() for spec in functions[:3]])
+    if len(functions) > 3:
+        abilities = ", ".join(spec.phrase() for spec in functions[:3]) + " and more"
+    return rng.choice(_DECLINES).format(request=request, abilities=abilities)

@@ -1,0 +1,66 @@
+"""The mode a dialogue shows (docs/architecture.md §1): single, parallel, dependent, non_tool,
+missing_params; and whether that is the mode its task asked for.
+
+The generator asks for a mode (toolace); what a model then does may differ, so a dialogue
+records the mode it shows, and the verify stage rejects one whose shown mode is not its target.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from toolfactory.models import Dialogue
+
+OPEN_MODE = "open"  # made without a target mode (toolalpaca, toolllm): any tool-using mode fits
+
+
+def _values(value: Any) -> Iterator[Any]:
+    """Every scalar inside a JSON value (strings of 3+ characters, numbers other than 0/1)."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _values(item)
+    elif isinstance(value, str) and len(value) >= 3:
+        yield value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and value not in (0, 1):
+        yield value
+
+
+def _loads(text: str | None) -> Any:
+    try:
+        return json.loads(text or "")
+    except json.JSONDecodeError:
+        return None
+
+
+def shown_mode(dialogue: Dialogue) -> str:
+    """The mode the dialogue's messages show."""
+    messages = dialogue.messages
+    if not any(m.tool_calls for m in messages):
+        return "non_tool"
+    first = next(i for i, m in enumerate(messages) if m.role == "assistant")
+    if not messages[first].tool_calls and (messages[first].content or "").rstrip().endswith("?"):
+        if any(m.role == "user" for m in messages[first + 1 :]):
+            return "missing_params"
+    if any(len(m.tool_calls or []) > 1 for m in messages):
+        return "parallel"
+    seen: set[str] = set()
+    for message in messages:
+        if message.role == "tool":
+            seen.update(json.dumps(v) for v in _values(_loads(message.content)))
+        for call in message.tool_calls or []:
+            if seen & {json.dumps(v) for v in _values(_loads(call.arguments))}:
+                return "dependent"
+    return "single"
+
+
+def matches_target(dialogue: Dialogue) -> bool:
+    """Whether the shown mode is the target (``multiple``: one call among several functions;
+    ``open``: any mode, the calls themselves are checked by ``dialogue_no_function_call``)."""
+    target, shown = dialogue.target_mode, dialogue.mode
+    if target is None or target == OPEN_MODE or target == shown:
+        return True
+    return target == "multiple" and shown == "single" and len(dialogue.tools) > 1

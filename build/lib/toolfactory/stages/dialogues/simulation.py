@@ -1,0 +1,72 @@
+"""Multi-agent simulation of one task (ToolAlpaca §3.2; ToolACE §2.2 Algorithm 1).
+
+The user agent opens with the task's instruction. The assistant acts (native function calls,
+with formal thinking and self-consistency for toolace); each call is answered by the tool
+executor, the response compressed when it is long; the assistant goes on until it answers in
+text. If that text is a question and the assistant has not called yet, the user agent answers
+it with concrete values (once per user turn); when the task has more user turns, the user agent
+asks a follow-up request. `dialogues.max_steps` bounds the assistant turns per user turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from toolfactory.models import Message, Task
+from toolfactory.stages.base import ShardContext
+from toolfactory.stages.dialogues.agents import execute, user_answer, user_follow_up
+from toolfactory.stages.dialogues.assistant import act
+from toolfactory.stages.dialogues.compression import compress_response
+
+SYSTEM_PROMPT = (
+    "You are a helpful assistant that can use the functions provided. Call a function when it "
+    "helps to answer the request, with argument values taken from the conversation; if a required "
+    "value is missing, ask the user for it; if no function fits, say so and help as you can. When "
+    "you have the results, give the user a complete final answer in plain language."
+)
+
+
+async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, dict[str, Any]]:
+    """The dialogue's messages, the LLM calls they took and what happened (compressions, …)."""
+    settings = ctx.config.dialogues
+    toolace = task.recipe == "toolace"
+    functions = [fn for tool in task.tools for fn in tool.functions]
+    by_name = {fn.name: fn for fn in functions}
+    offered = [fn.openai_tool() for fn in functions]
+    messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task.instruction)]
+    calls, user_turns, notes = 0, 1, {"compressed_responses": 0, "clarifications": 0}
+    while True:
+        called = asked = False
+        for _ in range(settings.max_steps):
+            action = await act(messages, offered, ctx, think=toolace and settings.formal_thinking,
+                               samples=settings.self_consistency if toolace else 1)
+            calls += action.llm_calls
+            messages.append(action.message)
+            if not action.message.tool_calls:
+                question = (action.message.content or "").rstrip().endswith("?")
+                if question and not called and not asked:
+                    messages.append(Message(role="user", content=await user_answer(messages, ctx)))
+                    calls += 1
+                    asked = True
+                    notes["clarifications"] += 1
+                    continue
+                break
+            called = True
+            # The calls of one turn (parallel calls) are answered together, recorded in order.
+            answers = await asyncio.gather(*(
+                execute(by_name.get(call.name), call, ctx, task.tool_for(call.name)) for call in action.message.tool_calls
+            ))
+            for call, (body, used) in zip(action.message.tool_calls, answers):
+                calls += used
+                function = by_name.get(call.name)
+                compressed = compress_response(body, function.returns if function else {}, within="response",
+                                               budget_tokens=settings.response_budget_tokens)
+                if compressed.compressed:
+                    notes["compressed_responses"] += 1
+                messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=compressed.text))
+        if user_turns >= task.turns:
+            return messages, calls, notes
+        messages.append(Message(role="user", content=await user_follow_up(messages, ctx)))
+        calls += 1
+        user_turns += 1

@@ -1,0 +1,99 @@
+"""The dialogues stage: one dialogue per task, made by the task's recipe.
+
+* toolalpaca and toolace: multi-agent simulation (:mod:`.simulation`): user agent, assistant
+  with native function calling (toolace: formal thinking and self-consistency), tool executor;
+* toolllm: solution search (:mod:`.search`): ReAct or DFSDT over assistant actions with
+  ToolLLM's Finish function; a search that ends without an answer is rejected
+  (`search_failed`) unless `dialogues.keep_failed_searches`.
+
+Every dialogue records the mode its messages show, and its task's target mode when the task had
+one (toolace); the verify stage rejects a dialogue whose shown mode is not its target. Long tool
+responses reach the assistant compressed (:mod:`.compression`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from toolfactory.models import Dialogue, Function, Message, Record, Rejected, Task, ToolCall, ToolRef, stable_id
+from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput, one_to_one
+from toolfactory.stages.dialogues.agents import execute
+from toolfactory.stages.dialogues.compression import compress_response
+from toolfactory.stages.dialogues.modes import shown_mode
+from toolfactory.stages.dialogues.search import opening_messages, solve
+from toolfactory.stages.dialogues.simulation import simulate
+from toolfactory.stages.records import map_records
+
+
+class DialoguesStage:
+    name: ClassVar[str] = "dialogues"
+
+    def plan(self, planning: Planning) -> list[ShardSpec]:
+        return one_to_one(self.name, planning, "tasks")
+
+    async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
+        tasks = [Task.model_validate(data) for data in inputs]
+        out = await map_records(self.name, tasks, lambda t: self._dialogue(t, ctx), lambda t: (t.id, t.model_dump()))
+        for record in out.records:
+            assert isinstance(record, Dialogue)
+            out.count("recipes", record.recipe)
+            out.count("modes", record.mode)
+            if record.target_mode is not None:
+                out.count("target_modes", record.target_mode)
+            out.count("user_turns", str(sum(m.role == "user" for m in record.messages)))
+            if record.generation.get("compressed_responses"):
+                out.count("compressed_responses", record.recipe, record.generation["compressed_responses"])
+        return out
+
+    async def _dialogue(self, task: Task, ctx: ShardContext) -> list[Record]:
+        if task.recipe == "toolllm":
+            found = await self._search(task, ctx)
+            if isinstance(found, Rejected):
+                return [found]
+            messages, calls, generation = found
+        else:
+            messages, calls, generation = await simulate(task, ctx)
+        dialogue = Dialogue(
+            id=stable_id("dialogue", task.id),
+            task_id=task.id,
+            tools=[fn for tool in task.tools for fn in tool.functions],
+            messages=messages,
+            recipe=task.recipe,
+            scenario=task.scenario,
+            target_mode=task.mode,
+            models={role: ctx.gateway.model_for(role) for role in ("user", "assistant", "tool")},
+            llm_calls=calls,  # this stage's requests for this record (all agents)
+            source_tools=[ToolRef(id=t.id, name=t.name, category=t.category, source=t.source) for t in task.tools],
+            generation=generation,
+        )
+        dialogue.mode = shown_mode(dialogue)
+        return [dialogue]
+
+    async def _search(self, task: Task, ctx: ShardContext) -> tuple[list[Message], int, dict[str, Any]] | Rejected:
+        settings = ctx.config.dialogues
+        compressed = 0
+
+        async def chat(messages: list[dict[str, Any]], *, tools: list[dict[str, Any]], sample: int) -> dict[str, Any]:
+            return await ctx.gateway.chat("assistant", messages, tools=tools, tool_choice="auto", sample=sample)
+
+        async def run_call(function: Function, call: ToolCall) -> str:
+            nonlocal compressed
+            body, _ = await execute(function, call, ctx, task.tool_for(function.name))
+            result = compress_response(body, function.returns, within="response", budget_tokens=settings.response_budget_tokens)
+            compressed += result.compressed
+            return result.text
+
+        functions = [fn for tool in task.tools for fn in tool.functions]
+        result = await solve(
+            opening_messages(task.instruction, task.tools), functions, chat=chat, execute=run_call,
+            method=settings.search, max_depth=settings.search_max_depth, max_children=settings.search_max_children,
+            max_calls=settings.search_max_calls,
+        )
+        summary = {key: value for key, value in result.metadata().items() if key != "tree"}
+        generation = {"search": summary, "compressed_responses": compressed}
+        if result.finish_type != "give_answer" and not settings.keep_failed_searches:
+            return Rejected(id=stable_id("dialogue", task.id), stage=self.name, reasons=["search_failed"],
+                            detail=f"{result.method} ended with {result.finish_type} ({result.limit or 'no limit hit'}) "
+                                   f"after {result.tree_size} nodes and {result.llm_calls} calls",
+                            record={"task": task.model_dump(), "generation": generation})
+        return result.messages, result.llm_calls, generation

@@ -1,0 +1,75 @@
+"""The pool stage: the run's tools, without near-duplicates, placed in the pool.
+
+One shard reads every tools shard and the pool of earlier runs (the files that existed when the
+run was planned). In order, each tool is
+
+* rejected as ``tool_near_duplicate`` when it is a near-duplicate of a tool kept before it in
+  this run (across sources: the same API imported twice, a synthesized API too close to its
+  example);
+* kept as ``known`` when it is a near-duplicate of a pool tool (or rejected as
+  ``tool_known_in_pool`` with ``tools.pool.skip_known``);
+* otherwise kept as ``new``; new tools join the pool when the run publishes it.
+
+The shard's profile is what the stats show of the pool: tools and functions by source, tools by
+top-level domain, parameter types, nesting depth and functions per tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from toolfactory.models import Tool
+from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.pool.dedup import NearDuplicates, signature
+from toolfactory.stages.tools.fields import nesting_depth, parameter_types
+
+KNOWN, RUN = "known", "run"
+
+
+class PoolStage:
+    name: ClassVar[str] = "pool"
+
+    def plan(self, planning: Planning) -> list[ShardSpec]:
+        tools = planning.outputs("tools")
+        return [ShardSpec(self.name, 0, tools, {"pool_tools": list(planning.pool_tools)})] if tools else []
+
+    async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
+        settings = ctx.config.tools.pool
+        index = NearDuplicates(settings.near_duplicate_threshold)
+        for path in shard.params.get("pool_tools", []):
+            for k, record in enumerate(ctx.read(path)):
+                index.add(f"{KNOWN}:{path}:{k}", KNOWN, signature(Tool.model_validate(record)))
+        out = StageOutput(items_in=len(inputs))
+        names: dict[str, str] = {}
+        for k, record in enumerate(inputs):
+            tool = Tool.model_validate(record)
+            sig = signature(tool)
+            matches = index.matches(sig)
+            twin = next((key for key, label, _ in matches if label == RUN), None)
+            if twin is not None:
+                out.reject(self.name, tool.id, ["tool_near_duplicate"], tool.model_dump(),
+                           f"{tool.name} ({tool.source}) is a near-duplicate of {names[twin]}")
+                continue
+            known = any(label == KNOWN for _, label, _ in matches)
+            if known and settings.skip_known:
+                out.reject(self.name, tool.id, ["tool_known_in_pool"], tool.model_dump(), f"{tool.name} is already in the pool")
+                continue
+            key = f"{RUN}:{k}"
+            index.add(key, RUN, sig)
+            names[key] = f"{tool.name} ({tool.source})"
+            tool.provenance = {**tool.provenance, "pool": KNOWN if known else "new"}
+            out.records.append(tool)
+            profile(out, tool)
+        return out
+
+
+def profile(out: StageOutput, tool: Tool) -> None:
+    out.count("tools_by_source", tool.source)
+    out.count("functions_by_source", tool.source, len(tool.functions))
+    out.count("tools_by_domain", (tool.domain_path or [tool.category])[0])
+    out.count("functions_per_tool", str(len(tool.functions)))
+    out.count("pool", str(tool.provenance["pool"]))
+    for fn in tool.functions:
+        for kind, n in parameter_types(fn.parameters).items():
+            out.count("parameter_types", kind, n)
+        out.count("nesting_depth", str(nesting_depth(fn.parameters)))

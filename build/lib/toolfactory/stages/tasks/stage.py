@@ -1,0 +1,71 @@
+"""The tasks stage: sampled tool sets and user instructions, by recipe.
+
+Every tool of the pool anchors `tasks.instructions_per_tool` instructions. Its recipe is drawn
+(seeded by the run and the tool) from `tasks.recipes`:
+
+* toolalpaca (:mod:`.toolalpaca`): the user agent writes requests for the one tool (Fig. 8);
+* toolllm (:mod:`.toolllm`): an I1/I2/I3 tool set (`tasks.scenarios`) and instructions with
+  their relevant APIs from a prompt with three seed examples (ToolLLM §2.2);
+* toolace (:mod:`.toolace`): same-domain APIs, a target mode, turns and language style (§2.2).
+
+The pool is one shard; the stage reads it in as many parts as there were tools shards (part i
+holds every n-th tool), and every part sees the whole pool for the samplers. The profile counts
+recipes, scenarios, modes, and every pool tool and API offered (`tool_uses`, `api_uses`:
+the stats show how many distinct ones, the coverage of the pool).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, ClassVar
+
+from toolfactory.models import Rejected, Task, Tool
+from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.pool.hierarchy import PoolHierarchy
+from toolfactory.stages.records import map_records
+from toolfactory.stages.tasks.sampling import sample_tool_set, weighted
+from toolfactory.stages.tasks.toolace import toolace_tasks
+from toolfactory.stages.tasks.toolalpaca import toolalpaca_tasks
+from toolfactory.stages.tasks.toolllm import toolllm_tasks
+
+
+class TasksStage:
+    name: ClassVar[str] = "tasks"
+
+    def plan(self, planning: Planning) -> list[ShardSpec]:
+        pool, parts = planning.outputs("pool"), len(planning.plans["tools"])
+        return [ShardSpec(self.name, i, pool, {"part": i, "parts": parts}) for i in range(parts)] if pool else []
+
+    async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
+        settings = ctx.config.tasks
+        pool = [Tool.model_validate(data) for data in inputs]
+        hierarchy = PoolHierarchy(pool)
+        anchors = pool[shard.params["part"] :: shard.params["parts"]]
+        out = StageOutput()
+        if shard.params["part"] == 0:
+            out.count("coverage", "pool_tools", len(pool))
+
+        async def tasks_for(anchor: Tool) -> list[Task | Rejected]:
+            rng = random.Random(f"{ctx.config.run.seed}:tasks:{anchor.id}")
+            recipe = weighted(rng, settings.recipes)
+            count = settings.instructions_per_tool
+            if recipe == "toolalpaca":
+                return list(await toolalpaca_tasks(anchor, count, ctx))
+            if recipe == "toolllm":
+                tool_set = sample_tool_set(hierarchy, anchor, weighted(rng, settings.scenarios), rng,
+                                           max_tools=settings.max_tools_per_set, max_apis=settings.max_apis_per_tool)
+                return await toolllm_tasks(tool_set, count, rng, ctx, out)
+            return list(await toolace_tasks(anchor, hierarchy, count, rng, ctx))
+
+        out.merge(await map_records(self.name, anchors, tasks_for, lambda t: (t.id, t.model_dump())))
+        for task in out.records:
+            assert isinstance(task, Task)
+            out.count("recipes", task.recipe)
+            out.count("scenarios", task.scenario)
+            out.count("modes", task.mode)
+            out.count("turns", str(task.turns))
+            for tool in task.tools:
+                out.count("tool_uses", tool.id)
+                for fn in tool.functions:
+                    out.count("api_uses", f"{tool.id}/{fn.name}")
+        return out

@@ -1,0 +1,118 @@
+"""toolace recipe: multi-mode prompting of the user agent (ToolACE §2.2.1–2.2.2).
+
+APIs are sampled from one domain (the anchor's), so that a dialogue stays on topic and offers
+similar functions. Each task gets a target mode (``tasks.modes``), a number of user turns
+(``tasks.multi_turn``) and a language style; the user agent is told all three. For
+``non_tool`` the offered tools come from another domain than the request's subject, so no
+offered tool fits; for ``multiple`` several similar functions are offered and one serves.
+Whether the dialogue really has its target mode is checked by the verify stage.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from toolfactory.models import Task, Tool, stable_id
+from toolfactory.stages.base import ShardContext
+from toolfactory.stages.pool.hierarchy import PoolHierarchy
+from toolfactory.stages.tasks.sampling import other_domain_tools, sample_tool_set, weighted
+
+MODE_GUIDES = {
+    "single": "needs exactly one call of one function",
+    "parallel": "needs several calls that do not depend on each other and can be made at once "
+                "(the same function for different values, or different functions)",
+    "multiple": "is served by exactly one of the functions, although several of them look similar",
+    "dependent": "needs at least two calls where a later call's input comes from an earlier call's result",
+    "non_tool": "is about the subject below, which none of the offered functions can serve",
+    "missing_params": "needs a function but leaves out exactly one value the function requires, so "
+                      "the assistant has to ask for it",
+}
+
+# Language styles the user agent writes in (ToolACE's templates for similarity-guided
+# complication): varied styles give queries of varied linguistic complexity.
+STYLES = (
+    "short and direct, like a command typed on a phone",
+    "polite and detailed, with some background on why you need it",
+    "a question with explicit constraints (dates, amounts, limits)",
+    "casual and chatty, with a little small talk",
+    "a multi-part request with a condition (if this, then that)",
+    "formal business language",
+    "written by a non-native speaker: simple words, slightly unusual phrasing",
+    "embedded in a short story about your situation",
+)
+
+PROMPT = """\
+You play a user who talks to an assistant that can call the functions below. Write {count}
+different opening requests. Each request {guide}. Style: {style}. {turns}
+Use concrete values (names, places, dates, amounts) instead of placeholders, never name a
+function, and for each request list the functions it needs (none if no function fits).
+{subject}Functions offered to the assistant:
+{functions}"""
+
+
+def _functions_text(tools: list[Tool]) -> str:
+    return "\n".join(
+        f"- {fn.name}: {fn.description} Parameters: {json.dumps(fn.parameters, ensure_ascii=False)}"
+        for tool in tools for fn in tool.functions
+    )
+
+
+def _schema(count: int, names: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "requests": {
+                "type": "array",
+                "minItems": count,
+                "maxItems": count,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "request": {"type": "string", "minLength": 10},
+                        "functions": {"type": "array", "items": {"enum": names}, "uniqueItems": True},
+                    },
+                    "required": ["request", "functions"],
+                },
+            }
+        },
+        "required": ["requests"],
+    }
+
+
+async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng: random.Random, ctx: ShardContext) -> list[Task]:
+    settings = ctx.config.tasks
+    mode = weighted(rng, settings.modes)
+    turns = rng.randint(2, 3) if rng.random() < settings.multi_turn else 1
+    style = rng.choice(STYLES)
+    subject = ""
+    if mode == "non_tool":
+        offered = other_domain_tools(hierarchy, anchor, rng, rng.randint(1, 2)) or [anchor]
+        if offered == [anchor]:
+            mode = "single"  # a pool of one domain has no tool that does not fit
+        else:
+            subject = f"Subject of the requests (NOT served by the functions): {anchor.name}: {anchor.description}\n"
+    else:
+        offered = sample_tool_set(hierarchy, anchor, "same_domain", rng, max_tools=settings.max_tools_per_set,
+                                  max_apis=settings.max_apis_per_tool).tools
+    names = [fn.name for tool in offered for fn in tool.functions]
+    prompt = PROMPT.format(
+        count=count, guide=MODE_GUIDES[mode], style=style, subject=subject, functions=_functions_text(offered),
+        turns=f"The conversation will have {turns} user turns; write only the first request now." if turns > 1 else "",
+    )
+    answer = await ctx.gateway.structured("user", [{"role": "user", "content": prompt}], _schema(count, names), name="requests")
+    return [
+        Task(
+            id=stable_id("toolace", anchor.id, str(ctx.config.run.seed), str(k)),
+            tools=offered,
+            instruction=item["request"],
+            relevant_functions=[] if mode == "non_tool" else list(item["functions"]),
+            scenario="same_domain",
+            mode=mode,
+            recipe="toolace",
+            turns=turns,
+            style=style,
+        )
+        for k, item in enumerate(answer["requests"])
+    ]

@@ -1,0 +1,82 @@
+"""toolalpaca recipe: the user agent writes instructions for one tool (ToolAlpaca §3.2, Fig. 8).
+
+The user agent sees a tool's name, description and functions and writes concrete, varied
+requests that never name the API; each instruction states the function it needs, constrained to
+the tool's real functions by the answer's JSON Schema.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolfactory.models import Task, Tool, stable_id
+from toolfactory.stages.base import ShardContext
+from toolfactory.stages.dialogues.modes import OPEN_MODE
+
+USER_AGENT_PROMPT = """\
+Imagine you are a person who wants to use the features of the API below in daily life. Write
+{count} realistic requests you might send to an assistant that can use this API.
+Guidelines:
+1. Each request is one or two sentences. Mix questions, first-person statements and imperatives.
+2. Never mention the API's name.
+3. Use only features the API offers; for each request give the function that serves it.
+4. Use concrete values (real places, dates, names, amounts), never placeholders such as "a city"
+   or "this item".
+5. Vary the verbs and the wording from one request to the next.
+<API>
+Name: {name}
+Description: {description}
+Functions:
+{functions}
+</API>"""
+
+
+def describe_functions(tool: Tool) -> str:
+    return "\n".join(
+        f"- {fn.name}: {fn.description} Parameters: {json.dumps(fn.parameters.get('properties', {}))}"
+        for fn in tool.functions
+    )
+
+
+def instruction_schema(tool: Tool, count: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "instructions": {
+                "type": "array",
+                "minItems": count,
+                "maxItems": count,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "instruction": {"type": "string", "minLength": 10},
+                        "function": {"type": "string", "enum": [fn.name for fn in tool.functions]},
+                    },
+                    "required": ["instruction", "function"],
+                },
+            }
+        },
+        "required": ["instructions"],
+    }
+
+
+
+async def toolalpaca_tasks(tool: Tool, count: int, ctx: ShardContext) -> list[Task]:
+    prompt = USER_AGENT_PROMPT.format(
+        count=count, name=tool.name, description=tool.description or tool.introduction, functions=describe_functions(tool),
+    )
+    answer = await ctx.gateway.structured(
+        "user", [{"role": "user", "content": prompt}], instruction_schema(tool, count), name="instructions"
+    )
+    return [
+        Task(
+            id=stable_id(tool.id, str(ctx.config.run.seed), str(k)),
+            tools=[tool],
+            instruction=item["instruction"],
+            relevant_functions=[item["function"]],
+            recipe="toolalpaca",
+            mode=OPEN_MODE,
+        )
+        for k, item in enumerate(answer["instructions"])
+    ]

@@ -1,0 +1,101 @@
+"""API definition clarity (ToolACE §3.1, Table 6): what a tool must have to enter the pool."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from toolfactory.models import Function, Tool
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def definition_problems(tool: Tool) -> list[tuple[str, str]]:
+    """(reason code, message) for every problem of `tool`; empty when it may enter the pool."""
+    problems: list[tuple[str, str]] = []
+    if not tool.functions:
+        problems.append(("tool_no_functions", f"tool {tool.name!r} has no functions"))
+    seen: set[str] = set()
+    for fn in tool.functions:
+        if fn.name in seen:
+            problems.append(("tool_duplicate_function", f"{tool.name}.{fn.name}: function name used twice"))
+        seen.add(fn.name)
+        problems += [(code, f"{tool.name}.{message}") for code, message in function_problems(fn)]
+    return problems
+
+
+def function_problems(fn: Function) -> tuple[tuple[str, str], ...]:
+    """(reason code, message) for every problem of one function definition."""
+    return _function_problems(fn.model_dump_json())
+
+
+@lru_cache(maxsize=8192)
+def _function_problems(fn_json: str) -> tuple[tuple[str, str], ...]:
+    # Cached by content: checking a JSON Schema is costly, and the same functions recur in
+    # every record of a dataset.
+    fn = Function.model_validate_json(fn_json)
+    problems: list[tuple[str, str]] = []
+    if not _NAME.match(fn.name):
+        problems.append(("tool_function_name_invalid", f"{fn.name}: name must match {_NAME.pattern}"))
+    if not fn.description.strip():
+        problems.append(("tool_missing_description", f"{fn.name}: no description"))
+    for label, schema in (("parameters", fn.parameters), ("returns", fn.returns)):
+        error = _schema_error(json.dumps(schema, sort_keys=True))
+        if error is not None:
+            problems.append(("tool_invalid_schema", f"{fn.name}.{label} at {error}"))
+    if fn.parameters.get("type") != "object":
+        problems.append(("tool_parameters_not_object", f"{fn.name}: parameters must be a JSON Schema object"))
+    else:
+        properties = fn.parameters.get("properties") or {}
+        missing = [name for name in fn.parameters.get("required", []) if name not in properties]
+        if missing:
+            problems.append(("tool_required_undeclared", f"{fn.name}: required {missing} not in properties"))
+    return tuple(problems)
+
+
+@lru_cache(maxsize=16384)
+def _schema_error(schema_json: str) -> str | None:
+    # Cached by the schema alone: the same parameter and return schemas recur across functions
+    # (the default `returns`, ToolBench's flat string parameters), and checking one is costly.
+    try:
+        Draft202012Validator.check_schema(json.loads(schema_json))
+    except SchemaError as exc:
+        return f"{'/'.join(str(p) for p in exc.absolute_path) or '(root)'}: {exc.message}"
+    return None
+
+
+_ID_PARAMETER = re.compile(r"(^|_)id$|[a-z0-9]Id$")
+
+
+def lookup_problems(tool: Tool) -> list[tuple[str, str]]:
+    """Ids a user cannot know must be obtainable (ToolAlpaca's rule for generated APIs): a
+    function that requires one needs another function whose result holds it, such as a search
+    or list function."""
+    problems: list[tuple[str, str]] = []
+    for fn in tool.functions:
+        for name in fn.parameters.get("required", []):
+            if not _ID_PARAMETER.search(name):
+                continue
+            wanted = {name.casefold(), "id"}
+            if not any(wanted & _property_names(other.returns) for other in tool.functions if other is not fn):
+                problems.append((
+                    "tool_id_without_lookup",
+                    f"{tool.name}.{fn.name}: requires {name!r}, but no other function (a search or list) returns it",
+                ))
+    return problems
+
+
+def _property_names(schema: object) -> set[str]:
+    if isinstance(schema, list):
+        return set().union(*(_property_names(item) for item in schema)) if schema else set()
+    if not isinstance(schema, dict):
+        return set()
+    names = {key.casefold() for key in schema.get("properties") or {}} if isinstance(schema.get("properties"), dict) else set()
+    for value in schema.values():
+        if isinstance(value, (dict, list)):
+            names |= _property_names(value)
+    return names

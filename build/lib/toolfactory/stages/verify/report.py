@@ -1,0 +1,179 @@
+"""Verify an existing dataset file with the rule layer and write a report.
+
+:func:`verify_file` reads `path` with a reader of :mod:`toolfactory.formats`, runs every rule
+(:func:`~toolfactory.stages.verify.rules.check`) except the format's ``NOT_APPLICABLE`` codes and
+the `disabled` ones, and writes to `out_dir`:
+
+* ``report.json``::
+
+      {"path", "format",
+       "records",         # input records: parsed + format errors
+       "parsed",          # records read into Dialogues: accepted + rejected
+       "format_errors": {reason: n},
+       "accepted", "rejected",
+       "pass_rate",       # accepted / parsed (0.0 when nothing parsed), 4 decimals
+       "rules": {code: n},     # records rejected with this error code (a record counts once per code)
+       "warnings": {code: n},  # parsed records with this warning (accepted or not)
+       "skipped_rules": [code, ...]}  # not applicable to the format, plus disabled; sorted
+
+  ``rules`` and ``warnings`` are ordered by count, then code.
+* ``rejected.jsonl``: one line per rejected record, in input order:
+  ``{"index", "id", "codes": [error codes], "errors": [{code, path, message}],
+  "warnings": [{code, path, message}]}``.
+* ``format_errors.jsonl``: one line per record that could not be read:
+  ``{"index", "reason", "message", "where"}``.
+* ``report.md``: a short summary for a human: counts, pass rate, the format errors and the rules
+  that reject most, each with one example, the warnings and the skipped rules with why.
+
+Everything is a function of the input (no timestamps), so two runs give identical files; ids of
+records without one are content hashes (see :mod:`toolfactory.formats.base`). ``report.json`` is
+written last.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+from toolfactory.errors import ConfigError
+from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError
+from toolfactory.models import Verdict
+from toolfactory.stages.verify.rules import RULES, check, errors
+
+TOP_RULES = 10  # rules listed in report.md
+
+
+def _verdict(v: Verdict) -> dict[str, str]:
+    return {"code": v.code, "path": v.path, "message": v.message}
+
+
+def _ordered(counts: Counter[str]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _skipped(fmt: str, disabled: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
+    if fmt not in READERS:
+        raise ConfigError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+    disabled = frozenset(disabled)
+    unknown = sorted(disabled - set(RULES))
+    if unknown:
+        raise ConfigError(f"unknown rule codes {unknown} (allowed: {', '.join(sorted(RULES))})")
+    return disabled, NOT_APPLICABLE[fmt] | disabled
+
+
+def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Iterable[str] = frozenset()) -> dict[str, Any]:
+    """Read `path` as `fmt`, check every record, write the report files to `out_dir`; the report dict."""
+    disabled, skipped = _skipped(fmt, disabled)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    records = parsed = accepted = rejected = 0
+    format_errors: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    warned: Counter[str] = Counter()
+    format_examples: dict[str, FormatError] = {}
+    rule_examples: dict[str, tuple[str, Verdict]] = {}
+    warning_examples: dict[str, tuple[str, Verdict]] = {}
+    with (out / "rejected.jsonl").open("w", encoding="utf-8") as rejected_file, \
+            (out / "format_errors.jsonl").open("w", encoding="utf-8") as errors_file:
+        for index, item in enumerate(READERS[fmt](Path(path))):
+            records += 1
+            if isinstance(item, FormatError):
+                format_errors[item.reason] += 1
+                format_examples.setdefault(item.reason, item)
+                errors_file.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+                continue
+            parsed += 1
+            verdicts = check(item, skipped)
+            rejecting = errors(verdicts)
+            warnings = [v for v in verdicts if v.severity == "warning"]
+            for v in warnings:
+                warning_examples.setdefault(v.code, (item.id, v))
+            warned.update({v.code for v in warnings})
+            if not rejecting:
+                accepted += 1
+                continue
+            rejected += 1
+            codes = sorted({v.code for v in rejecting})
+            failed.update(codes)
+            for v in rejecting:
+                rule_examples.setdefault(v.code, (item.id, v))
+            line = {"index": index, "id": item.id, "codes": codes, "errors": [_verdict(v) for v in rejecting],
+                    "warnings": [_verdict(v) for v in warnings]}
+            rejected_file.write(json.dumps(line, ensure_ascii=False) + "\n")
+    report: dict[str, Any] = {
+        "path": str(path),
+        "format": fmt,
+        "records": records,
+        "parsed": parsed,
+        "format_errors": _ordered(format_errors),
+        "accepted": accepted,
+        "rejected": rejected,
+        "pass_rate": round(accepted / parsed, 4) if parsed else 0.0,
+        "rules": _ordered(failed),
+        "warnings": _ordered(warned),
+        "skipped_rules": sorted(skipped),
+    }
+    reasons = {code: NOT_APPLICABLE_REASONS[fmt].get(code, "disabled") for code in skipped}
+    for code in disabled & NOT_APPLICABLE[fmt]:
+        reasons[code] += " (also disabled)"
+    (out / "report.md").write_text(markdown(report, format_examples, rule_examples, warning_examples, reasons), encoding="utf-8")
+    (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return report
+
+
+def _cell(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def markdown(
+    report: dict[str, Any],
+    format_examples: dict[str, FormatError],
+    rule_examples: dict[str, tuple[str, Verdict]],
+    warning_examples: dict[str, tuple[str, Verdict]],
+    skip_reasons: dict[str, str],
+) -> str:
+    """The human-readable summary of a report (see the module doc)."""
+    lines = [
+        f"# Verify report: {Path(report['path']).name}",
+        "",
+        f"- input: `{report['path']}` (format `{report['format']}`)",
+        f"- records: {report['records']} ({report['parsed']} parsed, {sum(report['format_errors'].values())} format errors)",
+        f"- accepted: {report['accepted']}, rejected: {report['rejected']}",
+        f"- pass rate: {report['pass_rate']:.1%} of parsed records",
+        "",
+    ]
+    if report["format_errors"]:
+        lines += ["## Format errors (records that could not be read)", "", "| reason | records | example |", "| --- | ---: | --- |"]
+        for reason, n in report["format_errors"].items():
+            example = format_examples[reason]
+            lines.append(f"| `{reason}` | {n} | {_cell(f'{example.where}: {example.message}')} |")
+        lines.append("")
+
+    def rule_table(title: str, counts: dict[str, int], examples: dict[str, tuple[str, Verdict]]) -> None:
+        nonlocal lines
+        if not counts:
+            return
+        shown = list(counts.items())[:TOP_RULES]
+        lines += [title, "", "| rule | records | example |", "| --- | ---: | --- |"]
+        for code, n in shown:
+            record_id, v = examples[code]
+            lines.append(f"| `{code}` | {n} | {_cell(f'`{record_id}` {v.path}: {v.message}')} |")
+        if len(counts) > len(shown):
+            lines.append(f"| ... | | {len(counts) - len(shown)} more rules in report.json |")
+        lines.append("")
+
+    rule_table("## Rules that reject records", report["rules"], rule_examples)
+    rule_table("## Warnings (recorded, not rejecting)", report["warnings"], warning_examples)
+    if not report["rules"] and report["parsed"]:
+        lines += ["Every parsed record passes every applied rule.", ""]
+    if report["skipped_rules"]:
+        lines += ["## Skipped rules", ""]
+        lines += [f"- `{code}`: {skip_reasons.get(code, 'disabled')}" for code in report["skipped_rules"]]
+        lines.append("")
+    return "\n".join(lines)
+
+
+__all__ = ["markdown", "verify_file"]

@@ -1,0 +1,157 @@
+"""The rule registry: the :class:`Rule` type, ``RULES``, the ``@rule`` decorator and :func:`check`.
+
+A rule is a function of a :class:`Sample` (one dialogue with the views every rule needs,
+computed once: the offered functions by name, every tool call with its parsed arguments) that
+yields ``(path, message)`` for each problem it finds and nothing when the dialogue passes. The
+registry turns each finding into a failed :class:`~toolfactory.models.Verdict` carrying the
+rule's stable code and severity:
+
+* ``error``: the record is rejected by the verify stage;
+* ``warning``: recorded in ``dialogue.verdicts`` but the record is accepted.
+
+:func:`check` runs every enabled rule and returns every failed verdict (errors and warnings), so a
+record's verdict lists every failed rule, not only the first.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Literal
+
+from toolfactory.models import Dialogue, Function, Message, ToolCall, Verdict
+
+Severity = Literal["error", "warning"]
+Finding = tuple[str, str]  # (path, message)
+RuleFn = Callable[["Sample"], Iterable[Finding]]
+
+
+class _NotJson:
+    """Marks call arguments that could not be parsed."""
+
+    def __repr__(self) -> str:
+        return "NOT_JSON"
+
+
+NOT_JSON: Any = _NotJson()
+
+
+class Call:
+    """One tool call of a dialogue, with its position and its parsed arguments."""
+
+    __slots__ = ("path", "message_index", "index", "call", "name", "value", "parse_error")
+
+    def __init__(self, message_index: int, index: int, call: ToolCall) -> None:
+        self.message_index = message_index
+        self.index = index
+        self.call = call
+        self.name = call.name
+        self.path = f"messages[{message_index}].tool_calls[{index}]"
+        # An empty argument string means "no arguments", as OpenAI clients send it.
+        try:
+            self.value: Any = json.loads(call.arguments) if call.arguments else {}
+            self.parse_error: str | None = None
+        except json.JSONDecodeError as exc:
+            self.value = NOT_JSON
+            self.parse_error = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+
+    @property
+    def arguments(self) -> dict[str, Any] | None:
+        """The arguments as an object, or None when they are not a JSON object."""
+        return self.value if isinstance(self.value, dict) else None
+
+
+class Sample:
+    """A dialogue plus the views the rules share, built once per :func:`check`."""
+
+    __slots__ = ("dialogue", "messages", "functions", "calls", "_memo")
+
+    def __init__(self, dialogue: Dialogue) -> None:
+        self.dialogue = dialogue
+        self.messages: list[Message] = dialogue.messages
+        functions: dict[str, Function] = {}
+        for fn in dialogue.tools:
+            functions.setdefault(fn.name, fn)
+        self.functions = functions
+        self.calls: list[Call] = [
+            Call(i, j, call)
+            for i, message in enumerate(self.messages)
+            if message.tool_calls
+            for j, call in enumerate(message.tool_calls)
+        ]
+        self._memo: dict[str, Any] = {}
+
+    def memo(self, key: str, compute: Callable[["Sample"], Any]) -> Any:
+        """`compute(self)`, computed once per sample (for analyses several rules share)."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = compute(self)
+            return value
+
+    def final_answer(self) -> tuple[int, str] | None:
+        """(index, text) of the closing assistant text turn, or None if the dialogue has none."""
+        if not self.messages:
+            return None
+        last = self.messages[-1]
+        if last.role != "assistant" or last.tool_calls or not (last.content or "").strip():
+            return None
+        return len(self.messages) - 1, last.content or ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered rule: stable code, severity, family (module) and the check itself."""
+
+    code: str
+    severity: Severity
+    family: str
+    fn: RuleFn
+    doc: str = ""
+
+    def run(self, sample: Sample) -> list[Verdict]:
+        return [
+            Verdict(code=self.code, passed=False, severity=self.severity, message=message, path=path)
+            for path, message in self.fn(sample)
+        ]
+
+    def __call__(self, dialogue: Dialogue) -> list[Verdict]:
+        """The failed verdicts of this rule alone."""
+        return self.run(Sample(dialogue))
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(code: str, severity: Severity = "error") -> Callable[[RuleFn], RuleFn]:
+    """Register `fn` under `code` (codes are stable: they are stored with rejected records)."""
+    if severity not in ("error", "warning"):
+        raise ValueError(f"rule {code}: severity must be 'error' or 'warning', not {severity!r}")
+
+    def register(fn: RuleFn) -> RuleFn:
+        if code in RULES:
+            raise ValueError(f"rule code {code!r} is registered twice")
+        family = fn.__module__.rsplit(".", 1)[-1]
+        doc = (fn.__doc__ or "").strip().split("\n", 1)[0]
+        RULES[code] = Rule(code=code, severity=severity, family=family, fn=fn, doc=doc)
+        return fn
+
+    return register
+
+
+def check(dialogue: Dialogue, disabled: frozenset[str] | set[str] = frozenset()) -> list[Verdict]:
+    """Every failed verdict (errors and warnings) of every enabled rule, in registry order."""
+    sample = Sample(dialogue)
+    out: list[Verdict] = []
+    for code, registered in RULES.items():
+        if code in disabled:
+            continue
+        severity = registered.severity
+        for path, message in registered.fn(sample):
+            out.append(Verdict(code=code, passed=False, severity=severity, message=message, path=path))
+    return out
+
+
+def errors(verdicts: Iterable[Verdict]) -> list[Verdict]:
+    """The verdicts that reject a record."""
+    return [v for v in verdicts if v.severity == "error" and not v.passed]

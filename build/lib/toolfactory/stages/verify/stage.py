@@ -1,0 +1,57 @@
+"""The verify stage: the rule layer on every dialogue, then LLM judges on those that pass it
+(ToolACE §3 dual-layer verification); accepted and rejected records.
+
+Every failed verdict (errors and warnings) is kept in ``dialogue.verdicts`` and every judge's
+votes in ``dialogue.judgements``; a record is rejected when a rule of severity "error" fails or
+a judge's majority fails it, with those codes as the reasons. Per-layer counts go to the stats.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, ClassVar
+
+from toolfactory.errors import ConfigError
+from toolfactory.models import Dialogue, Record, Rejected
+from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput, one_to_one
+from toolfactory.stages.records import map_records
+from toolfactory.stages.verify.judges import failed_verdicts, judge_all
+from toolfactory.stages.verify.rules import RULES, check, errors
+
+
+class VerifyStage:
+    name: ClassVar[str] = "verify"
+
+    def plan(self, planning: Planning) -> list[ShardSpec]:
+        unknown = sorted(set(planning.config.verify.disabled_rules) - set(RULES))
+        if unknown:
+            raise ConfigError(f"verify.disabled_rules: unknown rule codes {unknown} (allowed: {', '.join(sorted(RULES))})")
+        return one_to_one(self.name, planning, "dialogues")
+
+    async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
+        disabled = frozenset(ctx.config.verify.disabled_rules)
+        aspects, votes = list(ctx.config.verify.judges), ctx.config.verify.judge_votes
+        passed: Counter[str] = Counter()
+
+        async def verify(dialogue: Dialogue) -> list[Record | Rejected]:
+            dialogue.verdicts = check(dialogue, disabled)
+            rejecting = errors(dialogue.verdicts)
+            if not rejecting:
+                passed["rules"] += 1
+                if aspects:
+                    dialogue.judgements = await judge_all(dialogue, aspects, ctx.gateway, votes)
+                    rejecting = failed_verdicts(dialogue.judgements)
+                    dialogue.verdicts += rejecting
+                    passed["model"] += not rejecting
+            if not rejecting:
+                return [dialogue]
+            detail = "; ".join(f"{v.code} at {v.path}: {v.message}" for v in rejecting)
+            reasons = sorted({v.code for v in rejecting})
+            return [Rejected(id=dialogue.id, stage=self.name, reasons=reasons, detail=detail, record=dialogue.model_dump())]
+
+        dialogues = [Dialogue.model_validate(data) for data in inputs]
+        out = await map_records(self.name, dialogues, verify, lambda d: (d.id, d.model_dump()))
+        out.layers = {"rules": (len(dialogues), passed["rules"])}
+        if aspects:
+            out.layers["model"] = (passed["rules"], passed["model"])
+        return out

@@ -1,0 +1,251 @@
+"""The stats database (DuckDB): runs, shard status and per-stage, per-rule metrics.
+
+Workers return metrics; the flow is the only writer. Each write opens the file, writes one
+transaction and closes it, so `toolfactory stats` can read while a run goes on. Everything in
+it is derived from the run's storage (manifest and shard metrics sidecars), so a lost or stale
+database is rebuilt by a re-run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, created_at VARCHAR, started_at VARCHAR, finished_at VARCHAR,
+    status VARCHAR, storage VARCHAR, config JSON, versions JSON, attempts INTEGER
+);
+-- The latest state of each shard.
+CREATE TABLE IF NOT EXISTS shards (
+    run_id VARCHAR, stage VARCHAR, shard INTEGER, status VARCHAR, attempts INTEGER, error VARCHAR,
+    fingerprint VARCHAR, started_at VARCHAR, finished_at VARCHAR, wall_s DOUBLE,
+    items_in INTEGER, items_out INTEGER, rejected INTEGER,
+    PRIMARY KEY (run_id, stage, shard)
+);
+-- Checks in layers within a stage (verify: rules, then model): records in and passed.
+CREATE TABLE IF NOT EXISTS layer_metrics (
+    run_id VARCHAR, stage VARCHAR, shard INTEGER, layer VARCHAR, items_in INTEGER, passed INTEGER,
+    PRIMARY KEY (run_id, stage, shard, layer)
+);
+-- What a shard's output is made of (tools by source, parameter types, modes, …).
+CREATE TABLE IF NOT EXISTS profiles (
+    run_id VARCHAR, stage VARCHAR, shard INTEGER, dimension VARCHAR, value VARCHAR, count BIGINT,
+    PRIMARY KEY (run_id, stage, shard, dimension, value)
+);
+CREATE TABLE IF NOT EXISTS rejections (
+    run_id VARCHAR, stage VARCHAR, shard INTEGER, reason VARCHAR, count INTEGER,
+    PRIMARY KEY (run_id, stage, shard, reason)
+);
+-- Every executed attempt that reported its LLM use, completed or not: what a run has spent.
+CREATE TABLE IF NOT EXISTS shard_attempts (
+    attempt_id VARCHAR PRIMARY KEY, run_id VARCHAR, stage VARCHAR, shard INTEGER, outcome VARCHAR,
+    started_at VARCHAR, finished_at VARCHAR, llm_calls INTEGER, cache_hits INTEGER, retries INTEGER,
+    reasks INTEGER, prompt_tokens BIGINT, completion_tokens BIGINT, llm_latency_s DOUBLE
+);
+CREATE TABLE IF NOT EXISTS llm_usage (
+    attempt_id VARCHAR, run_id VARCHAR, stage VARCHAR, shard INTEGER, role VARCHAR, calls INTEGER,
+    cache_hits INTEGER, retries INTEGER, reasks INTEGER, prompt_tokens BIGINT,
+    completion_tokens BIGINT, latency_s DOUBLE, failures JSON,
+    PRIMARY KEY (attempt_id, role)
+);
+CREATE OR REPLACE VIEW stage_metrics AS
+WITH usage AS (
+    SELECT run_id, stage, sum(llm_calls) AS llm_calls, sum(cache_hits) AS cache_hits,
+           sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens
+    FROM shard_attempts GROUP BY run_id, stage
+)
+SELECT s.run_id, s.stage,
+       count(*) AS shards_total,
+       count(*) FILTER (WHERE s.status = 'completed') AS shards_completed,
+       count(*) FILTER (WHERE s.status IN ('failed', 'blocked')) AS shards_failed,
+       coalesce(sum(s.items_in), 0) AS items_in,
+       coalesce(sum(s.items_out), 0) AS items_out,
+       coalesce(sum(s.rejected), 0) AS rejected,
+       coalesce(any_value(u.llm_calls), 0) AS llm_calls,
+       coalesce(any_value(u.cache_hits), 0) AS cache_hits,
+       coalesce(any_value(u.prompt_tokens), 0) AS prompt_tokens,
+       coalesce(any_value(u.completion_tokens), 0) AS completion_tokens,
+       coalesce(sum(s.wall_s), 0) AS wall_s
+FROM shards s LEFT JOIN usage u USING (run_id, stage)
+GROUP BY s.run_id, s.stage;
+"""
+
+
+# Profile dimensions named `*_uses` count uses per item (a tool id, an API): the summary gives how
+# many distinct items were used and how often, the coverage; the table keeps every item.
+USES = "_uses"
+
+
+@retry(
+    retry=retry_if_exception(lambda exc: isinstance(exc, duckdb.IOException) and "lock" in str(exc)),
+    wait=wait_random(0.05, 0.25),
+    stop=stop_after_delay(30),
+    reraise=True,
+)
+def _open(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open the file, waiting while another process holds it (the flow writes in short bursts)."""
+    return duckdb.connect(path, read_only=read_only)
+
+
+class StatsDB:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    @contextmanager
+    def _connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        con = _open(str(self.path), read_only)
+        try:
+            if not read_only:
+                con.execute(_SCHEMA)
+            yield con
+        finally:
+            con.close()
+
+    # --- writing (the flow only) --------------------------------------------------------------
+
+    def start_run(self, run_id: str, created_at: str, storage: str, config: dict[str, Any], versions: dict[str, str], started_at: str) -> None:
+        with self._connect() as con:
+            con.execute(
+                """INSERT INTO runs VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, 1)
+                   ON CONFLICT (run_id) DO UPDATE SET started_at = excluded.started_at,
+                   finished_at = NULL, status = 'running', attempts = runs.attempts + 1""",
+                [run_id, created_at, started_at, storage, json.dumps(config), json.dumps(versions)],
+            )
+
+    def finish_run(self, run_id: str, status: str, finished_at: str) -> None:
+        with self._connect() as con:
+            con.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?", [status, finished_at, run_id])
+
+    def record_shard(self, metrics: dict[str, Any], attempts: int) -> None:
+        """Record a completed shard from the metrics its task returned (idempotent)."""
+        key = [metrics["run_id"], metrics["stage"], metrics["shard"]]
+        with self._connect() as con:
+            con.execute("BEGIN")
+            con.execute(
+                "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, 'completed', ?, NULL, ?, ?, ?, ?, ?, ?, ?)",
+                [*key, attempts, metrics["fingerprint"], metrics["started_at"], metrics["finished_at"],
+                 metrics["wall_s"], metrics["items_in"], metrics["items_out"], metrics["rejected"]],
+            )
+            con.execute("DELETE FROM rejections WHERE run_id = ? AND stage = ? AND shard = ?", key)
+            for reason, count in sorted(metrics.get("rejections", {}).items()):
+                con.execute("INSERT INTO rejections VALUES (?, ?, ?, ?, ?)", [*key, reason, count])
+            con.execute("DELETE FROM layer_metrics WHERE run_id = ? AND stage = ? AND shard = ?", key)
+            for layer, (items_in, passed) in sorted(metrics.get("layers", {}).items()):
+                con.execute("INSERT INTO layer_metrics VALUES (?, ?, ?, ?, ?, ?)", [*key, layer, items_in, passed])
+            con.execute("DELETE FROM profiles WHERE run_id = ? AND stage = ? AND shard = ?", key)
+            for dimension, counts in sorted(metrics.get("profile", {}).items()):
+                for value, count in sorted(counts.items()):
+                    con.execute("INSERT INTO profiles VALUES (?, ?, ?, ?, ?, ?)", [*key, dimension, value, count])
+            self._record_attempt(con, metrics, "completed")
+            con.execute("COMMIT")
+
+    def record_shard_status(
+        self, run_id: str, stage: str, shard: int, status: str, attempts: int, error: str | None,
+        fingerprint: str, metrics: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a shard that did not complete (failed, or blocked by a failed input), with the
+        LLM use of its last attempt when the attempt reported it."""
+        with self._connect() as con:
+            con.execute("BEGIN")
+            con.execute(
+                """INSERT INTO shards (run_id, stage, shard, status, attempts, error, fingerprint)
+                   VALUES (?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (run_id, stage, shard) DO UPDATE SET status = excluded.status,
+                   attempts = shards.attempts + excluded.attempts, error = excluded.error""",
+                [run_id, stage, shard, status, attempts, error, fingerprint],
+            )
+            if metrics is not None:
+                self._record_attempt(con, metrics, status)
+            con.execute("COMMIT")
+
+    @staticmethod
+    def _record_attempt(con: duckdb.DuckDBPyConnection, metrics: dict[str, Any], outcome: str) -> None:
+        key = [metrics["attempt_id"], metrics["run_id"], metrics["stage"], metrics["shard"]]
+        llm = metrics.get("llm", {})
+        con.execute(
+            "INSERT OR IGNORE INTO shard_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [*key, outcome, metrics["started_at"], metrics["finished_at"], llm.get("calls", 0), llm.get("cache_hits", 0),
+             llm.get("retries", 0), llm.get("reasks", 0), llm.get("prompt_tokens", 0), llm.get("completion_tokens", 0),
+             llm.get("latency_s", 0.0)],
+        )
+        for role, usage in sorted(metrics.get("llm_by_role", {}).items()):
+            con.execute(
+                "INSERT OR IGNORE INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [*key, role, usage["calls"], usage["cache_hits"], usage["retries"], usage["reasks"],
+                 usage["prompt_tokens"], usage["completion_tokens"], usage["latency_s"], json.dumps(usage["failures"])],
+            )
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def latest_run_id(self) -> str | None:
+        if not self.path.exists():
+            return None
+        with self._connect(read_only=True) as con:
+            row = con.execute("SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
+    def run_summary(self, run_id: str, stage_order: tuple[str, ...]) -> dict[str, Any]:
+        """`{run_id, status, stages: [...]}`, one stage object per stage of the run, in run order."""
+        with self._connect(read_only=True) as con:
+            run = con.execute("SELECT status, started_at, finished_at FROM runs WHERE run_id = ?", [run_id]).fetchone()
+            rows = con.execute("SELECT * FROM stage_metrics WHERE run_id = ?", [run_id]).fetchall()
+            columns = [d[0] for d in con.description] if con.description else []
+            reasons = con.execute(
+                "SELECT stage, reason, sum(count) FROM rejections WHERE run_id = ? GROUP BY stage, reason ORDER BY 3 DESC, 2",
+                [run_id],
+            ).fetchall()
+            layers = con.execute(
+                """SELECT stage, layer, sum(items_in), sum(passed) FROM layer_metrics WHERE run_id = ?
+                   GROUP BY stage, layer ORDER BY stage, sum(items_in) DESC, layer""",
+                [run_id],
+            ).fetchall()
+            profiles = con.execute(
+                """SELECT stage, dimension, value, sum(count) FROM profiles WHERE run_id = ?
+                   GROUP BY stage, dimension, value ORDER BY stage, dimension, sum(count) DESC, value""",
+                [run_id],
+            ).fetchall()
+            errors = con.execute(
+                "SELECT stage, shard, status, error FROM shards WHERE run_id = ? AND status <> 'completed' ORDER BY stage, shard",
+                [run_id],
+            ).fetchall()
+        by_stage = {row[1]: dict(zip(columns, row)) for row in rows}
+        stages = []
+        for name in [s for s in stage_order if s in by_stage] + sorted(set(by_stage) - set(stage_order)):
+            item = by_stage[name]
+            item.pop("run_id")
+            # Accepted over judged: well defined for stages that expand (one tool, many tasks) too.
+            judged = item["items_out"] + item["rejected"]
+            item["pass_rate"] = round(item["items_out"] / judged, 4) if judged else None
+            item["rejections"] = {reason: int(n) for stage, reason, n in reasons if stage == name}
+            item["layers"] = {
+                layer: {"in": int(n_in), "passed": int(n_ok), "pass_rate": round(n_ok / n_in, 4) if n_in else None}
+                for stage, layer, n_in, n_ok in layers
+                if stage == name
+            }
+            item["profile"] = {}
+            for stage, dimension, value, count in profiles:
+                if stage == name:
+                    item["profile"].setdefault(dimension, {})[value] = int(count)
+            for dimension, counts in item["profile"].items():
+                if dimension.endswith(USES):  # one value per tool or API: how many, not which
+                    item["profile"][dimension] = {"distinct": len(counts), "total": sum(counts.values())}
+            item["failed_shards"] = [
+                {"shard": shard, "status": status, "error": error} for stage, shard, status, error in errors if stage == name
+            ]
+            stages.append(item)
+        return {
+            "run_id": run_id,
+            "status": run[0] if run else None,
+            "started_at": run[1] if run else None,
+            "finished_at": run[2] if run else None,
+            "stages": stages,
+        }
