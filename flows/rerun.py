@@ -1,7 +1,9 @@
 """The rerun flow: finish a run — its failed, blocked or never-run shards — with its own config.
 
 Committed shards are never rewritten; answers already obtained come from the LLM cache. The
-config given here only locates the storage root; everything else comes from the run's manifest.
+config file given here only locates the storage root; everything else comes from the run's
+manifest, except the operational settings given as overrides (endpoint, retries, concurrency,
+storage, …: see :mod:`toolfactory.operational`), which are applied and recorded in the manifest.
 """
 
 from __future__ import annotations
@@ -12,14 +14,20 @@ from prefect import flow, tags
 
 from flows.execute import execute_run, run_state, run_tags
 from toolfactory.config import load_config
-from toolfactory.manifest import load_manifest
+from toolfactory.manifest import load_manifest, write_manifest
+from toolfactory.operational import check_operational, rerun_config, rerun_record
 from toolfactory.storage import ObjectStore
 
 
 @flow(name="rerun", flow_run_name="rerun-{run_id}")
 def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
+    check_operational(overrides or ())
     locator = load_config(config_path, overrides or ())
     store = ObjectStore.open(locator.storage)
     manifest = load_manifest(store, run_id)
+    if overrides:
+        config = rerun_config(manifest.config, overrides)
+        manifest = manifest.model_copy(update={"config": config.snapshot(), "reruns": [*manifest.reruns, rerun_record(overrides)]})
+        write_manifest(store, manifest)
     with tags(*run_tags(manifest.run_config()), "rerun"):
         return run_state(execute_run(manifest, store))

@@ -217,3 +217,10 @@ def test_an_unwritable_output_is_one_line_and_debug_shows_the_traceback(tmp_path
     assert "NotADirectoryError" in _one_message(result)
     debug = subprocess.run([*args, "--debug"], capture_output=True, text=True, timeout=120)
     assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_rerun_refuses_a_setting_that_changes_what_is_generated(tmp_path: Path) -> None:
+    result = subprocess.run([TOOLFACTORY, "rerun", "some-run", "--set", f"storage.root={tmp_path}", "--set", "tasks.instructions_per_tool=9"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "rerun --set tasks.instructions_per_tool" in _one_message(result)

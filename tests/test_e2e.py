@@ -221,7 +221,11 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
         httpx.post(f"{sim.root_url}/simulator/reset").raise_for_status()
         from flows.rerun import rerun
 
-        second = rerun(run_id=run_id, overrides=[f"storage.root={root}"])  # completed: its summary, no state
+        # An operational setting is applied and recorded (the endpoint recovered: retries are back on).
+        second = rerun(run_id=run_id, overrides=[f"storage.root={root}", "llm.max_retries=3"])  # completed: its summary
+        manifest = json.loads((root / "runs" / run_id / "manifest.json").read_text())
+        assert manifest["config"]["llm"]["max_retries"] == 3
+        assert manifest["reruns"][0]["overrides"] == [f"storage.root={root}", "llm.max_retries=3"]
         sent_by_rerun = httpx.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"]
 
         assert second["status"] == "completed" and second["run_id"] == run_id

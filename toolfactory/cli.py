@@ -115,16 +115,23 @@ def rerun(
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
 ) -> None:
-    """Run the failed, blocked or missing shards of a run, with the run's own config."""
+    """Run the failed, blocked or missing shards of a run, with the run's own config.
+
+    `--set` may change how the run is carried out (endpoint URL, key source, concurrency, retries,
+    storage, transient tolerance, embedding backend); it is recorded in the run's manifest. Any
+    other setting is refused. `--config` only locates the storage."""
     locator = _config(config, overrides)
     from flows.execute import summary_of
     from flows.rerun import rerun as rerun_flow
     from flows.runtime import prefect_api
     from toolfactory.manifest import load_manifest
+    from toolfactory.operational import check_operational
     from toolfactory.storage import ObjectStore
 
     try:
-        load_manifest(ObjectStore.open(locator.storage), run_id)  # before Prefect starts: a typo costs nothing
+        # Before Prefect starts, a typo costs nothing.
+        check_operational(overrides or ())
+        load_manifest(ObjectStore.open(locator.storage), run_id)
         with prefect_api():
             summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], return_state=True))
     except (ConfigError, TerminalError) as exc:

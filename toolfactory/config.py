@@ -451,12 +451,23 @@ def load_config(
         if key.startswith(ENV_PREFIX) and "__" in key:
             dotted = key[len(ENV_PREFIX) :].lower().replace("__", ".")
             _set_path(data, dotted, _parse_scalar(value))
-    for item in overrides:
-        dotted, sep, value = item.partition("=")
-        if not sep or not dotted.strip():
-            raise ConfigError(f"invalid override {item!r}: expected section.field=value")
-        _set_path(data, dotted.strip(), _parse_scalar(value))
+    apply_overrides(data, overrides)
     return validate_config(data)
+
+
+def override_key(item: str) -> str:
+    """The dotted field of a `section.field=value` override."""
+    dotted, sep, _ = item.partition("=")
+    if not sep or not dotted.strip():
+        raise ConfigError(f"invalid override {item!r}: expected section.field=value")
+    return dotted.strip()
+
+
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Set each `section.field=value` in the raw config `data` (values parsed as YAML scalars)."""
+    for item in overrides:
+        _set_path(data, override_key(item), _parse_scalar(item.partition("=")[2]))
+    return data
 
 
 def validate_config(data: Mapping[str, Any]) -> Config:

@@ -38,6 +38,7 @@ class Manifest(BaseModel):
     config: dict[str, Any]
     versions: dict[str, str]
     plan: dict[str, list[dict[str, Any]]]
+    reruns: list[dict[str, Any]] = []  # re-runs that changed operational settings: {at, overrides}
 
     @property
     def path(self) -> str:
