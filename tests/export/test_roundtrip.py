@@ -5,12 +5,14 @@ same calls, responses and final answers as the canonical dialogues."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
 from toolfactory.export import SPLITS, SplitSpec, export_run, record_split
+from toolfactory.export.toolbench import file_name as toolbench_file_name
 from toolfactory.formats import openai as openai_reader
 from toolfactory.formats import toolalpaca as toolalpaca_reader
 from toolfactory.formats import toolbench as toolbench_reader
@@ -99,9 +101,11 @@ def test_toolbench_answers_read_back_with_the_repo_reader(run_store: ObjectStore
     originals = by_id(dialogues)
     for split, want in expected(dialogues).items():
         back = read_all(toolbench_reader.read, tmp_path / "answer" / split) if want else []
-        assert sorted(d.id for d in back) == sorted(d.id for d in want)
+        # the reader's id is the file name, <query_id>_<method>
+        named = {toolbench_file_name(d): d for d in want}
+        assert sorted(d.id for d in back) == sorted(named)
         for dialogue in back:
-            original = originals[dialogue.id]
+            original = named[dialogue.id]
             assert calls(dialogue) == calls(original)
             assert calls(dialogue, finish=True)[-1][0] == "Finish"
             assert final_answer(dialogue) == final_answer(original)
@@ -171,16 +175,27 @@ def test_toolalpaca_instances_hold_steps_observations_and_answer(run_store: Obje
             assert log.endswith(f"\nAction: {action}\nAction Input: {action_input}")
 
 
-def test_xlam_reads_back_with_the_repo_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+def call_turns(dialogue: Dialogue) -> int:
+    return sum(1 for m in dialogue.messages if m.role == "assistant" and m.tool_calls)
+
+
+def one_step(dialogue: Dialogue) -> bool:
+    """One request whose calls are all made in the first assistant turn (or no calls)."""
+    assistants = [m for m in dialogue.messages if m.role == "assistant"]
+    return users(dialogue) == 1 and (call_turns(dialogue) == 0 or (call_turns(dialogue) == 1 and bool(assistants[0].tool_calls)))
+
+
+def test_xlam_keeps_every_call_or_skips_the_record(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     summary = export_run(run_store, RUN, "xlam", tmp_path)
-    assert summary["skipped"] == {"not_single_turn": sum(users(d) != 1 for d in dialogues)}
-    for split, want in expected(dialogues, lambda d: users(d) == 1).items():
+    several = sum(1 for d in dialogues if users(d) == 1 and call_turns(d) > 1)
+    assert several and summary["skipped"] == {"not_single_turn": sum(users(d) != 1 for d in dialogues), "calls_in_several_turns": several}
+    for split, want in expected(dialogues, one_step).items():
         back = read_all(xlam_reader.read, tmp_path / f"{split}.jsonl") if want else []
         assert len(back) == len(want)
         for original, dialogue in zip(want, back):
-            first = next((m for m in original.messages if m.role == "assistant"), None)
+            # the answers are all the record's calls, none left out
             assert [(c.name, json.loads(c.arguments)) for c in dialogue.messages[-1].tool_calls or []] == [
-                (c.name, json.loads(c.arguments)) for c in (first.tool_calls if first else None) or []]
+                (c.name, json.loads(c.arguments)) for m in original.messages for c in m.tool_calls or []]
             assert dialogue.messages[0].content == next(m.content for m in original.messages if m.role == "user")
             for f, g in zip(original.tools, dialogue.tools, strict=True):
                 assert g.name == f.name and g.description == f.description
@@ -193,30 +208,55 @@ def test_xlam_reads_back_with_the_repo_reader(run_store: ObjectStore, dialogues:
     assert ids == list(range(len(ids)))
 
 
-def test_bfcl_questions_and_possible_answers(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+BFCL_FILE = re.compile(r".*BFCL_v3_(\w+?)(?:_score|_result)?\.json")  # BFCL's extract_test_category
+
+
+def bfcl_category(dialogue: Dialogue) -> str | None:
+    """BFCL's single-turn category of a record, by BFCL's definitions; None when it has none."""
+    made = [c for m in dialogue.messages for c in m.tool_calls or []]
+    if not made:
+        return "irrelevance" if dialogue.mode == "non_tool" else None
+    several = len(dialogue.tools) > 1
+    return ("multiple" if several else "simple") if len(made) == 1 else ("parallel_multiple" if several else "parallel")
+
+
+def test_bfcl_files_and_ids_follow_bfcl_conventions(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     summary = export_run(run_store, RUN, "bfcl", tmp_path)
-    keep = lambda d: users(d) == 1 and bool(calls(d, finish=True))  # noqa: E731
+    keep = lambda d: one_step(d) and bfcl_category(d) is not None  # noqa: E731
     assert summary["exported"] == sum(keep(d) for d in dialogues)
     originals = by_id(dialogues)
+    seen = 0
     for split, want in expected(dialogues, keep).items():
-        questions = read_jsonl(tmp_path / f"{split}.jsonl")
-        answers = {a["id"]: a for a in read_jsonl(tmp_path / f"possible_answer/{split}.jsonl")}
-        assert [q["id"] for q in questions] == [d.id for d in want]
-        for question in questions:
-            original = originals[question["id"]]
-            assert question["question"] == [[{"role": "user", "content": next(m.content for m in original.messages if m.role == "user")}]]
-            for function, f in zip(question["function"], original.tools, strict=True):
-                assert function["parameters"]["type"] == "dict"
-                assert normalize_schema(function["parameters"]) == f.parameters
-            first = next(m for m in original.messages if m.role == "assistant")
-            truth = answers[question["id"]]["ground_truth"]
-            assert [next(iter(t)) for t in truth] == [c.name for c in first.tool_calls or []]
-            for entry, call in zip(truth, first.tool_calls or []):
-                values = entry[call.name]
-                for name, value in json.loads(call.arguments).items():
-                    assert value in values[name]
-                omitted = set(values) - set(json.loads(call.arguments))
-                assert all("" in values[name] for name in omitted)
+        folder = tmp_path / split
+        record_of = {row["id"]: row["record_id"] for row in read_jsonl(folder / "record_ids.jsonl")} if want else {}
+        for path in sorted(folder.glob("*.json")) if want else []:
+            file_category = BFCL_FILE.match(path.name).group(1)  # type: ignore[union-attr]
+            questions = read_jsonl(path)
+            answer_path = folder / "possible_answer" / path.name
+            answers = {a["id"]: a for a in read_jsonl(answer_path)} if answer_path.exists() else {}
+            assert [q["id"] for q in questions] == [f"{file_category}_{n}" for n in range(len(questions))]
+            for question in questions:
+                seen += 1
+                assert question["id"].rsplit("_", 1)[0] == file_category  # BFCL's category from the id
+                original = originals[record_of[question["id"]]]
+                assert bfcl_category(original) == file_category
+                assert question["question"] == [[{"role": "user", "content": next(m.content for m in original.messages if m.role == "user")}]]
+                for function, f in zip(question["function"], original.tools, strict=True):
+                    assert function["parameters"]["type"] == "dict"
+                    assert normalize_schema(function["parameters"]) == f.parameters
+                if file_category == "irrelevance":
+                    assert question["id"] not in answers
+                    continue
+                made = [c for m in original.messages for c in m.tool_calls or []]
+                truth = answers[question["id"]]["ground_truth"]
+                assert [next(iter(t)) for t in truth] == [c.name for c in made]
+                for entry, call in zip(truth, made):
+                    values = entry[call.name]
+                    for name, value in json.loads(call.arguments).items():
+                        assert value in values[name]
+                    omitted = set(values) - set(json.loads(call.arguments))
+                    assert all("" in values[name] for name in omitted)
+    assert seen == summary["exported"]
 
 
 @pytest.mark.parametrize("fmt", ["openai", "sharegpt", "toolbench", "toolalpaca", "xlam", "bfcl", "hf"])

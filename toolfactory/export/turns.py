@@ -2,7 +2,7 @@
 request, the calls, their responses and the final answer.
 
 Several formats hold less than a dialogue (xLAM and BFCL one request and the calls that serve
-it; ToolAlpaca one request and its steps), so "single turn" and "the first turn's calls" are
+it; ToolAlpaca one request and its steps), so "single turn" and "calls made in one step" are
 defined once, here, for all of them.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolfactory.export.base import ARGUMENTS_NOT_JSON, CALLS_NOT_IN_FIRST_TURN, NOT_SINGLE_TURN, Skip
+from toolfactory.export.base import ARGUMENTS_NOT_JSON, CALLS_IN_SEVERAL_TURNS, CALLS_NOT_IN_FIRST_TURN, NOT_SINGLE_TURN, Skip
 from toolfactory.models import Dialogue, Function, Message, ToolCall
 
 FINISH = "Finish"  # ToolLLM's terminal function (ToolLLM §2.3): a convention, not a tool
@@ -43,16 +43,21 @@ def single_request(dialogue: Dialogue) -> str:
     return users[0].content or ""
 
 
-def first_turn_calls(dialogue: Dialogue) -> list[ToolCall]:
-    """The calls of the first assistant turn: what a single-turn format keeps as the answer to
-    the request (later turns depend on responses the format cannot hold). A first turn without
-    calls followed by a turn with calls is :class:`Skip` (``calls_not_in_first_turn``): an empty
-    answer would teach the model not to call."""
+def one_step_calls(dialogue: Dialogue) -> list[ToolCall]:
+    """Every call of the dialogue when they are all made in its first assistant turn (one call, or
+    parallel calls): what a format of one request and the calls that answer it (xLAM, BFCL) can
+    hold whole. Calls in a later turn as well (a call that uses an earlier call's response) are
+    :class:`Skip` (``calls_in_several_turns``): keeping the first turn's calls alone would teach
+    an incomplete answer. A first turn without calls followed by a turn with calls is
+    :class:`Skip` (``calls_not_in_first_turn``): an empty answer would teach the model not to call."""
     assistants = [m for m in dialogue.messages if m.role == "assistant"]
     if not assistants:
         return []
     if not assistants[0].tool_calls and any(m.tool_calls for m in assistants[1:]):
         raise Skip(CALLS_NOT_IN_FIRST_TURN, "the first assistant turn answers in text")
+    later = sum(1 for m in assistants[1:] if m.tool_calls)
+    if later:
+        raise Skip(CALLS_IN_SEVERAL_TURNS, f"{later} assistant turn(s) after the first make calls")
     return list(assistants[0].tool_calls or [])
 
 
