@@ -53,11 +53,11 @@ import json
 import re
 from typing import Any, Sequence
 
-from toolfactory.export.base import FINISH_NOT_LAST, NO_FINAL_ANSWER, Exporter, ExportOptions, Skip
+from toolfactory.export.base import Exporter, ExportOptions
 from toolfactory.export.output import JsonList, OutputDir
 from toolfactory.export.stats import ExportStats
-from toolfactory.export.turns import FINISH, all_calls, arguments_object, final_answer, function_dict, responses
-from toolfactory.models import Dialogue, Function, Message, ToolCall, stable_id
+from toolfactory.export.turns import FINISH, all_calls, arguments_object, finished_path, function_dict, responses
+from toolfactory.models import Dialogue, Function, stable_id
 from toolfactory.stages.verify.corpus import FINISH_FUNCTION
 
 STEP_PHRASE = "with a function call to actually excute your step."  # sic: ToolBench's prompt
@@ -131,28 +131,9 @@ def query_of(dialogue: Dialogue) -> str:
     return text.strip().removesuffix("Begin!").strip()
 
 
-def _finished_path(dialogue: Dialogue) -> tuple[list[Message], ToolCall]:
-    """The messages of the path up to and including the Finish call turn, and that call."""
-    messages = dialogue.messages
-    ends = [i for i, m in enumerate(messages) if m.role == "assistant" and any(c.name == FINISH for c in m.tool_calls or [])]
-    if ends:
-        last = ends[-1]
-        tail = messages[last + 1:]
-        closing = tail[-1:] if tail and tail[-1].role == "assistant" and not tail[-1].tool_calls else []
-        if any(m.role != "tool" for m in tail[: len(tail) - len(closing)]):
-            raise Skip(FINISH_NOT_LAST, "messages other than responses follow the Finish call")
-        finish = [c for c in messages[last].tool_calls or [] if c.name == FINISH][-1]
-        return [*messages[: last + 1], *(m for m in tail if m.role == "tool")], finish
-    answer = final_answer(dialogue)
-    if answer is None:
-        raise Skip(NO_FINAL_ANSWER, f"the dialogue ends with a {dialogue.messages[-1].role if messages else 'no'} message")
-    finish = ToolCall(id="finish", name=FINISH, arguments=json.dumps({"return_type": "give_answer", "final_answer": answer}, ensure_ascii=False))
-    return [*messages[:-1], Message(role="assistant", tool_calls=[finish])], finish
-
-
 def path_messages(dialogue: Dialogue) -> tuple[list[dict[str, Any]], ToolCall]:
     """The whole path in ToolBench's message shape (see the module doc), and the Finish call."""
-    messages, finish = _finished_path(dialogue)
+    messages, finish = finished_path(dialogue)
     answers = responses(dialogue)
     called = {c.id for c in all_calls(dialogue)}
     out: list[dict[str, Any]] = [{"role": "system", "content": toolbench_system(dialogue)}]
