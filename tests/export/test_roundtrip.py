@@ -19,10 +19,11 @@ from toolfactory.formats import toolbench as toolbench_reader
 from toolfactory.formats import xlam as xlam_reader
 from toolfactory.models import Dialogue, Message
 from toolfactory.render.calls_react import parse_turn
+from toolfactory.shards import write_rows
 from toolfactory.stages.tools.importers import normalize_schema
 from toolfactory.storage import ObjectStore
 
-from .helpers import RUN, by_id, calls, final_answer, open_store, read_jsonl, write_run
+from .helpers import RUN, by_id, calls, final_answer, open_store, pool, read_jsonl, write_run
 
 
 def expected(dialogues: list[Dialogue], keep: Callable[[Dialogue], bool] = lambda d: True) -> dict[str, list[Dialogue]]:
@@ -86,12 +87,13 @@ def test_sharegpt_follows_llama_factory_rules(run_store: ObjectStore, dialogues:
             # SharegptDatasetConverter: odd positions human/observation, even gpt/function_call, even count
             assert all(t["from"] in (("human", "observation"), ("gpt", "function_call"))[n % 2] for n, t in enumerate(turns))
             assert len(turns) % 2 == 0
-            got_calls = []
-            for turn in turns:
-                if turn["from"] == "function_call":
-                    value = json.loads(turn["value"])
-                    got_calls += [(c["name"], c["arguments"]) for c in (value if isinstance(value, list) else [value])]
+            got_calls = [(json.loads(t["value"])["name"], json.loads(t["value"])["arguments"]) for t in turns if t["from"] == "function_call"]
             assert got_calls == [(name, json.loads(arguments)) for name, arguments in calls(original, finish=True)]
+            # one observation per call result, the response text as the tool gave it, after its call
+            answered = {m.tool_call_id: m.content for m in original.messages if m.role == "tool"}
+            made = [c for m in original.messages for c in m.tool_calls or []]
+            assert [t["value"] for t in turns if t["from"] == "observation"] == [answered[c.id] for c in made if c.id in answered]
+            assert all(turns[n - 1]["from"] == "function_call" for n, t in enumerate(turns) if t["from"] == "observation")
             assert turns[-1] == {"from": "gpt", "value": final_answer(original)}
             assert row["system"] == next((m.content for m in original.messages if m.role == "system"), "")
             assert json.loads(row["tools"]) == [{"name": f.name, "description": f.description, "parameters": f.parameters} for f in original.tools]
@@ -152,33 +154,56 @@ def test_toolalpaca_reads_back_with_the_repo_reader(run_store: ObjectStore, dial
     for split, want in expected(dialogues, keep).items():
         back = read_all(toolalpaca_reader.read, tmp_path / f"{split}.json") if want else []
         assert len(back) == len(want)
-        for original, dialogue in zip(want, back):
-            assert calls(dialogue, finish=True) == calls(original, finish=True)
-            assert dialogue.messages[0].content == next(m.content for m in original.messages if m.role == "user")
-            # functions come back grouped by OpenAPI path, so in another order
+        # entries group records by tool, so records come back in tool order: matched by request and calls
+        originals = {(next(m.content for m in d.messages if m.role == "user"), tuple(calls(d, finish=True))): d for d in want}
+        for dialogue in back:
+            original = originals.pop((dialogue.messages[0].content, tuple(calls(dialogue, finish=True))))
+            # an entry documents every function of its tool: the record's are among them
             read_back = {g.name: g for g in dialogue.tools}
-            assert set(read_back) == {f.name for f in original.tools}
+            assert set(read_back) >= {f.name for f in original.tools}
             for f in original.tools:
                 g = read_back[f.name]
                 assert g.parameters["properties"] == f.parameters.get("properties", {})
                 assert set(g.parameters["required"]) >= set(f.parameters.get("required", []))
                 assert g.returns == f.returns
+        assert originals == {}
 
 
 def test_toolalpaca_instances_hold_steps_observations_and_answer(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     export_run(run_store, RUN, "toolalpaca", tmp_path)
     entries = [e for s in SPLITS for e in json.loads((tmp_path / f"{s}.json").read_text())]
     originals = [d for d in dialogues if users(d) == 1 and calls(d, finish=True)]
-    assert len(entries) == len(originals)
-    for entry in entries:
-        (instance,) = entry["Instances"]
-        original = next(d for d in originals if [(s["Action"], s["Action_Input"]) for s in entry["Golden_Answers"][0]] == calls(d, finish=True))
+    instances = [(golden, instance) for e in entries for golden, instance in zip(e["Golden_Answers"], e["Instances"], strict=True)]
+    assert len(instances) == len(originals)
+    for golden, instance in instances:
+        original = next(d for d in originals if [(s["Action"], s["Action_Input"]) for s in golden] == calls(d, finish=True))
         answered = {m.tool_call_id: m.content for m in original.messages if m.role == "tool"}
         ids = [c.id for m in original.messages for c in m.tool_calls or []]
         assert [step[1] for step in instance["intermediate_steps"]] == [answered.get(i, "") for i in ids]
         assert instance["output"] == final_answer(original)
         for (action, action_input, log), _ in instance["intermediate_steps"]:
             assert log.endswith(f"\nAction: {action}\nAction Input: {action_input}")
+
+
+def test_toolalpaca_has_one_entry_per_tool_with_its_description_introduction_and_link(
+        dialogues: list[Dialogue], tmp_path: Path) -> None:
+    tools = {t.id: t.model_copy(update={"introduction": f"About {t.name}.", "link": f"https://example.com/{t.name}"})
+             for t in pool(1)}
+    store = open_store(tmp_path / "store")
+    write_run(store, dialogues)
+    write_rows(store, f"runs/{RUN}/pool/part-00000.parquet", [(t.id, t.to_json()) for t in tools.values()])
+    export_run(store, RUN, "toolalpaca", tmp_path / "out")
+    for split in SPLITS:
+        entries = json.loads((tmp_path / "out" / f"{split}.json").read_text())
+        assert len({e["Name"] for e in entries}) == len(entries)  # one entry per tool (or tool set)
+        for entry in entries:
+            by_name = {t.name: t for t in tools.values()}
+            named = [by_name[name] for name in entry["Name"].split(" / ")]
+            assert entry["Link"] == " ".join(t.link for t in named)
+            assert entry["Introduction"] == "\n".join(t.introduction for t in named)
+            assert entry["Description"] == "\n".join(t.description for t in named if t.description)
+            assert len(entry["Instructions"]) == len(entry["Golden_Answers"]) == len(entry["Instances"])
+    assert any(len(e["Instructions"]) > 1 for s in SPLITS for e in json.loads((tmp_path / "out" / f"{s}.json").read_text()))
 
 
 def call_turns(dialogue: Dialogue) -> int:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from toolfactory.errors import TerminalError
 from toolfactory.export.output import JsonLines, OutputDir
-from toolfactory.models import Dialogue
+from toolfactory.models import Dialogue, Tool
 
 if TYPE_CHECKING:
     from toolfactory.export.stats import ExportStats
@@ -113,11 +113,16 @@ class Exporter(ABC):
     """One format's writer for one export; see the module doc."""
 
     name: ClassVar[str]
+    needs_tools: ClassVar[bool] = False
+    """Whether the format describes whole tools (name, description, link…), which the records
+    only reference: then :func:`~toolfactory.export.run.export_run` sets :attr:`tools` to the
+    run's tool pool by id before the first record."""
 
     def __init__(self, out: OutputDir, splits: Sequence[str], options: ExportOptions) -> None:
         self.out = out
         self.splits = tuple(splits)
         self.options = options
+        self.tools: Mapping[str, Tool] = {}
 
     @abstractmethod
     def write(self, split: str, dialogue: Dialogue) -> None:
