@@ -96,3 +96,15 @@ def test_a_failed_run_lists_its_failed_shards_and_the_rerun_command(built: Built
 def test_the_report_folder_holds_only_the_page_and_its_charts(built: Built) -> None:
     listed = built.store.list(f"{report_dir(RUN)}/")
     assert sorted(listed) == sorted([*built.result["charts"], built.result["index"]])
+
+
+def test_a_format_of_many_files_is_linked_by_folder(tmp_path: Path, stats_path: Path) -> None:
+    store = open_store(tmp_path / "store")
+    write_dialogues(store, (3,))
+    for n in range(30):
+        store.write_bytes(f"runs/{RUN}/export/toolbench/answer/train/{n}_CoT@1.json", b"{}")
+    store.write_bytes(f"runs/{RUN}/export/toolbench/toolllama/train.json", b"[]")
+    page = store.read_bytes(build_report(store, stats_path, RUN)["index"]).decode()
+    links = re.findall(r'<ul class="links">(.*?)</ul>', page, re.S)[0]
+    assert re.findall(r'href="([^"]+)"', links) == ["../export/toolbench/answer/train/", "../export/toolbench/toolllama/"]
+    assert "toolbench: answer/train/ (30 files)" in links

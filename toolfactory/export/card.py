@@ -101,6 +101,8 @@ def licences(stats: ExportStats) -> str:
     lines = ["| tool source | origin | terms |", "| --- | --- | --- |"]
     for source in stats.tool_sources:
         origin, terms = TOOL_ORIGINS.get(source, (f"source {source!r}", "unknown: check the origin"))
+        if stats.llm_provider == "simulator" and source in ("generated", "synthesized"):
+            terms = SIMULATED_TERMS
         lines.append(f"| {source} | {origin} | {terms} |")
     text = "\n".join(lines) + "\n"
     generated = any(origin == "generated" for origin, _, _ in stats.provenance)

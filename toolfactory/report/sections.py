@@ -137,12 +137,24 @@ def trend(stats: RunStats, context: RunContext) -> Section:
     return Section("trend", title, charts=(chart,), tables=(table,))
 
 
+MAX_EXPORT_LINKS = 12  # files of one format linked one by one; past that, their folders
+
+
 def exports(context: RunContext) -> Section:
     title = "Exports"
     if not context.exports:
         return Section("exports", title, notes=("No export was written for this run (export.formats, or a failed run).",))
-    links = tuple((f"{fmt}: {href.split('/', 3)[-1]}", href) for fmt, files in context.exports.items() for href in files)
-    return Section("exports", title, links=links)
+    links: list[tuple[str, str]] = []
+    for fmt, files in context.exports.items():
+        if len(files) <= MAX_EXPORT_LINKS:
+            links += [(f"{fmt}: {href.split('/', 3)[-1]}", href) for href in files]
+            continue
+        folders: dict[str, int] = {}  # a format of one file per record (toolbench): its folders
+        for href in files:
+            folder = href.rsplit("/", 1)[0] + "/"
+            folders[folder] = folders.get(folder, 0) + 1
+        links += [(f"{fmt}: {folder.split('/', 3)[-1] or './'} ({count(n)} files)", folder) for folder, n in folders.items()]
+    return Section("exports", title, links=tuple(links))
 
 
 def funnel(stats: RunStats) -> Section:
