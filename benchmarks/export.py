@@ -17,7 +17,8 @@
    format of each writer kind: a JSONL stream, one file per record plus a JSON list, Parquet
    row groups) to keep a run near three minutes; the others have the same streaming loop.
 3. Memory is flat in the number of records when the peak at the large run is about the peak at
-   the small one: the ratio is reported per format.
+   the small one: the ratio is reported per format. ``toolalpaca`` is the exception by design
+   (one entry per tool, held until the export closes).
 
 Writes ``benchmarks/results/export.json``.
 """

@@ -61,6 +61,10 @@ class RoleConfig(Section):
     """Nucleus sampling mass."""
     max_tokens: int = Field(512, ge=1)
     """Upper bound of completion tokens per request."""
+    usd_per_million_prompt_tokens: float | None = Field(None, ge=0.0)
+    """Price of this role's prompt tokens, for the cost the run report shows (tokens only when unset)."""
+    usd_per_million_completion_tokens: float | None = Field(None, ge=0.0)
+    """Price of this role's completion tokens (see `usd_per_million_prompt_tokens`)."""
 
 
 # The user agent samples widely for varied requests; the judge decides deterministically; the

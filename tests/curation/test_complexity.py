@@ -89,8 +89,25 @@ def test_subsets_follow_the_quantiles() -> None:
     assert Counter(subsets(values, (0.5, 0.9))) == {"easy": 150, "medium": 120, "hard": 30}
 
 
-def test_equal_values_share_a_label_and_nan_gets_none() -> None:
-    assert subsets([0.1, 0.1, 0.1, 0.9, math.nan]) == ["easy", "easy", "easy", "hard", None]
+def test_ties_are_split_into_near_equal_thirds_by_key() -> None:
+    # the shape that split 18/1/9 by value: most queries at one complexity
+    values = [0.2] * 18 + [0.5] + [0.8] * 9
+    keys = [f"record-{n:02d}" for n in range(len(values))]
+    labels = subsets(values, keys=keys)
+    assert Counter(labels) == {"easy": 9, "medium": 10, "hard": 9}
+    # ties are broken by key, not by position: reversing the input gives each record the same level
+    back = subsets(values[::-1], keys=keys[::-1])
+    assert dict(zip(keys[::-1], back)) == dict(zip(keys, labels))
+    assert [labels[keys.index(k)] for k in sorted(keys)[:9]] == ["easy"] * 9
+
+
+def test_a_lower_value_never_gets_a_harder_level_and_nan_gets_none() -> None:
+    values = [0.9, 0.1, math.nan, 0.5, 0.1, 0.3]
+    labels = subsets(values, keys=list("abcdef"))
+    order = {"easy": 0, "medium": 1, "hard": 2}
+    ranked = sorted((v, order[lab]) for v, lab in zip(values, labels) if lab is not None)
+    assert [lab for _, lab in ranked] == sorted(lab for _, lab in ranked)
+    assert labels[2] is None and Counter(labels) == {"easy": 2, "medium": 1, "hard": 2, None: 1}
     with pytest.raises(ValueError, match="quantiles"):
         subsets([0.1], (0.8, 0.2))
 

@@ -13,10 +13,12 @@ import pytest
 import yaml
 
 from toolfactory.export import SPLITS, ExportOptions, SplitSpec, export_run, record_split
+from toolfactory.config import validate_config
+from toolfactory.manifest import Manifest, write_manifest
 from toolfactory.models import Dialogue
 from toolfactory.storage import ObjectStore
 
-from .helpers import RUN, by_id
+from .helpers import RUN, by_id, open_store, write_run
 
 # Offline, before `datasets` is imported: no hub access, ever.
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -66,15 +68,16 @@ def test_the_card_declares_the_splits_and_load_dataset_follows_it(run_store: Obj
     for split, count in summary["splits"].items():
         assert f"| {split} | {count} |" in body
     # the models that wrote the data and the terms that come with them
-    assert "| assistant: sim-assistant | 70 |" in body and "terms of use" in body
-    assert "toolfactory's seed catalog" in body and "I1-Tool" in body
+    assert "| generated in this run by recipe `verifier-corpus` with assistant: sim-assistant, user: sim-user | 70 |" in body
+    assert "terms of use" in body and "toolfactory's seed catalog" in body and "I1-Tool" in body
 
 
 def test_the_card_names_the_licences_of_imported_data(real_store: ObjectStore, tmp_path: Path) -> None:
     export_run(real_store, RUN, "hf", tmp_path / "out", splits=SplitSpec(by="category"))
     front, body = card(tmp_path / "out/README.md")
-    assert "| dialogues (recipe toolbench) | imported from ToolBench's released data | Apache-2.0 |" in body
-    assert "| dialogues (recipe toolalpaca) | imported from ToolAlpaca's released data | Apache-2.0 |" in body
+    rows = [line for line in body.splitlines() if line.startswith("| imported by")]
+    assert [r for r in rows if r.startswith("| imported by the `toolbench` reader from ToolBench's released answer files") and r.endswith("| Apache-2.0 |")]
+    assert [r for r in rows if r.startswith("| imported by the `toolalpaca` reader from ToolAlpaca's released tool files") and r.endswith("| Apache-2.0 |")]
     assert "No model was recorded" in body and "I1-Cat" in body
     # splits without records are not declared: `datasets` cannot load an empty split
     declared = [f["split"] for f in front["configs"][0]["data_files"]]
@@ -98,3 +101,60 @@ def test_an_empty_split_keeps_its_file_but_is_not_declared(run_store: ObjectStor
     assert [f["split"] for f in front["configs"][0]["data_files"]] == ["train", "test"]
     loaded = datasets.load_dataset(str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
     assert sorted(loaded) == ["test", "train"]
+
+
+def table_sums(body: str) -> dict[str, tuple[int, int]]:
+    """Each Markdown table with a ``records`` column: (sum of that column, its row count), by header."""
+    sums: dict[str, tuple[int, int]] = {}
+    lines = body.splitlines()
+    for n, line in enumerate(lines):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and "records" in cells and n + 1 < len(lines) and lines[n + 1].startswith("| ---"):
+            column = cells.index("records")
+            rows = []
+            for row in lines[n + 2:]:
+                if not row.startswith("|"):
+                    break
+                rows.append(int(row.strip().strip("|").split("|")[column].strip()))
+            sums[line] = (sum(rows), len(rows))
+    return sums
+
+
+@pytest.mark.parametrize("store_fixture", ["run_store", "real_store"])
+def test_every_table_of_the_card_sums_to_the_records(request: pytest.FixtureRequest, store_fixture: str, tmp_path: Path) -> None:
+    summary = export_run(request.getfixturevalue(store_fixture), RUN, "hf", tmp_path / "out")
+    _, body = card(tmp_path / "out/README.md")
+    sums = table_sums(body)
+    assert len(sums) >= 6  # splits, recipe, mode, scenario, tool sources, provenance
+    assert {header: total for header, (total, _) in sums.items()} == dict.fromkeys(sums, summary["exported"])
+
+
+def test_a_generated_record_is_never_called_imported(dialogues: list[Dialogue], tmp_path: Path) -> None:
+    generated = [d.model_copy(update={"recipe": "toolalpaca"}) for d in dialogues[:5]]  # made by the toolalpaca recipe
+    store = open_store(tmp_path / "store")
+    write_run(store, generated)
+    export_run(store, RUN, "hf", tmp_path / "out")
+    front, body = card(tmp_path / "out/README.md")
+    assert "imported" not in body.split("## Provenance")[1].split("## Models")[0]
+    assert "| generated in this run by recipe `toolalpaca` with assistant: sim-assistant, user: sim-user | 5 |" in body
+    assert front["license"] == "other"
+
+
+def test_the_card_warns_when_the_run_used_the_simulator(dialogues: list[Dialogue], tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store")
+    write_run(store, dialogues[:5])
+    write_manifest(store, Manifest.create(RUN, validate_config({"llm": {"provider": "simulator"}}), {}))
+    export_run(store, RUN, "hf", tmp_path / "out")
+    _, body = card(tmp_path / "out/README.md")
+    assert "offline LLM simulator" in body.split("## Splits")[0]
+    assert "not real training data" in body
+
+
+def test_no_simulator_warning_for_a_real_endpoint(dialogues: list[Dialogue], tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store")
+    write_run(store, dialogues[:5])
+    config = validate_config({"llm": {"provider": "openai-compatible", "base_url": "http://127.0.0.1:9/v1"}})
+    write_manifest(store, Manifest.create(RUN, config, {}))
+    export_run(store, RUN, "hf", tmp_path / "out")
+    _, body = card(tmp_path / "out/README.md")
+    assert "simulator" not in body and "terms of use" in body

@@ -5,22 +5,25 @@ same calls, responses and final answers as the canonical dialogues."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
 from toolfactory.export import SPLITS, SplitSpec, export_run, record_split
+from toolfactory.export.toolbench import file_name as toolbench_file_name
 from toolfactory.formats import openai as openai_reader
 from toolfactory.formats import toolalpaca as toolalpaca_reader
 from toolfactory.formats import toolbench as toolbench_reader
 from toolfactory.formats import xlam as xlam_reader
 from toolfactory.models import Dialogue, Message
 from toolfactory.render.calls_react import parse_turn
+from toolfactory.shards import write_rows
 from toolfactory.stages.tools.importers import normalize_schema
 from toolfactory.storage import ObjectStore
 
-from .helpers import RUN, by_id, calls, final_answer, open_store, read_jsonl, write_run
+from .helpers import RUN, by_id, calls, final_answer, open_store, pool, read_jsonl, write_run
 
 
 def expected(dialogues: list[Dialogue], keep: Callable[[Dialogue], bool] = lambda d: True) -> dict[str, list[Dialogue]]:
@@ -42,6 +45,12 @@ def read_all(reader: Callable[[Path], object], path: Path) -> list[Dialogue]:
     return items
 
 
+def through_finish(dialogue: Dialogue) -> list[Message]:
+    """The messages up to the record's Finish call (the OpenAI export's end of a ToolLLM path), or all."""
+    ends = [i for i, m in enumerate(dialogue.messages) if any(c.name == "Finish" for c in m.tool_calls or [])]
+    return dialogue.messages[: ends[-1] + 1] if ends else dialogue.messages
+
+
 def test_openai_reads_back_message_for_message(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     summary = export_run(run_store, RUN, "openai", tmp_path)
     assert summary["skipped"] == {} and summary["exported"] == len(dialogues)
@@ -50,7 +59,7 @@ def test_openai_reads_back_message_for_message(run_store: ObjectStore, dialogues
         assert len(got) == len(want)
         for original, back in zip(want, got):
             strip = {"reasoning", "name"}  # reasoning is not exported by default; OpenAI's tool turns have no name
-            assert [m.model_dump(exclude=strip) for m in back.messages] == [m.model_dump(exclude=strip) for m in original.messages]
+            assert [m.model_dump(exclude=strip) for m in back.messages] == [m.model_dump(exclude=strip) for m in through_finish(original)]
             assert [(f.name, f.description, f.parameters) for f in back.tools] == [(f.name, f.description, f.parameters) for f in original.tools]
     line = json.loads((tmp_path / "train.jsonl").read_text().splitlines()[0])
     assert set(line) == {"messages", "tools"}
@@ -78,12 +87,13 @@ def test_sharegpt_follows_llama_factory_rules(run_store: ObjectStore, dialogues:
             # SharegptDatasetConverter: odd positions human/observation, even gpt/function_call, even count
             assert all(t["from"] in (("human", "observation"), ("gpt", "function_call"))[n % 2] for n, t in enumerate(turns))
             assert len(turns) % 2 == 0
-            got_calls = []
-            for turn in turns:
-                if turn["from"] == "function_call":
-                    value = json.loads(turn["value"])
-                    got_calls += [(c["name"], c["arguments"]) for c in (value if isinstance(value, list) else [value])]
+            got_calls = [(json.loads(t["value"])["name"], json.loads(t["value"])["arguments"]) for t in turns if t["from"] == "function_call"]
             assert got_calls == [(name, json.loads(arguments)) for name, arguments in calls(original, finish=True)]
+            # one observation per call result, the response text as the tool gave it, after its call
+            answered = {m.tool_call_id: m.content for m in original.messages if m.role == "tool"}
+            made = [c for m in original.messages for c in m.tool_calls or []]
+            assert [t["value"] for t in turns if t["from"] == "observation"] == [answered[c.id] for c in made if c.id in answered]
+            assert all(turns[n - 1]["from"] == "function_call" for n, t in enumerate(turns) if t["from"] == "observation")
             assert turns[-1] == {"from": "gpt", "value": final_answer(original)}
             assert row["system"] == next((m.content for m in original.messages if m.role == "system"), "")
             assert json.loads(row["tools"]) == [{"name": f.name, "description": f.description, "parameters": f.parameters} for f in original.tools]
@@ -99,9 +109,11 @@ def test_toolbench_answers_read_back_with_the_repo_reader(run_store: ObjectStore
     originals = by_id(dialogues)
     for split, want in expected(dialogues).items():
         back = read_all(toolbench_reader.read, tmp_path / "answer" / split) if want else []
-        assert sorted(d.id for d in back) == sorted(d.id for d in want)
+        # the reader's id is the file name, <query_id>_<method>
+        named = {toolbench_file_name(d): d for d in want}
+        assert sorted(d.id for d in back) == sorted(named)
         for dialogue in back:
-            original = originals[dialogue.id]
+            original = named[dialogue.id]
             assert calls(dialogue) == calls(original)
             assert calls(dialogue, finish=True)[-1][0] == "Finish"
             assert final_answer(dialogue) == final_answer(original)
@@ -142,27 +154,29 @@ def test_toolalpaca_reads_back_with_the_repo_reader(run_store: ObjectStore, dial
     for split, want in expected(dialogues, keep).items():
         back = read_all(toolalpaca_reader.read, tmp_path / f"{split}.json") if want else []
         assert len(back) == len(want)
-        for original, dialogue in zip(want, back):
-            assert calls(dialogue, finish=True) == calls(original, finish=True)
-            assert dialogue.messages[0].content == next(m.content for m in original.messages if m.role == "user")
-            # functions come back grouped by OpenAPI path, so in another order
+        # entries group records by tool, so records come back in tool order: matched by request and calls
+        originals = {(next(m.content for m in d.messages if m.role == "user"), tuple(calls(d, finish=True))): d for d in want}
+        for dialogue in back:
+            original = originals.pop((dialogue.messages[0].content, tuple(calls(dialogue, finish=True))))
+            # an entry documents every function of its tool: the record's are among them
             read_back = {g.name: g for g in dialogue.tools}
-            assert set(read_back) == {f.name for f in original.tools}
+            assert set(read_back) >= {f.name for f in original.tools}
             for f in original.tools:
                 g = read_back[f.name]
                 assert g.parameters["properties"] == f.parameters.get("properties", {})
                 assert set(g.parameters["required"]) >= set(f.parameters.get("required", []))
                 assert g.returns == f.returns
+        assert originals == {}
 
 
 def test_toolalpaca_instances_hold_steps_observations_and_answer(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     export_run(run_store, RUN, "toolalpaca", tmp_path)
     entries = [e for s in SPLITS for e in json.loads((tmp_path / f"{s}.json").read_text())]
     originals = [d for d in dialogues if users(d) == 1 and calls(d, finish=True)]
-    assert len(entries) == len(originals)
-    for entry in entries:
-        (instance,) = entry["Instances"]
-        original = next(d for d in originals if [(s["Action"], s["Action_Input"]) for s in entry["Golden_Answers"][0]] == calls(d, finish=True))
+    instances = [(golden, instance) for e in entries for golden, instance in zip(e["Golden_Answers"], e["Instances"], strict=True)]
+    assert len(instances) == len(originals)
+    for golden, instance in instances:
+        original = next(d for d in originals if [(s["Action"], s["Action_Input"]) for s in golden] == calls(d, finish=True))
         answered = {m.tool_call_id: m.content for m in original.messages if m.role == "tool"}
         ids = [c.id for m in original.messages for c in m.tool_calls or []]
         assert [step[1] for step in instance["intermediate_steps"]] == [answered.get(i, "") for i in ids]
@@ -171,16 +185,48 @@ def test_toolalpaca_instances_hold_steps_observations_and_answer(run_store: Obje
             assert log.endswith(f"\nAction: {action}\nAction Input: {action_input}")
 
 
-def test_xlam_reads_back_with_the_repo_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+def test_toolalpaca_has_one_entry_per_tool_with_its_description_introduction_and_link(
+        dialogues: list[Dialogue], tmp_path: Path) -> None:
+    tools = {t.id: t.model_copy(update={"introduction": f"About {t.name}.", "link": f"https://example.com/{t.name}"})
+             for t in pool(1)}
+    store = open_store(tmp_path / "store")
+    write_run(store, dialogues)
+    write_rows(store, f"runs/{RUN}/pool/part-00000.parquet", [(t.id, t.to_json()) for t in tools.values()])
+    export_run(store, RUN, "toolalpaca", tmp_path / "out")
+    for split in SPLITS:
+        entries = json.loads((tmp_path / "out" / f"{split}.json").read_text())
+        assert len({e["Name"] for e in entries}) == len(entries)  # one entry per tool (or tool set)
+        for entry in entries:
+            by_name = {t.name: t for t in tools.values()}
+            named = [by_name[name] for name in entry["Name"].split(" / ")]
+            assert entry["Link"] == " ".join(t.link for t in named)
+            assert entry["Introduction"] == "\n".join(t.introduction for t in named)
+            assert entry["Description"] == "\n".join(t.description for t in named if t.description)
+            assert len(entry["Instructions"]) == len(entry["Golden_Answers"]) == len(entry["Instances"])
+    assert any(len(e["Instructions"]) > 1 for s in SPLITS for e in json.loads((tmp_path / "out" / f"{s}.json").read_text()))
+
+
+def call_turns(dialogue: Dialogue) -> int:
+    return sum(1 for m in dialogue.messages if m.role == "assistant" and m.tool_calls)
+
+
+def one_step(dialogue: Dialogue) -> bool:
+    """One request whose calls are all made in the first assistant turn (or no calls)."""
+    assistants = [m for m in dialogue.messages if m.role == "assistant"]
+    return users(dialogue) == 1 and (call_turns(dialogue) == 0 or (call_turns(dialogue) == 1 and bool(assistants[0].tool_calls)))
+
+
+def test_xlam_keeps_every_call_or_skips_the_record(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     summary = export_run(run_store, RUN, "xlam", tmp_path)
-    assert summary["skipped"] == {"not_single_turn": sum(users(d) != 1 for d in dialogues)}
-    for split, want in expected(dialogues, lambda d: users(d) == 1).items():
+    several = sum(1 for d in dialogues if users(d) == 1 and call_turns(d) > 1)
+    assert several and summary["skipped"] == {"not_single_turn": sum(users(d) != 1 for d in dialogues), "calls_in_several_turns": several}
+    for split, want in expected(dialogues, one_step).items():
         back = read_all(xlam_reader.read, tmp_path / f"{split}.jsonl") if want else []
         assert len(back) == len(want)
         for original, dialogue in zip(want, back):
-            first = next((m for m in original.messages if m.role == "assistant"), None)
+            # the answers are all the record's calls, none left out
             assert [(c.name, json.loads(c.arguments)) for c in dialogue.messages[-1].tool_calls or []] == [
-                (c.name, json.loads(c.arguments)) for c in (first.tool_calls if first else None) or []]
+                (c.name, json.loads(c.arguments)) for m in original.messages for c in m.tool_calls or []]
             assert dialogue.messages[0].content == next(m.content for m in original.messages if m.role == "user")
             for f, g in zip(original.tools, dialogue.tools, strict=True):
                 assert g.name == f.name and g.description == f.description
@@ -193,30 +239,55 @@ def test_xlam_reads_back_with_the_repo_reader(run_store: ObjectStore, dialogues:
     assert ids == list(range(len(ids)))
 
 
-def test_bfcl_questions_and_possible_answers(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+BFCL_FILE = re.compile(r".*BFCL_v3_(\w+?)(?:_score|_result)?\.json")  # BFCL's extract_test_category
+
+
+def bfcl_category(dialogue: Dialogue) -> str | None:
+    """BFCL's single-turn category of a record, by BFCL's definitions; None when it has none."""
+    made = [c for m in dialogue.messages for c in m.tool_calls or []]
+    if not made:
+        return "irrelevance" if dialogue.mode == "non_tool" else None
+    several = len(dialogue.tools) > 1
+    return ("multiple" if several else "simple") if len(made) == 1 else ("parallel_multiple" if several else "parallel")
+
+
+def test_bfcl_files_and_ids_follow_bfcl_conventions(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     summary = export_run(run_store, RUN, "bfcl", tmp_path)
-    keep = lambda d: users(d) == 1 and bool(calls(d, finish=True))  # noqa: E731
+    keep = lambda d: one_step(d) and bfcl_category(d) is not None  # noqa: E731
     assert summary["exported"] == sum(keep(d) for d in dialogues)
     originals = by_id(dialogues)
+    seen = 0
     for split, want in expected(dialogues, keep).items():
-        questions = read_jsonl(tmp_path / f"{split}.jsonl")
-        answers = {a["id"]: a for a in read_jsonl(tmp_path / f"possible_answer/{split}.jsonl")}
-        assert [q["id"] for q in questions] == [d.id for d in want]
-        for question in questions:
-            original = originals[question["id"]]
-            assert question["question"] == [[{"role": "user", "content": next(m.content for m in original.messages if m.role == "user")}]]
-            for function, f in zip(question["function"], original.tools, strict=True):
-                assert function["parameters"]["type"] == "dict"
-                assert normalize_schema(function["parameters"]) == f.parameters
-            first = next(m for m in original.messages if m.role == "assistant")
-            truth = answers[question["id"]]["ground_truth"]
-            assert [next(iter(t)) for t in truth] == [c.name for c in first.tool_calls or []]
-            for entry, call in zip(truth, first.tool_calls or []):
-                values = entry[call.name]
-                for name, value in json.loads(call.arguments).items():
-                    assert value in values[name]
-                omitted = set(values) - set(json.loads(call.arguments))
-                assert all("" in values[name] for name in omitted)
+        folder = tmp_path / split
+        record_of = {row["id"]: row["record_id"] for row in read_jsonl(folder / "record_ids.jsonl")} if want else {}
+        for path in sorted(folder.glob("*.json")) if want else []:
+            file_category = BFCL_FILE.match(path.name).group(1)  # type: ignore[union-attr]
+            questions = read_jsonl(path)
+            answer_path = folder / "possible_answer" / path.name
+            answers = {a["id"]: a for a in read_jsonl(answer_path)} if answer_path.exists() else {}
+            assert [q["id"] for q in questions] == [f"{file_category}_{n}" for n in range(len(questions))]
+            for question in questions:
+                seen += 1
+                assert question["id"].rsplit("_", 1)[0] == file_category  # BFCL's category from the id
+                original = originals[record_of[question["id"]]]
+                assert bfcl_category(original) == file_category
+                assert question["question"] == [[{"role": "user", "content": next(m.content for m in original.messages if m.role == "user")}]]
+                for function, f in zip(question["function"], original.tools, strict=True):
+                    assert function["parameters"]["type"] == "dict"
+                    assert normalize_schema(function["parameters"]) == f.parameters
+                if file_category == "irrelevance":
+                    assert question["id"] not in answers
+                    continue
+                made = [c for m in original.messages for c in m.tool_calls or []]
+                truth = answers[question["id"]]["ground_truth"]
+                assert [next(iter(t)) for t in truth] == [c.name for c in made]
+                for entry, call in zip(truth, made):
+                    values = entry[call.name]
+                    for name, value in json.loads(call.arguments).items():
+                        assert value in values[name]
+                    omitted = set(values) - set(json.loads(call.arguments))
+                    assert all("" in values[name] for name in omitted)
+    assert seen == summary["exported"]
 
 
 @pytest.mark.parametrize("fmt", ["openai", "sharegpt", "toolbench", "toolalpaca", "xlam", "bfcl", "hf"])

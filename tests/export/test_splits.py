@@ -117,7 +117,7 @@ def test_export_writes_the_split_the_spec_decides(tmp_path: Path, many: list[Dia
     store = open_store(tmp_path / "store")
     write_run(store, many[:100], shard_size=30)
     summary = export_run(store, RUN, "bfcl", tmp_path / "out", splits=SplitSpec(by="category"), seed=5)
-    exported = {s: [row["id"] for row in read_jsonl(tmp_path / f"out/{s}.jsonl")] for s in SPLITS}
+    exported = {s: [row["record_id"] for row in read_jsonl(tmp_path / f"out/{s}/record_ids.jsonl")] for s in SPLITS}
     by_id = {d.id: d for d in many}
     for split, ids in exported.items():
         assert all(record_split(by_id[i], SplitSpec(by="category"), 5)[0] == split for i in ids)

@@ -12,7 +12,7 @@ import pytest
 from toolfactory.report import build_report
 from toolfactory.storage import ObjectStore
 
-from .helpers import RUN, DialogueOptions, Page, open_store, parse, write_dialogues, write_stats
+from .helpers import EARLIER, RUN, DialogueOptions, Page, open_store, parse, write_dialogues, write_run_files, write_stats
 
 ACCEPTED_SHARDS = (7, 7)  # the verify stage's items_out per shard in `write_stats`
 
@@ -47,11 +47,17 @@ def stats_path(tmp_path: Path, stats_file: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, stats_file: Path) -> Built:
-    """The report of the run with every optional field present."""
-    store = open_store(tmp_path_factory.mktemp("report") / "store")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The report of the run with every optional field present: a manifest, exports, rejected
+    records with their verdicts, and an earlier run in the same storage root."""
+    folder = tmp_path_factory.mktemp("report")
+    store = open_store(folder / "store")
+    stats = folder / "stats.duckdb"
+    write_stats(stats, EARLIER, storage=store.url, started_at="2026-11-21T03:00:00")
+    write_stats(stats, storage=store.url)
     records = write_dialogues(store, ACCEPTED_SHARDS)
-    return _built(store, stats_file, records)
+    write_run_files(store)
+    return _built(store, stats, records)
 
 
 @dataclass

@@ -16,13 +16,34 @@ from toolfactory.catalog import load_seed_catalog
 from toolfactory.config import StorageConfig
 from toolfactory.llm.usage import UsageMeter
 from toolfactory.models import Tool, ToolRef
-from toolfactory.shards import write_rows
+from toolfactory.config import validate_config
+from toolfactory.manifest import Manifest, write_manifest
+from toolfactory.models import Rejected
+from toolfactory.shards import _parquet_bytes as _parquet
+from toolfactory.shards import rejected_table, write_rows
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
 RUN = "20261122-030000-report"
 EVIL = "<script>alert(1)</script>"  # a data string that must be shown as text, never run
+EARLIER = "20261121-030000-report"  # a run before RUN in the same storage root
+REJECTION_MESSAGES = {  # verify reasons of `write_stats` and the message of the rule's verdict
+    "call_unknown_function": "function 'find_flights' is not among the offered tools",
+    EVIL: f"a message that quotes {EVIL}",
+}
+PRICES = {"usd_per_million_prompt_tokens": 2.0, "usd_per_million_completion_tokens": 8.0}
+EXPORT_FILES = ("openai/train.jsonl", "openai/test.jsonl", "hf/README.md")
+
+
+def write_run_files(store: ObjectStore, provider: str = "simulator", run_id: str = RUN) -> None:
+    """What a run leaves beside its shards: the manifest (every role priced) and export files."""
+    roles = {role: {"model": f"model-{role}", **PRICES} for role in ("user", "assistant", "tool", "judge", "designer")}
+    llm = {"provider": provider, "roles": roles, **({"base_url": "http://127.0.0.1:9/v1"} if provider != "simulator" else {})}
+    config = validate_config({"llm": llm, "storage": {"root": store.url}})
+    write_manifest(store, Manifest.create(run_id, config, {}))
+    for name in EXPORT_FILES:
+        store.write_bytes(f"runs/{run_id}/export/{name}", b"{}\n")
 ROLES = {  # stage -> role -> (calls, cache hits, prompt tokens, completion tokens) per shard
     "domains": {"designer": (3, 1, 900, 300)},
     "tools": {"designer": (10, 2, 4000, 2500)},
@@ -69,13 +90,12 @@ def metrics(
     }
 
 
-def write_stats(path: Path, run_id: str = RUN) -> StatsDB:
+def write_stats(path: Path, run_id: str = RUN, storage: str = "/tmp/store", started_at: str = "2026-11-22T03:00:00") -> StatsDB:
     """The stats of a six-stage run: two shards per sharded stage, one dialogues shard failed
     (its attempt's LLM use counted), rejections with several reasons, verify's two layers and
     the profiles the pool and tasks stages record."""
     db = StatsDB(path)
-    db.start_run(run_id, "2026-11-22T03:00:00", "/tmp/store", {"run": {"seed": 1}}, {"toolfactory": "0"},
-                 "2026-11-22T03:00:00")
+    db.start_run(run_id, started_at, storage, {"run": {"seed": 1}}, {"toolfactory": "0"}, started_at)
     db.record_shard(metrics("domains", 0, 4, 9, run_id=run_id), attempts=1)
     for shard in (0, 1):
         db.record_shard(metrics("tools", shard, 23, 21, {"tool_invalid_openapi": 1, "tool_no_functions": 1}, run_id=run_id), 1)
@@ -156,7 +176,11 @@ def write_dialogues(store: ObjectStore, shards: Sequence[int], options: Dialogue
         rows = dialogue_rows(size, seed=n + 1, options=options)
         write_rows(store, f"runs/{run_id}/verify/part-{n:05d}.parquet", list(rows))
         written += [json.loads(text) for _, text in rows]
-    write_rows(store, f"runs/{run_id}/verify/rejected/part-00000.parquet", list(dialogue_rows(5, 99, options)))
+    rejected = [Rejected(id=f"rejected-{n}", stage="verify", reasons=[reason], detail=f"{reason} in record {n}",
+                         record={**json.loads(text), "verdicts": [{"code": reason, "passed": False, "severity": "error",
+                                                                   "message": REJECTION_MESSAGES[reason], "path": f"messages[{n}].tool_calls[0]"}]})
+                for n, ((_, text), reason) in enumerate(zip(dialogue_rows(2, 99, options), REJECTION_MESSAGES))]
+    store.write_bytes(f"runs/{run_id}/verify/rejected/part-00000.parquet", _parquet(rejected_table(rejected)))
     store.write_bytes(f"runs/{run_id}/verify/_metrics/part-00000.json", b"{}")
     return written
 

@@ -3,6 +3,8 @@ and charts left out (with a note) when the records lack what they show."""
 
 from __future__ import annotations
 
+import re
+
 import struct
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from .helpers import EVIL, ROLES, RUN, modes, open_store, parse
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ALL_CHARTS = {"funnel.png", "rejections.png", "mix.png", "target_vs_shown.png", "complexity.png", "domains.png",
-              "coverage.png", "clusters.png", "llm_stages.png", "llm_roles.png"}
+              "coverage.png", "clusters.png", "llm_stages.png", "llm_roles.png", "trend.png"}
 
 
 def number(cell: str) -> int:
@@ -113,7 +115,8 @@ def test_strings_from_data_are_escaped(built: Built) -> None:
 
 
 def test_page_is_self_contained(built: Built) -> None:
-    assert "http://" not in built.html and "https://" not in built.html
+    # no resource from elsewhere (URLs inside sample dialogues are text)
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", built.html)
     assert built.page.tags["link"] == 0 and built.page.tags["style"] == 1
     assert all("/" not in image["src"] for image in built.page.images)
 
@@ -124,7 +127,7 @@ def test_present_fields_have_no_note(built: Built) -> None:
 
 def test_charts_of_absent_fields_are_omitted_with_a_note(rebuilt: Rebuilt) -> None:
     page = rebuilt.second.page
-    omitted = {"complexity.png", "clusters.png", "target_vs_shown.png"}
+    omitted = {"complexity.png", "clusters.png", "target_vs_shown.png", "trend.png"}  # trend: no earlier run
     assert {image["src"] for image in page.images} == ALL_CHARTS - omitted
     for field in ("complexity field", "cluster field", "(target_mode)"):
         assert sum(field in note for note in page.notes) == 1, field

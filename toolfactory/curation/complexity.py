@@ -10,6 +10,9 @@ each function is embedded once per run however many records use it, the order of
 not matter, and a long tool set is not cut at the embedding model's input limit (512 tokens for
 the BGE model the paper uses).
 
+Levels (the easy / medium / hard subsets of §5.3.2) are by rank, so that each holds its quantile's
+share of the records: see :func:`subsets`.
+
 Dataset level: the mix of dialogue modes and of single- vs multi-turn dialogues, and
 :func:`steer`, which down-samples a run toward target mode proportions (ToolACE raises the share
 of parallel and multi-turn data, §4.2.2).
@@ -56,23 +59,27 @@ async def query_complexity(
     return values
 
 
-def subsets(values: Sequence[float], quantiles: tuple[float, float] = (1 / 3, 2 / 3)) -> list[Level | None]:
-    """easy / medium / hard by the `quantiles` of the finite values: a value at or below the lower
-    quantile is easy, at or below the upper one medium, above it hard (ties at a cut go to the
-    easier side, so equal values always share a label). NaN gets None."""
+def subsets(
+    values: Sequence[float], quantiles: tuple[float, float] = (1 / 3, 2 / 3), *, keys: Sequence[str] | None = None
+) -> list[Level | None]:
+    """easy / medium / hard by rank: the finite values are ordered (ties by `keys`, e.g. the record
+    ids, else by position), and the first ``round(n·low)`` are easy, those up to
+    ``round(n·high)`` medium, the rest hard. By rank rather than by comparing with the quantile
+    values, so the levels have the sizes the quantiles ask for (near-equal thirds by default) even
+    when many values are equal, as embeddings of templated queries often are — a cut by value put
+    every tie on one side (18/1/9 for 28 records). Equal values may so get different levels; which
+    one is fixed by the keys, not by chance. NaN gets None."""
     low, high = quantiles
     if not 0.0 <= low <= high <= 1.0:
         raise ValueError(f"quantiles must satisfy 0 <= low <= high <= 1, got {quantiles}")
-    finite = [v for v in values if not math.isnan(v)]
-    if not finite:
-        return [None] * len(values)
-    cut_low, cut_high = (float(q) for q in np.quantile(finite, [low, high]))
-    labels: list[Level | None] = []
-    for value in values:
-        if math.isnan(value):
-            labels.append(None)
-        else:
-            labels.append("easy" if value <= cut_low else "medium" if value <= cut_high else "hard")
+    if keys is not None and len(keys) != len(values):
+        raise ValueError(f"keys must match values one to one, got {len(keys)} keys for {len(values)} values")
+    finite = [i for i, v in enumerate(values) if not math.isnan(v)]
+    ranked = sorted(finite, key=lambda i: (values[i], keys[i] if keys is not None else "", i))
+    easy, medium = round(len(ranked) * low), round(len(ranked) * high)
+    labels: list[Level | None] = [None] * len(values)
+    for rank, i in enumerate(ranked):
+        labels[i] = "easy" if rank < easy else "medium" if rank < medium else "hard"
     return labels
 
 

@@ -10,10 +10,10 @@ format      output (per split)
 ==========  =====================================================================================
 openai      ``<split>.jsonl``: OpenAI chat fine-tuning lines ``{messages, tools}``
 sharegpt    ``<split>.jsonl``: LLaMA-Factory ShareGPT ``{conversations, system, tools}``
-toolbench   ``answer/<split>/<id>.json`` ToolBench answers + ``toolllama/<split>.json`` conversations
-toolalpaca  ``<split>.json``: ToolAlpaca tool entries with golden answers and instances
-xlam        ``<split>.jsonl``: xLAM ``{id, query, tools, answers}`` (single-turn records)
-bfcl        ``<split>.jsonl`` + ``possible_answer/<split>.jsonl`` (single-turn records with calls)
+toolbench   ``answer/<split>/<query_id>_<method>.json`` ToolBench answers + ``toolllama/<split>.json`` conversations
+toolalpaca  ``<split>.json``: ToolAlpaca tool entries (one per tool) with golden answers and instances
+xlam        ``<split>.jsonl``: xLAM ``{id, query, tools, answers}`` (single-turn records, every call)
+bfcl        ``<split>/BFCL_v3_<category>.json`` + ``possible_answer/`` (ids ``<category>_<n>``)
 hf          ``data/<split>.parquet`` with nested features + ``README.md`` dataset card
 ==========  =====================================================================================
 """

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from toolfactory.errors import TerminalError
 from toolfactory.export.output import JsonLines, OutputDir
-from toolfactory.models import Dialogue
+from toolfactory.models import Dialogue, Tool
 
 if TYPE_CHECKING:
     from toolfactory.export.stats import ExportStats
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 INVALID_RECORD = "invalid_record"  # the stored record does not validate as a Dialogue
 NOT_SINGLE_TURN = "not_single_turn"  # the format holds one user request (xLAM, BFCL, ToolAlpaca)
 NO_CALLS = "no_calls"  # the format is made of calls and the dialogue makes none (BFCL, ToolAlpaca)
-CALLS_NOT_IN_FIRST_TURN = "calls_not_in_first_turn"  # xLAM/BFCL keep the first assistant turn's calls; it has none but a later one does
+CALLS_NOT_IN_FIRST_TURN = "calls_not_in_first_turn"  # xLAM/BFCL: the first assistant turn has no call but a later one does
+CALLS_IN_SEVERAL_TURNS = "calls_in_several_turns"  # xLAM/BFCL hold the calls of one step; the record calls in several
 ARGUMENTS_NOT_JSON = "arguments_not_json"  # the format stores arguments as a JSON object; the text is not one
 ROLE_ORDER = "role_order"  # the message order has no layout in the format (ShareGPT alternation)
 NO_FINAL_ANSWER = "no_final_answer"  # ToolBench paths end with Finish(give_answer): there is no answer to give
@@ -41,6 +42,7 @@ REASONS: dict[str, str] = {
     NOT_SINGLE_TURN: "the format holds one user request; the dialogue has none or several",
     NO_CALLS: "the format is made of function calls; the dialogue makes none",
     CALLS_NOT_IN_FIRST_TURN: "the first assistant turn makes no call but a later one does",
+    CALLS_IN_SEVERAL_TURNS: "the format holds the calls of one step; the dialogue makes calls in several assistant turns",
     ARGUMENTS_NOT_JSON: "a call's arguments are not a JSON object, which the format requires",
     ROLE_ORDER: "the order of the messages cannot be laid out in the format",
     NO_FINAL_ANSWER: "the dialogue does not end with an answer that Finish(give_answer) could give",
@@ -111,11 +113,16 @@ class Exporter(ABC):
     """One format's writer for one export; see the module doc."""
 
     name: ClassVar[str]
+    needs_tools: ClassVar[bool] = False
+    """Whether the format describes whole tools (name, description, link…), which the records
+    only reference: then :func:`~toolfactory.export.run.export_run` sets :attr:`tools` to the
+    run's tool pool by id before the first record."""
 
     def __init__(self, out: OutputDir, splits: Sequence[str], options: ExportOptions) -> None:
         self.out = out
         self.splits = tuple(splits)
         self.options = options
+        self.tools: Mapping[str, Tool] = {}
 
     @abstractmethod
     def write(self, split: str, dialogue: Dialogue) -> None:

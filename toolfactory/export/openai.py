@@ -14,6 +14,16 @@ The layout of OpenAI's fine-tuning guide for function calling, which most traine
 
 No record id or metadata: OpenAI's validator rejects keys it does not know.
 
+**ToolLLM's Finish** (ToolLLM §2.3) is exported as a real tool: a record that follows the
+convention — it offers or calls ``Finish``, or a ToolLLM search found it, whose system prompt
+tells the model to end by calling ``Finish`` — gets ``Finish`` in ``tools`` and ends with its
+call, ``Finish(give_answer, final_answer=…)``, as ToolBench stores a path
+(:func:`~toolfactory.export.turns.finished_path`): a plain final answer becomes that call, and
+Finish's canned response and a closing text after it are dropped, so the answer is written once.
+The model learns to do what its system prompt asks, with a function it was given. A record
+without an answer to give is skipped (``no_final_answer``). Records that do not follow the
+convention are written as they are.
+
 With a text ``call_format`` (format generalization, ToolACE §2.2.2) a line is ``{"messages"}``
 only: the system prompt describes the tools in ``tool_format`` and declares the call format, and
 assistant calls and tool results are written as text (:mod:`toolfactory.render`); a record whose
@@ -26,7 +36,9 @@ import hashlib
 from typing import Any
 
 from toolfactory.export.base import CALL_FORMAT_UNWRITABLE, JsonlExporter, Skip
+from toolfactory.export.turns import FINISH, finished_path, uses_finish
 from toolfactory.models import Dialogue, Message
+from toolfactory.stages.verify.corpus import FINISH_FUNCTION
 from toolfactory.render import CALL_FORMATS, TOOL_FORMATS, CallFormatError, chat_messages, render_dialogue
 
 
@@ -58,10 +70,20 @@ def chosen(option: str, choices: tuple[str, ...], record_id: str, what: str) -> 
     return choices[digest[0] % len(choices)]
 
 
+def with_finish_tool(dialogue: Dialogue) -> Dialogue:
+    """The record with ToolLLM's Finish as a real tool (see the module doc), or as it is."""
+    if not uses_finish(dialogue):
+        return dialogue
+    messages, _ = finished_path(dialogue)
+    tools = dialogue.tools if any(f.name == FINISH for f in dialogue.tools) else [*dialogue.tools, FINISH_FUNCTION]
+    return dialogue.model_copy(update={"messages": messages, "tools": tools})
+
+
 class OpenAIExporter(JsonlExporter):
     name = "openai"
 
     def convert(self, dialogue: Dialogue) -> dict[str, Any]:
+        dialogue = with_finish_tool(dialogue)
         call_format = chosen(self.options.call_format, CALL_FORMATS, dialogue.id, "call")
         if call_format == "openai":
             return {

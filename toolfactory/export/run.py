@@ -19,9 +19,11 @@ from toolfactory.export.output import OutputDir
 from toolfactory.export.registry import EXPORTERS, FORMATS
 from toolfactory.export.splits import SPLITS, SplitSpec, record_split
 from toolfactory.export.stats import ExportStats
+from toolfactory.errors import RunNotFound
 from toolfactory.formats.base import validation_message
-from toolfactory.models import Dialogue
-from toolfactory.shards import dataset_parts, read_records
+from toolfactory.manifest import load_manifest
+from toolfactory.models import Dialogue, Tool
+from toolfactory.shards import dataset_parts, read_records, stage_parts
 from toolfactory.storage import ObjectStore
 
 
@@ -31,6 +33,26 @@ def exporter_class(fmt: str) -> type[Exporter]:
         return EXPORTERS[fmt]
     except KeyError:
         raise ExportError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})") from None
+
+
+def run_tools(store: ObjectStore, run_id: str) -> dict[str, Tool]:
+    """The run's tool pool by id (empty for a run that kept none: imported dialogues)."""
+    tools: dict[str, Tool] = {}
+    for path in stage_parts(store, run_id, "pool"):
+        for raw in read_records(store, path):
+            tool = Tool.model_validate(raw)
+            tools[tool.id] = tool
+    return tools
+
+
+def llm_provider(store: ObjectStore, run_id: str) -> str | None:
+    """The run's ``llm.provider`` from its manifest; None for a run without one (imported data)."""
+    try:
+        manifest = load_manifest(store, run_id)
+    except RunNotFound:
+        return None
+    llm = manifest.config.get("llm")
+    return str(llm.get("provider", "simulator")) if isinstance(llm, dict) else None
 
 
 def export_run(
@@ -53,7 +75,10 @@ def export_run(
         raise ExportError(f"run {run_id!r} has no dataset under {store.uri(f'runs/{run_id}/')} (no curate or verify parts)")
     out = out_dir if isinstance(out_dir, OutputDir) else OutputDir(out_dir)
     exporter = cls(out, SPLITS, options)
-    stats = ExportStats(splits=SPLITS, run_id=run_id, fmt=fmt, split_spec={**splits.to_dict(), "seed": seed})
+    if cls.needs_tools:
+        exporter.tools = run_tools(store, run_id)
+    stats = ExportStats(splits=SPLITS, run_id=run_id, fmt=fmt, split_spec={**splits.to_dict(), "seed": seed},
+                        llm_provider=llm_provider(store, run_id))
     try:
         for path in shards:
             for raw in read_records(store, path):

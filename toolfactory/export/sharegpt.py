@@ -14,10 +14,14 @@ what is written and what is skipped:
   (an even count); anything else is dropped by the loader as "abnormal", so such a record is
   skipped here with ``role_order`` (two user turns in a row, a call turn with no response that
   is followed by another assistant turn, a text answer followed by a call turn, …);
-* ``function_call``'s value is JSON ``{"name", "arguments": {...}}``, a list of them for
-  parallel calls; the arguments must be a JSON object (``arguments_not_json`` otherwise);
-* the responses to one call turn form one ``observation``: the single response's text, or for
-  parallel calls a JSON list of the response texts, in call order;
+* ``function_call``'s value is JSON ``{"name", "arguments": {...}}``; the arguments must be a
+  JSON object (``arguments_not_json`` otherwise);
+* one ``observation`` per call result, its value the response text as the tool gave it. The
+  alternation allows one observation after a ``function_call``, so the calls of a parallel turn
+  are written as consecutive ``function_call``/``observation`` pairs in call order (as
+  ToolBench's training messages write them) — never a list of results re-encoded as one JSON
+  string. A call whose response the record lacks is written alone (a last call, or a
+  ``role_order`` skip when more follows);
 * ``tools`` is a JSON string of ``{name, description, parameters}`` functions; ``system`` the
   system prompt ("" when there is none).
 
@@ -37,15 +41,14 @@ from typing import Any
 from toolfactory.export.base import ROLE_ORDER, JsonlExporter, Skip
 from toolfactory.export.stats import ExportStats
 from toolfactory.export.turns import arguments_object, body, function_dict, system_prompt
-from toolfactory.models import Dialogue, Message
+from toolfactory.models import Dialogue, Message, ToolCall
 
 ODD = ("human", "observation")
 EVEN = ("gpt", "function_call")
 
 
-def _calls_value(message: Message) -> str:
-    calls = [{"name": c.name, "arguments": arguments_object(c)} for c in message.tool_calls or []]
-    return json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
+def _call_value(call: ToolCall) -> str:
+    return json.dumps({"name": call.name, "arguments": arguments_object(call)}, ensure_ascii=False)
 
 
 def conversation(messages: list[Message]) -> list[dict[str, str]]:
@@ -58,16 +61,17 @@ def conversation(messages: list[Message]) -> list[dict[str, str]]:
         if message.role == "user":
             turns.append({"from": "human", "value": message.content or ""})
         elif message.role == "assistant" and message.tool_calls:
-            turns.append({"from": "function_call", "value": _calls_value(message)})
-            order = {c.id: n for n, c in enumerate(message.tool_calls)}
-            answers: list[Message] = []
+            answers: dict[str, Message] = {}
             while i < len(messages) and messages[i].role == "tool":
-                answers.append(messages[i])
+                answers.setdefault(messages[i].tool_call_id or "", messages[i])
                 i += 1
-            if answers:
-                answers.sort(key=lambda m: order.get(m.tool_call_id or "", len(order)))
-                texts = [m.content or "" for m in answers]
-                turns.append({"from": "observation", "value": texts[0] if len(texts) == 1 else json.dumps(texts, ensure_ascii=False)})
+            stray = set(answers) - {c.id for c in message.tool_calls}
+            if stray:
+                raise Skip(ROLE_ORDER, f"a tool message at position {i - 1} answers no call of the turn before it")
+            for call in message.tool_calls:
+                turns.append({"from": "function_call", "value": _call_value(call)})
+                if call.id in answers:
+                    turns.append({"from": "observation", "value": answers[call.id].content or ""})
         elif message.role == "assistant":
             turns.append({"from": "gpt", "value": message.content or ""})
         else:

@@ -33,6 +33,12 @@ class ExportStats:
     tool_sources: Counter[str] = field(default_factory=Counter)
     categories: Counter[str] = field(default_factory=Counter)
     models: Counter[str] = field(default_factory=Counter)
+    # Per record, so that every table of the dataset card sums to the records exported:
+    # (origin, recipe, models) where origin is "generated" (the record names the models that
+    # wrote it) or "imported" (it names none: a reader's output), and each record's set of tool sources.
+    provenance: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    tool_provenance: Counter[str] = field(default_factory=Counter)
+    llm_provider: str | None = None  # the run's `llm.provider` from its manifest; None when unknown
 
     def skip(self, record_id: str, reason: str, detail: str) -> None:
         self.skipped[reason] += 1
@@ -54,6 +60,9 @@ class ExportStats:
             self.tool_sources["unrecorded"] += 1
         for role, model in sorted(dialogue.models.items()):
             self.models[f"{role}: {model}"] += 1
+        models = ", ".join(f"{role}: {model}" for role, model in sorted(dialogue.models.items()))
+        self.provenance["generated" if models else "imported", dialogue.recipe, models] += 1
+        self.tool_provenance[" + ".join(sorted({ref.source for ref in dialogue.source_tools})) or "unrecorded"] += 1
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -1,21 +1,29 @@
-"""ToolAlpaca tool entries (ToolAlpaca §3), one per record, in ``<split>.json`` (a JSON list).
+"""ToolAlpaca tool entries (ToolAlpaca §3): one entry per tool, in ``<split>.json`` (a JSON list).
 
 ToolAlpaca's data is organised by tool: an entry holds the tool's documentation in several
-forms and its instances. An export is streamed, so each record becomes its own entry, with the
-keys (and types) of ToolAlpaca's released ``eval_simulated.json`` plus the training
-``Instances`` that ToolAlpaca's ``build_dataset.py`` turns into training text:
+forms and its instances. Records are gathered by their source tools (the pool tools their
+functions come from; a multi-tool record's entry is that set of tools), so every tool of a split
+is one entry whose ``Instructions``, ``Golden_Answers`` and ``Instances`` list the records made
+with it. Entries are written when the export closes: a split's entries are held in memory until
+then, as ToolAlpaca's loader holds the whole file. The keys (and types) are those of
+ToolAlpaca's released ``eval_simulated.json``, plus the training ``Instances`` that ToolAlpaca's
+``build_dataset.py`` turns into training text:
 
-* ``Name`` (the record's source tools, joined with `` / ``; the record id when it has none),
-  ``Category``, ``Description``/``Link``/``Introduction`` (empty: records do not keep them);
-* ``Documentation``: an OpenAPI 3.0 document (JSON text) with one operation per function —
-  ``operationId`` the function name, its method and path when it has them (else ``POST
-  /<name>``); path-template parameters ``in: path``, the others query parameters for GET/DELETE
-  and a JSON request body otherwise; the ``returns`` schema as the 200 response. It is what
-  :mod:`toolfactory.formats.toolalpaca` reads the functions back from;
+* ``Name``, ``Description``, ``Introduction``, ``Link``, ``Category``: the tool's, from the
+  run's tool pool (``runs/<run>/pool``; joined with `` / `` and newlines for a multi-tool
+  entry). A record whose tools the run does not keep (imported dialogues) has the names its
+  ``source_tools`` give and empty texts, or, with no source tools at all, its own entry named
+  after the record id;
+* ``Documentation``: an OpenAPI 3.0 document (JSON text) with one operation per function of the
+  entry (the union of its records' functions, by name) — ``operationId`` the function name, its
+  method and path when it has them (else ``POST /<name>``); path-template parameters
+  ``in: path``, the others query parameters for GET/DELETE and a JSON request body otherwise;
+  the ``returns`` schema as the 200 response. It is what :mod:`toolfactory.formats.toolalpaca`
+  reads the functions back from;
 * ``Functions``, ``NLDocumentation``, ``Function_Description`` (with ToolAlpaca's
   ``components`` key, empty), ``Function_Projection`` ({name: [path, method]}): the textual
   forms ToolAlpaca's agent prompt is made of;
-* ``Instructions``: the user request; ``Golden_Answers``: its steps ``{Action, Action_Input}``
+* ``Instructions``: the user requests; ``Golden_Answers``: their steps ``{Action, Action_Input}``
   (every call, parallel calls one step each, in order; arguments as generated);
 * ``Instances``: ``{input, output, intermediate_steps}`` with steps
   ``[[Action, Action_Input, log], observation]`` (LangChain's agent-action triple; ``log`` is
@@ -28,12 +36,13 @@ and records without calls (``no_calls``), which ToolAlpaca's ``build_dataset.py`
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-from toolfactory.export.base import NO_CALLS, JsonlExporter, Skip
-from toolfactory.export.output import JsonList
+from toolfactory.export.base import NO_CALLS, Exporter, ExportOptions, Skip
+from toolfactory.export.output import JsonList, OutputDir
+from toolfactory.export.stats import ExportStats
 from toolfactory.export.turns import all_calls, final_answer, responses, single_request
-from toolfactory.models import Dialogue, Function, JsonSchema
+from toolfactory.models import Dialogue, Function, JsonSchema, Tool
 
 _METHODS = {"get", "post", "put", "patch", "delete"}
 _QUERY_METHODS = {"get", "delete"}
@@ -127,36 +136,86 @@ def steps(dialogue: Dialogue) -> tuple[list[dict[str, str]], list[list[Any]]]:
     return golden, intermediate
 
 
-def tool_entry(dialogue: Dialogue) -> dict[str, Any]:
-    request = single_request(dialogue)
-    if not all_calls(dialogue):
-        raise Skip(NO_CALLS, "ToolAlpaca's instances are made of calls")
-    name = " / ".join(t.name for t in dialogue.source_tools) or dialogue.id
-    document, projection = openapi_document(name, dialogue.tools)
-    descriptions = {f.name: function_description(f) for f in dialogue.tools}
-    golden, intermediate = steps(dialogue)
-    return {
-        "Name": name,
-        "Description": "",
-        "Link": "",
-        "Category": dialogue.source_tools[0].category if dialogue.source_tools else "General",
-        "Introduction": "",
-        "Functions": "\n\n".join(f"{i}. Name: {f.name}\nDescription: {f.description}\nInput: {parameters_text(f)}\n"
-                                 f"Output: Successful response." for i, f in enumerate(dialogue.tools, start=1)),
-        "Documentation": json.dumps(document, ensure_ascii=False),
-        "NLDocumentation": "\n".join(f"{n}: {text}" for n, text in descriptions.items()),
-        "Function_Description": {**descriptions, "components": ""},
-        "Function_Projection": projection,
-        "Instructions": [request],
-        "Golden_Answers": [golden],
-        "Instances": [{"input": request, "output": final_answer(dialogue) or "", "intermediate_steps": intermediate}],
-    }
+def _joined(values: list[str], separator: str) -> str:
+    return separator.join(v for v in values if v)
 
 
-class ToolAlpacaExporter(JsonlExporter):
+class _Entry:
+    """One tool's entry being gathered: its identity, its functions and its records' parts."""
+
+    def __init__(self, dialogue: Dialogue, tools: Mapping[str, Tool]) -> None:
+        known = [tools[ref.id] for ref in dialogue.source_tools if ref.id in tools]
+        self.name = " / ".join(t.name for t in dialogue.source_tools) or dialogue.id
+        self.description = _joined([t.description for t in known], "\n")
+        self.introduction = _joined([t.introduction for t in known], "\n")
+        self.link = _joined([t.link for t in known], " ")
+        self.category = dialogue.source_tools[0].category if dialogue.source_tools else "General"
+        self.functions: dict[str, Function] = {}
+        self.instructions: list[str] = []
+        self.golden: list[list[dict[str, str]]] = []
+        self.instances: list[dict[str, Any]] = []
+
+    def add(self, dialogue: Dialogue, request: str) -> None:
+        for function in dialogue.tools:
+            self.functions.setdefault(function.name, function)
+        golden, intermediate = steps(dialogue)
+        self.instructions.append(request)
+        self.golden.append(golden)
+        self.instances.append({"input": request, "output": final_answer(dialogue) or "", "intermediate_steps": intermediate})
+
+    def to_json(self) -> dict[str, Any]:
+        functions = list(self.functions.values())
+        document, projection = openapi_document(self.name, functions)
+        descriptions = {f.name: function_description(f) for f in functions}
+        return {
+            "Name": self.name,
+            "Description": self.description,
+            "Link": self.link,
+            "Category": self.category,
+            "Introduction": self.introduction,
+            "Functions": "\n\n".join(f"{i}. Name: {f.name}\nDescription: {f.description}\nInput: {parameters_text(f)}\n"
+                                     f"Output: Successful response." for i, f in enumerate(functions, start=1)),
+            "Documentation": json.dumps(document, ensure_ascii=False),
+            "NLDocumentation": "\n".join(f"{n}: {text}" for n, text in descriptions.items()),
+            "Function_Description": {**descriptions, "components": ""},
+            "Function_Projection": projection,
+            "Instructions": self.instructions,
+            "Golden_Answers": self.golden,
+            "Instances": self.instances,
+        }
+
+
+def entry_key(dialogue: Dialogue) -> tuple[str, ...]:
+    """The tools an entry is made of: the record's source tools, or the record alone."""
+    return tuple(sorted(ref.id for ref in dialogue.source_tools)) or (f"record:{dialogue.id}",)
+
+
+class ToolAlpacaExporter(Exporter):
     name = "toolalpaca"
-    suffix = ".json"
-    writer = JsonList
+    needs_tools = True
 
-    def convert(self, dialogue: Dialogue) -> dict[str, Any]:
-        return tool_entry(dialogue)
+    def __init__(self, out: OutputDir, splits: Sequence[str], options: ExportOptions) -> None:
+        super().__init__(out, splits, options)
+        self.entries: dict[str, dict[tuple[str, ...], _Entry]] = {s: {} for s in self.splits}
+
+    def write(self, split: str, dialogue: Dialogue) -> None:
+        request = single_request(dialogue)
+        if not all_calls(dialogue):
+            raise Skip(NO_CALLS, "ToolAlpaca's instances are made of calls")
+        entries = self.entries[split]
+        key = entry_key(dialogue)
+        if key not in entries:
+            entries[key] = _Entry(dialogue, self.tools)
+        entries[key].add(dialogue, request)
+
+    def close(self, stats: ExportStats) -> dict[str, int]:
+        files = {}
+        for split, entries in self.entries.items():
+            file = JsonList(self.out, f"{split}.json")
+            for entry in entries.values():
+                file.write(entry.to_json())
+            files[f"{split}.json"] = file.commit()
+        return files
+
+    def abort(self) -> None:
+        self.entries = {s: {} for s in self.splits}

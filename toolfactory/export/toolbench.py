@@ -2,26 +2,42 @@
 
 Two outputs per split:
 
-* ``answer/<split>/<id>.json``: one ToolBench answer file per record, the layout of ToolBench's
-  ``data/answer/G1_answer`` (what :mod:`toolfactory.formats.toolbench` reads, a folder at a time)::
+* ``answer/<split>/<query_id>_<method>.json``: one ToolBench answer file per record, the layout
+  of ToolBench's ``data/answer/G1_answer`` and of what its inference writes. ToolBench's own
+  scripts find answers by that name: ``preprocess_toolllama_data.py`` keeps the files whose name
+  contains the method (``DFS_woFilter_w2`` or ``CoT@1``), and ToolEval's
+  ``convert_to_answer_format.py`` takes the query id as the name's part before the first ``_``.
+  The method is ``DFS_woFilter_w2`` for a record found by DFSDT search, ``CoT@1`` for any other
+  (a ReAct chain, or a simulated dialogue: one chain, no tree). The query id is the record id
+  when it is letters, digits and hyphens only, else a stable hash of it (an ``_`` would cut it short); a
+  record read from a ToolBench answer file keeps its released name (``10_ChatGPT_DFS_woFilter_w2``).
+  Each file holds ToolBench's top-level keys::
 
-      {"answer_generation": {"valid_data": true, "query_count", "total_tokens", "final_answer",
+      {"win", "tree"?, "forward_args", "compare_candidates",
+       "answer_generation": {"valid_data": true, "query_count", "total_tokens", "final_answer",
         "function", "chain": [], "train_messages", "query", "finish_type"}}
+
+  ``win`` is true when the path ends with ``Finish(give_answer)``; ``tree`` is written only when
+  the record keeps its search tree (``generation.search.tree``), in ToolBench's nested node
+  shape; ``forward_args`` holds ToolBench's search arguments with the values the record
+  recorded (null when it did not record them); ``compare_candidates`` is the one kept path as
+  ToolBench's list of nodes (Thought / Action / Action Input with its observation).
 
   ``train_messages`` is ToolBench's list of training prefixes, one per assistant message, the
   last one the whole path: OpenAI-functions-era messages (system, user, assistant with one
   ``function_call {name, arguments}``, ``function {name, content}``), parallel calls written one
-  call per assistant message, each followed by its response. The path ends with the ``Finish``
-  call: a record that ends with its own ``Finish`` keeps it (its response and closing answer
-  are dropped, as ToolBench stores them); any other record ends with an added
+  call per assistant message, each followed by its response. The system message is ToolBench's
+  own prompt (the record's when it already is ToolBench's): ``preprocess_toolllama_data.py``
+  asserts that it contains "with a function call to actually excute your step." (sic), and it
+  tells the model to end with ``Finish``, which every path does. The path ends with the
+  ``Finish`` call: a record that ends with its own ``Finish`` keeps it (its response and closing
+  answer are dropped, as ToolBench stores them); any other record ends with an added
   ``Finish(give_answer, final_answer=<its final answer>)`` — so a record that does not end with
   an assistant answer is skipped (``no_final_answer``), as is one that goes on after its
   ``Finish`` (``finish_not_last``). ``function`` lists the record's functions in ToolBench's
   shape (``parameters.optional`` added) plus ``Finish``; ``final_answer`` is Finish's argument
-  text; ``total_tokens`` is 0 (records do not keep token counts); no ``tree``: there was no
-  DFSDT search tree. The file name is the record id (characters outside ``[A-Za-z0-9._-]``
-  replaced, with a hash suffix then). Files are compact JSON: ToolBench's are indented, which
-  no JSON reader needs and which triples the time of a ToolBench export.
+  text; ``total_tokens`` is 0 (records do not keep token counts). Files are compact JSON:
+  ToolBench's are indented, which no JSON reader needs and which triples the time of an export.
 * ``toolllama/<split>.json``: a JSON list of ToolLLaMA conversations, built from the whole
   path as ToolBench's ``preprocess_toolllama_data.py`` builds them (roles system/user/assistant/
   function; an assistant call becomes ``"\\nThought: …\\nAction: name\\nAction Input: {…}"``,
@@ -37,24 +53,68 @@ import json
 import re
 from typing import Any, Sequence
 
-from toolfactory.export.base import FINISH_NOT_LAST, NO_FINAL_ANSWER, Exporter, ExportOptions, Skip
+from toolfactory.export.base import Exporter, ExportOptions
 from toolfactory.export.output import JsonList, OutputDir
 from toolfactory.export.stats import ExportStats
-from toolfactory.export.turns import FINISH, all_calls, arguments_object, final_answer, function_dict, responses
-from toolfactory.formats.toolbench import SYSTEM
-from toolfactory.models import Dialogue, Function, Message, ToolCall, stable_id
+from toolfactory.export.turns import FINISH, all_calls, arguments_object, finished_path, function_dict, responses
+from toolfactory.models import Dialogue, Function, stable_id
 from toolfactory.stages.verify.corpus import FINISH_FUNCTION
 
 STEP_PHRASE = "with a function call to actually excute your step."  # sic: ToolBench's prompt
 FORMAT_INSTRUCTION = " Your output should follow this format:\nThought:\nAction\nAction Input:\n"
 APIS = "\nSpecifically, you have access to the following APIs: "
 ANSWERS = "answer"  # the folder of answer files, cleared when an export starts or fails
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def file_name(record_id: str) -> str:
-    safe = _UNSAFE.sub("_", record_id)[:120]
-    return safe if safe == record_id and safe not in ("", ".", "..") else f"{safe}_{stable_id(record_id)[:8]}"
+# ToolBench's DFSDT system prompt, as its released answers carry it (Apache-2.0); the task
+# description lists the record's tools. It holds STEP_PHRASE, which ToolBench's preprocessing asserts.
+TOOLBENCH_SYSTEM = (
+    "You are AutoGPT, you can use many tools(functions) to do the following task.\n"
+    "First I will give you the task description, and your task start.\n"
+    "At each step, you need to give your thought to analyze the status now and what to do next, " + STEP_PHRASE + "\n"
+    "After the call, you will get the call result, and you are now in a new state.\n"
+    "Then you will analyze your status now, then decide what to do next...\n"
+    "After many (Thought-call) pairs, you finally perform the task, then you can give your finial answer.\n"
+    "Remember: \n"
+    "1.the state change is irreversible, you can't go back to one of the former state, if you want to restart the task, "
+    "say \"I give up and restart\".\n"
+    "2.All the thought is short, at most in 5 sentence.\n"
+    "3.You can do more then one trys, so if your plan is to continusly try some conditions, you can do one of the "
+    "conditions per try.\n"
+    "Let's Begin!\n"
+    "Task description: You should use functions to help handle the real time user querys. Remember:\n"
+    "1.ALWAYS call \"Finish\" function at the end of the task. And the final answer should contain enough information "
+    "to show to the user,If you can't handle the task, or you find that function calls always fail(the function is not "
+    "valid now), use function Finish->give_up_and_restart.\n"
+    "2.Do not use origin tool names, use only subfunctions' names.\n"
+    "You have access of the following tools:\n"
+)
+DFS = "DFS_woFilter_w2"  # ToolBench's method names (the --method choices of its preprocessing)
+COT = "CoT@1"
+_RELEASED = re.compile(r"^[^_]+_.*(?:DFS_woFilter_w2|CoT@1)$")  # a name ToolBench gave: kept
+_QUERY_ID = re.compile(r"^[A-Za-z0-9-]+$")
+
+
+def method_of(dialogue: Dialogue) -> str:
+    search = dialogue.generation.get("search")
+    return DFS if isinstance(search, dict) and search.get("method") == "dfsdt" else COT
+
+
+def file_name(dialogue: Dialogue) -> str:
+    """``<query_id>_<method>`` (see the module doc)."""
+    if _RELEASED.match(dialogue.id):
+        return dialogue.id
+    query_id = dialogue.id if _QUERY_ID.match(dialogue.id) else stable_id(dialogue.id)
+    return f"{query_id}_{method_of(dialogue)}"
+
+
+def toolbench_system(dialogue: Dialogue) -> str:
+    """The record's system prompt when it is ToolBench's, else ToolBench's listing the record's tools."""
+    own = next((m.content or "" for m in dialogue.messages[:1] if m.role == "system"), "")
+    if STEP_PHRASE in own:
+        return own
+    names = [t.name for t in dialogue.source_tools] or [f.name for f in dialogue.tools]
+    return TOOLBENCH_SYSTEM + "".join(f"{i}.{name}\n" for i, name in enumerate(names, 1))
 
 
 def toolbench_function(function: Function) -> dict[str, Any]:
@@ -71,33 +131,16 @@ def query_of(dialogue: Dialogue) -> str:
     return text.strip().removesuffix("Begin!").strip()
 
 
-def _finished_path(dialogue: Dialogue) -> tuple[list[Message], ToolCall]:
-    """The messages of the path up to and including the Finish call turn, and that call."""
-    messages = dialogue.messages
-    ends = [i for i, m in enumerate(messages) if m.role == "assistant" and any(c.name == FINISH for c in m.tool_calls or [])]
-    if ends:
-        last = ends[-1]
-        tail = messages[last + 1:]
-        closing = tail[-1:] if tail and tail[-1].role == "assistant" and not tail[-1].tool_calls else []
-        if any(m.role != "tool" for m in tail[: len(tail) - len(closing)]):
-            raise Skip(FINISH_NOT_LAST, "messages other than responses follow the Finish call")
-        finish = [c for c in messages[last].tool_calls or [] if c.name == FINISH][-1]
-        return [*messages[: last + 1], *(m for m in tail if m.role == "tool")], finish
-    answer = final_answer(dialogue)
-    if answer is None:
-        raise Skip(NO_FINAL_ANSWER, f"the dialogue ends with a {dialogue.messages[-1].role if messages else 'no'} message")
-    finish = ToolCall(id="finish", name=FINISH, arguments=json.dumps({"return_type": "give_answer", "final_answer": answer}, ensure_ascii=False))
-    return [*messages[:-1], Message(role="assistant", tool_calls=[finish])], finish
-
-
 def path_messages(dialogue: Dialogue) -> tuple[list[dict[str, Any]], ToolCall]:
     """The whole path in ToolBench's message shape (see the module doc), and the Finish call."""
-    messages, finish = _finished_path(dialogue)
+    messages, finish = finished_path(dialogue)
     answers = responses(dialogue)
     called = {c.id for c in all_calls(dialogue)}
-    out: list[dict[str, Any]] = [] if messages and messages[0].role == "system" else [{"role": "system", "content": SYSTEM}]
+    out: list[dict[str, Any]] = [{"role": "system", "content": toolbench_system(dialogue)}]
     for message in messages:
-        if message.role in ("system", "user"):
+        if message.role == "system":
+            continue  # ToolBench's prompt (above) replaces the record's
+        if message.role == "user":
             out.append({"role": message.role, "content": message.content})
         elif message.role == "assistant" and not message.tool_calls:
             out.append({"role": "assistant", "content": message.content})
@@ -113,13 +156,73 @@ def path_messages(dialogue: Dialogue) -> tuple[list[dict[str, Any]], ToolCall]:
     return out, finish
 
 
+def _candidate(path: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The path as one of ToolBench's ``compare_candidates``: its nodes below the root, in order."""
+    nodes: list[dict[str, Any]] = []
+
+    def node(kind: str, description: str, **extra: Any) -> None:
+        nodes.append({"is_terminal": False, "pruned": False, "finished": False, "depth": len(nodes) + 1,
+                      "node_type": kind, "description": description, **extra})
+
+    for k, message in enumerate(path):
+        if message["role"] != "assistant":
+            continue
+        if message.get("content"):
+            node("Thought", message["content"])
+        call = message.get("function_call")
+        if call:
+            following = path[k + 1] if k + 1 < len(path) else {}
+            observation = following.get("content") if following.get("role") == "function" else ""
+            node("Action", call["name"])
+            node("Action Input", call["arguments"], observation=observation or "")
+    if nodes:
+        nodes[-1]["is_terminal"] = True
+    for item in nodes:
+        item["finished"] = True
+    return nodes
+
+
+def search_tree(search: dict[str, Any]) -> dict[str, Any] | None:
+    """The record's search tree (``generation.search.tree``: nodes with id, parent, depth, kind and
+    calls) in ToolBench's nested shape, or None when the record keeps no tree."""
+    nodes = search.get("tree")
+    if not isinstance(nodes, list) or not nodes:
+        return None
+    root: dict[str, Any] = {"node_type": "Action Input", "description": "", "depth": 0, "is_terminal": False,
+                            "pruned": False, "finished": False, "children": []}
+    by_id: dict[int, dict[str, Any]] = {0: root}
+    for item in sorted(nodes, key=lambda n: int(n.get("id", 0))):
+        kind = str(item.get("kind", ""))
+        made = {"node_type": "Action", "description": ", ".join(item.get("calls") or []) or kind, "kind": kind,
+                "depth": int(item.get("depth", 0)), "expand_num": int(item.get("sample", 0)),
+                "is_terminal": kind in ("give_answer", "give_up", "invalid_finish"), "pruned": kind in ("give_up", "invalid_finish"),
+                "finished": kind == "give_answer", "children": []}
+        by_id.get(int(item.get("parent", 0)), root)["children"].append(made)
+        by_id[int(item.get("id", 0))] = made
+    return {"size": len(nodes), "max_length": max(int(n.get("depth", 0)) for n in nodes), "tree": root}
+
+
+def forward_args(dialogue: Dialogue) -> dict[str, Any]:
+    """ToolBench's search arguments, with what the record recorded of them (null otherwise)."""
+    search = dialogue.generation.get("search") if isinstance(dialogue.generation.get("search"), dict) else {}
+    if method_of(dialogue) == COT:
+        return {"single_chain_max_step": search.get("max_depth"), "pass_at": 1}
+    return {"single_chain_max_step": search.get("max_depth"), "tree_beam_size": search.get("max_children"),
+            "max_query_count": search.get("max_calls"), "answer": 1, "with_filter": False}
+
+
 def answer_file(dialogue: Dialogue) -> dict[str, Any]:
     path, finish = path_messages(dialogue)
     return_type = arguments_object(finish).get("return_type")
     functions = [toolbench_function(f) for f in dialogue.tools]
     if not any(f.name == FINISH for f in dialogue.tools):
         functions.append(function_dict(FINISH_FUNCTION))
-    return {"answer_generation": {
+    search = dialogue.generation.get("search")
+    tree = search_tree(search) if isinstance(search, dict) else None
+    head: dict[str, Any] = {"win": return_type == "give_answer"}
+    if tree is not None:
+        head["tree"] = tree
+    return {**head, "forward_args": forward_args(dialogue), "compare_candidates": [_candidate(path)], "answer_generation": {
         "valid_data": True,
         "query_count": sum(1 for m in path if m.get("function_call")),
         "total_tokens": 0,
@@ -171,7 +274,7 @@ class ToolBenchExporter(Exporter):
         answer = answer_file(dialogue)
         generation = answer["answer_generation"]
         conversation = toolllama_conversations(generation["train_messages"][-1], generation["function"])
-        name = f"{ANSWERS}/{split}/{file_name(dialogue.id)}.json"
+        name = f"{ANSWERS}/{split}/{file_name(dialogue)}.json"
         self.out.write_bytes(name, json.dumps(answer, ensure_ascii=False).encode())
         self.answers[split] += 1
         self.toolllama[split].write({"id": dialogue.id, "conversations": conversation})

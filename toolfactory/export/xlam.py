@@ -4,11 +4,13 @@
      "answers": "[{\"name\": ..., \"arguments\": {...}}]"}
 
 ``tools`` and ``answers`` are JSON *strings*, as in the release. One request and the calls that
-answer it: only single-turn records (one user turn, else ``not_single_turn``); ``answers`` are
-the calls of the first assistant turn (:func:`~toolfactory.export.turns.first_turn_calls`), an
-empty list for a dialogue that makes no call (xLAM's irrelevance examples). Later turns of a
-multi-step record depend on tool responses xLAM cannot hold and are not exported. Arguments must
-be JSON objects (``arguments_not_json``).
+answer it, complete or not at all: only single-turn records (one user turn, else
+``not_single_turn``); ``answers`` are all the record's calls, which must be made in its first
+assistant turn (one call or parallel calls; :func:`~toolfactory.export.turns.one_step_calls`),
+an empty list for a dialogue that makes no call (xLAM's irrelevance examples). A record that
+calls again after a response (``calls_in_several_turns``) is skipped, never cut to its first
+calls: its later calls depend on responses xLAM cannot hold. Arguments must be JSON objects
+(``arguments_not_json``).
 
 ``parameters`` is APIGen's flat mapping ``{param: {"type", "description", "default"?}}`` with
 Python type names — ``str``, ``int``, ``float``, ``bool``, ``dict``, ``List[int]``,
@@ -24,7 +26,7 @@ import json
 from typing import Any
 
 from toolfactory.export.base import JsonlExporter
-from toolfactory.export.turns import arguments_object, first_turn_calls, single_request
+from toolfactory.export.turns import arguments_object, one_step_calls, single_request
 from toolfactory.models import Dialogue, Function, JsonSchema
 
 _PYTHON = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "object": "dict", "null": "None"}
@@ -72,7 +74,7 @@ class XLAMExporter(JsonlExporter):
 
     def convert(self, dialogue: Dialogue) -> dict[str, Any]:
         query = single_request(dialogue)
-        answers = [{"name": c.name, "arguments": arguments_object(c)} for c in first_turn_calls(dialogue)]
+        answers = [{"name": c.name, "arguments": arguments_object(c)} for c in one_step_calls(dialogue)]
         return {
             "query": query,
             "tools": json.dumps([apigen_tool(f) for f in dialogue.tools], ensure_ascii=False),

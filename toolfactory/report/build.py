@@ -1,7 +1,8 @@
 """Build a run's report into the object store: ``runs/<run_id>/report/index.html`` and its PNGs.
 
-I/O happens here only: the stats database and the accepted shards are read
-(:mod:`toolfactory.report.data`), the sections decided and drawn (:mod:`.sections`,
+I/O happens here only: the stats database, the manifest, the exports, the accepted and rejected
+shards are read (:mod:`toolfactory.report.data`, :mod:`.context`, :mod:`.samples`), the
+sections decided and drawn (:mod:`.sections`,
 :mod:`.charts`), then each chart and the page are written with the store's atomic writes. A
 rebuild replaces the report and deletes charts of an earlier build that this one left out.
 """
@@ -13,10 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from toolfactory.stages import DATASET_STAGE
+from toolfactory.report.context import load_context
 from toolfactory.report.data import DialogueMix, RunStats, load_run_stats, scan_dialogues
 from toolfactory.report.page import render_page
+from toolfactory.report.samples import rejected_examples
 from toolfactory.report.sections import sections
 from toolfactory.storage import ObjectStore
+
+
+SIMULATOR_WARNING = ("This run's LLM was the offline simulator (llm.provider: simulator): its dialogues show the "
+                     "pipeline at work and are not real training data.")
 
 
 def report_dir(run_id: str) -> str:
@@ -42,7 +49,9 @@ def build_report(store: ObjectStore, stats_path: str | Path, run_id: str) -> dic
     stats = load_run_stats(stats_path, run_id)
     mix = scan_dialogues(store, run_id)
     folder = report_dir(run_id)
-    parts = sections(stats, mix)
+    failed = stats.status == "failed" or any(s.failed for s in stats.stages)
+    context = load_context(store, stats_path, run_id, failed)
+    parts = sections(stats, mix, context, tuple(rejected_examples(store, run_id, stats)))
     written = []
     for chart in (chart for section in parts for chart in section.charts):
         path = f"{folder}/{chart.file}"
@@ -52,6 +61,6 @@ def build_report(store: ObjectStore, stats_path: str | Path, run_id: str) -> dic
         if stale.endswith(".png") and stale not in written:
             store.delete(stale)
     index = f"{folder}/index.html"
-    page = render_page(f"toolfactory run {run_id}", _facts(store, stats, mix), parts)
+    page = render_page(f"toolfactory run {run_id}", _facts(store, stats, mix), parts, SIMULATOR_WARNING if context.simulated else None)
     store.write_bytes(index, page.encode("utf-8"))
     return {"index": index, "charts": written, "uri": store.uri(index)}

@@ -245,3 +245,20 @@ def llm_use(rows: Sequence[tuple[str, float, float, float, float]], file: str, t
         right.margins(y=0.15)
         alt = "; ".join(f"{r[0]}: {r[1]:.2f} calls, {r[2]:.2f} cache hits, {r[3] + r[4]:.1f} tokens {per}" for r in rows)
         return _render(file, title, alt, figure)
+
+
+def trend(points: Sequence[tuple[str, int, int]]) -> Chart:
+    """`points`: (run id, accepted records, tokens) per run, oldest first, this run last."""
+    with _figure(max(6.0, 0.9 * len(points) + 2), 3.6) as figure:
+        left, right = figure.subplots(1, 2)
+        x = list(range(len(points)))
+        names = [short(p[0], 22) for p in points]
+        for ax, values, label, color in ((left, [p[1] for p in points], "accepted records", OUT),
+                                         (right, [p[2] for p in points], "tokens", EXTRA)):
+            ax.plot(x, values, marker="o", color=color)
+            ax.set_xticks(x, names, rotation=25, ha="right")
+            ax.set_title(label, fontsize=10)
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.margins(y=0.2)
+        alt = "; ".join(f"{p[0]}: {p[1]} accepted, {p[2]} tokens" for p in points)
+        return _render("trend.png", "This run against the earlier runs of the root", alt, figure)

@@ -77,6 +77,7 @@ class StageNumbers:
     layers: tuple[Layer, ...]
     profile: dict[str, dict[str, int]]  # dimension -> value -> count (`*_uses`: {distinct, total})
     usage: Usage
+    failed: tuple[tuple[int, str, str], ...] = ()  # (shard, status, error) of shards not completed
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ def _stage(item: dict[str, Any]) -> StageNumbers:
         profile=item["profile"],
         usage=Usage(int(item["llm_calls"]), int(item["cache_hits"]),
                     int(item["prompt_tokens"]), int(item["completion_tokens"])),
+        failed=tuple((int(f["shard"]), str(f["status"]), str(f["error"] or "")) for f in item.get("failed_shards", [])),
     )
 
 
@@ -181,9 +183,11 @@ class DialogueMix:
     clusters: Counter[str] = field(default_factory=Counter)  # cluster -> records in it
     with_cluster: int = 0  # records that name their cluster(s)
     source_tools: set[str] = field(default_factory=set)  # bounded by the pool, not the records
+    samples: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (recipe, mode) -> its first record
 
     def add(self, record: dict[str, Any]) -> None:
         self.records += 1
+        self.samples.setdefault((str(record.get("recipe", "toolalpaca")), str(record.get("mode", "single"))), record)
         self.llm_calls += _int(record.get("llm_calls"))
         self.modes[str(record.get("mode", "single"))] += 1
         self.recipes[str(record.get("recipe", "toolalpaca"))] += 1

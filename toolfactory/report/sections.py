@@ -12,7 +12,9 @@ from typing import Mapping
 
 from toolfactory.report import charts
 from toolfactory.report.charts import TOP_N, TOP_REASONS, Chart, top
+from toolfactory.report.context import RunContext
 from toolfactory.report.data import DialogueMix, RunStats, Usage
+from toolfactory.report.samples import Chat, RejectedExample, chat
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,9 @@ class Section:
     charts: tuple[Chart, ...] = ()
     tables: tuple[Table, ...] = ()
     notes: tuple[str, ...] = ()  # charts left out, and why
+    chats: tuple[Chat, ...] = ()  # sample dialogues
+    links: tuple[tuple[str, str], ...] = ()  # (label, relative href)
+    commands: tuple[str, ...] = ()  # shell commands to copy
 
 
 def count(n: int) -> str:
@@ -44,9 +49,112 @@ def ratio(value: float) -> str:
     return f"{value:,.2f}"
 
 
-def sections(stats: RunStats, mix: DialogueMix) -> list[Section]:
-    return [funnel(stats), rejections(stats), accepted_mix(mix), complexity(mix), coverage(stats, mix),
-            clusters(mix), llm_use(stats, mix)]
+def sections(stats: RunStats, mix: DialogueMix, context: RunContext | None = None,
+             rejected: tuple[RejectedExample, ...] = ()) -> list[Section]:
+    context = context or RunContext()
+    failed = [failed_shards(stats, context)] if any(s.failed for s in stats.stages) or stats.status == "failed" else []
+    return [*failed, run_summary(context), funnel(stats), time_and_cost(stats, context), rejections(stats),
+            rejected_section(rejected), accepted_mix(mix), samples(mix), complexity(mix), coverage(stats, mix),
+            clusters(mix), llm_use(stats, mix), trend(stats, context), exports(context)]
+
+
+def failed_shards(stats: RunStats, context: RunContext) -> Section:
+    rows = tuple((s.stage, str(shard), status, error) for s in stats.stages for shard, status, error in s.failed)
+    table = Table("failed-shards", "Shards that did not complete; a re-run runs them (and what waits on them) "
+                  "with the run's own config, paying only for LLM answers not cached yet.",
+                  ("stage", "shard", "status", "error"), rows)
+    notes = () if rows else ("The run is marked failed but the stats list no failed shard.",)
+    command = context.rerun_command or f"toolfactory rerun {stats.run_id}"
+    return Section("failed", "Failed shards and how to finish the run", tables=(table,), notes=notes, commands=(command,))
+
+
+def run_summary(context: RunContext) -> Section:
+    title = "Config and models"
+    if not context.config:
+        return Section("config", title, notes=("The run has no manifest in this storage root: config and models unknown.",))
+    settings = Table("config", "The run's settings (from its manifest; secrets are never stored there).",
+                     ("setting", "value"), tuple(context.settings))
+    priced = {role: f"${p.prompt:g} / ${p.completion:g}" for role, p in context.prices.items()}
+    models = Table("models", "The model of each agent role.", ("role", "model", "USD per million prompt / completion tokens"),
+                   tuple((role, model, priced.get(role, "-")) for role, model in context.models.items()))
+    return Section("config", title, tables=(settings, models))
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)} min {rest:.0f} s" if minutes else f"{rest:.1f} s"
+
+
+def time_and_cost(stats: RunStats, context: RunContext) -> Section:
+    priced = bool(context.prices)
+    header = ("stage", "shards", "busy time", "elapsed", "tokens", *(("cost (USD)",) if priced else ()))
+    rows = []
+    for s in stats.stages:
+        time = context.stage_times.get(s.stage)
+        row = [s.stage, count(time.shards) if time else "-", _duration(time.busy_s if time else None),
+               _duration(time.elapsed_s if time else None), count(s.usage.tokens)]
+        if priced:
+            cost = context.cost(s.stage)
+            row.append("-" if cost is None else f"{cost:,.4f}")
+        rows.append(tuple(row))
+    table = Table("time-cost", "Time per stage (busy: the shards' wall times summed; elapsed: first start to last end) "
+                  "and the tokens every attempt used.", header, tuple(rows))
+    notes = () if priced else ("No price is configured (llm.roles.<role>.usd_per_million_prompt_tokens and "
+                               "usd_per_million_completion_tokens): cost is shown in tokens.",)
+    return Section("time", "Time and cost per stage", tables=(table,), notes=notes)
+
+
+def rejected_section(examples: tuple[RejectedExample, ...]) -> Section:
+    title = "Rejected examples"
+    if not examples:
+        return Section("rejected", title, notes=("No rejected record was found for the top rejection reasons.",))
+    table = Table("rejected-examples", "One rejected record for each of the most frequent reasons, with the rule's "
+                  "message and the path of the fault.", ("stage", "reason", "records", "example record", "message", "path"),
+                  tuple((e.stage, e.reason, count(e.records), e.record_id, e.message, e.path or "-") for e in examples))
+    return Section("rejected", title, tables=(table,))
+
+
+def samples(mix: DialogueMix) -> Section:
+    title = "Sample dialogues"
+    if not mix.samples:
+        return Section("samples", title, notes=("The run has no accepted dialogues to show.",))
+    chosen = tuple(chat(record) for _, record in sorted(mix.samples.items()))
+    return Section("samples", title, chats=chosen)
+
+
+def trend(stats: RunStats, context: RunContext) -> Section:
+    title = "Trend"
+    points = context.previous
+    rows = tuple((p.run_id + (" (this run)" if p.run_id == stats.run_id else ""), p.status or "-", p.started_at or "-",
+                  count(p.accepted), count(p.rejected_in_verify), count(p.tokens)) for p in points)
+    table = Table("trend", "This run and the runs before it in the same storage root (at most ten).",
+                  ("run", "status", "started", "accepted", "rejected by verify", "tokens"), rows)
+    if len(points) < 2:
+        return Section("trend", title, tables=(table,), notes=("No earlier run in this storage root: trend chart omitted.",))
+    chart = charts.trend([(p.run_id, p.accepted, p.tokens) for p in points])
+    return Section("trend", title, charts=(chart,), tables=(table,))
+
+
+MAX_EXPORT_LINKS = 12  # files of one format linked one by one; past that, their folders
+
+
+def exports(context: RunContext) -> Section:
+    title = "Exports"
+    if not context.exports:
+        return Section("exports", title, notes=("No export was written for this run (export.formats, or a failed run).",))
+    links: list[tuple[str, str]] = []
+    for fmt, files in context.exports.items():
+        if len(files) <= MAX_EXPORT_LINKS:
+            links += [(f"{fmt}: {href.split('/', 3)[-1]}", href) for href in files]
+            continue
+        folders: dict[str, int] = {}  # a format of one file per record (toolbench): its folders
+        for href in files:
+            folder = href.rsplit("/", 1)[0] + "/"
+            folders[folder] = folders.get(folder, 0) + 1
+        links += [(f"{fmt}: {folder.split('/', 3)[-1] or './'} ({count(n)} files)", folder) for folder, n in folders.items()]
+    return Section("exports", title, links=tuple(links))
 
 
 def funnel(stats: RunStats) -> Section:

@@ -94,7 +94,7 @@ class CurateStage:
         settings, model, seed = ctx.config.curate, ctx.config.llm.embedding_model, ctx.config.run.seed or 0
         values = await query_complexity(dialogues, ctx.gateway, model)
         low, high = settings.complexity_quantiles
-        levels = subsets(values, (low, high))
+        levels = subsets(values, (low, high), keys=[d.id for d in dialogues])
         clusters = await cluster_apis(offered_functions(dialogues), ctx.gateway, model, settings.clusters, seed)
         k = len(set(clusters.values())) or 1
         cluster_sets = [dialogue_clusters(d, clusters) for d in dialogues]
