@@ -64,7 +64,7 @@ def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
     stats.finish_run(manifest.run_id, "failed" if failed else "completed", _now())
     summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
     if failed:
-        summary["rerun"] = rerun_command(manifest.run_id, store, config.storage.endpoint_url)
+        summary["rerun"] = rerun_command(manifest.run_id, store, config.storage.endpoint_url, config.storage.region)
     if config.storage.is_s3:
         store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
     exported = export_dataset(config, store, manifest.run_id) if not failed else {}

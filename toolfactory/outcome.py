@@ -14,11 +14,12 @@ from toolfactory.storage import ObjectStore
 _SHOWN = 8  # failed shards listed by name; the rest are counted
 
 
-def rerun_command(run_id: str, store: ObjectStore, endpoint_url: str | None = None) -> str:
+def rerun_command(run_id: str, store: ObjectStore, endpoint_url: str | None = None, region: str | None = None) -> str:
     """`toolfactory rerun …` with what locates the run's storage (the rest comes from its manifest)."""
     parts = ["toolfactory", "rerun", run_id, "--set", f"storage.root={store.url}"]
-    if endpoint_url:
-        parts += ["--set", f"storage.endpoint_url={endpoint_url}"]
+    for field, value in (("endpoint_url", endpoint_url), ("region", region)):
+        if value:
+            parts += ["--set", f"storage.{field}={value}"]
     return shlex.join(parts)
 
 

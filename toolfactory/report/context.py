@@ -9,7 +9,6 @@ Read once when the report is built; every part is optional, since a run may have
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from toolfactory.errors import RunNotFound
 from toolfactory.manifest import load_manifest
+from toolfactory.outcome import rerun_command
 from toolfactory.stages import DATASET_STAGE
 from toolfactory.stats import StatsDB
 from toolfactory.storage import ObjectStore
@@ -112,18 +112,6 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def rerun_command(run_id: str, config: dict[str, Any]) -> str:
-    """``toolfactory rerun`` with the options that find the run again: the storage root (and its
-    S3 endpoint and region) and the stats database when the config named one; the rest of the
-    config comes from the run's manifest."""
-    parts = ["toolfactory", "rerun", run_id]
-    for path in (("storage", "root"), ("storage", "endpoint_url"), ("storage", "region"), ("stats", "path")):
-        value = _get(config, path)
-        if value:
-            parts += ["--set", f"{'.'.join(path)}={value}"]
-    return " ".join(shlex.quote(p) for p in parts)
-
-
 def _seconds(start: str | None, end: str | None) -> float | None:
     try:
         return (datetime.fromisoformat(str(end)) - datetime.fromisoformat(str(start))).total_seconds()
@@ -192,5 +180,6 @@ def load_context(store: ObjectStore, stats_path: str | Path, run_id: str, failed
     _from_stats(stats_path, run_id, store.url, context)
     context.exports = _exports(store, run_id)
     if failed:
-        context.rerun_command = rerun_command(run_id, config) if config else f"toolfactory rerun {shlex.quote(run_id)}"
+        storage = _get(config, ("storage",)) or {}
+        context.rerun_command = rerun_command(run_id, store, storage.get("endpoint_url"), storage.get("region"))
     return context
