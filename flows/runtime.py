@@ -20,6 +20,7 @@ from prefect.logging.handlers import APILogWorker
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from toolfactory.config import Config
+from toolfactory.lifetime import guard_child, release_child
 from toolfactory.simulator import start_simulator
 
 
@@ -34,6 +35,9 @@ def prefect_api() -> Iterator[str]:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     server = SubprocessASGIServer()
     server.start()
+    pid = server.server_process.pid if server.server_process else None
+    if pid is not None:
+        guard_child(pid)  # stopped below, or by the guard if this process is killed
     try:
         with temporary_settings({PREFECT_API_URL: server.api_url}):
             try:
@@ -45,6 +49,8 @@ def prefect_api() -> Iterator[str]:
                 EventsWorker.drain_all(timeout=10)
     finally:
         server.stop()
+        if pid is not None:
+            release_child(pid)
 
 
 def current_api_url() -> str:
@@ -83,4 +89,9 @@ def llm_endpoint(config: Config) -> Iterator[str | None]:
         yield None
         return
     with start_simulator(config.llm.simulator) as simulator:
-        yield simulator.base_url
+        guard_child(simulator.pid)  # stopped on exit, or by the guard if this process is killed
+        try:
+            yield simulator.base_url
+        finally:
+            simulator.stop()
+            release_child(simulator.pid)

@@ -16,6 +16,7 @@ Errors are one line on stderr; `--debug` shows the traceback.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -400,6 +401,8 @@ def main() -> None:
     debug = "--debug" in sys.argv[1:]
     if debug:
         sys.argv.remove("--debug")
+    # SIGTERM (an orchestrator stopping us) unwinds like Ctrl-C: servers, simulator and Ray stop.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         app(prog_name="toolfactory")
     except Exception as exc:
