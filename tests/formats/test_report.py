@@ -16,7 +16,8 @@ from toolfactory.shards import encode_records, records_table
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.report import verify_file
 
-KEYS = ["path", "format", "records", "parsed", "format_errors", "accepted", "rejected", "pass_rate", "rules", "warnings", "skipped_rules"]
+POLICY_RULES = ["filter_parse_error", "filter_search_not_finished", "filter_too_many_steps"]
+KEYS = ["path", "format", "records", "parsed", "format_errors", "accepted", "rejected", "pass_rate", "rules", "warnings", "skipped_rules", "policy"]
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -99,14 +100,15 @@ def test_openai_report(openai_sample: Path, tmp_path: Path) -> None:
     assert (report["records"], report["parsed"], report["accepted"], report["rejected"]) == (5, 4, 3, 1)
     assert report["format_errors"] == {"record_not_json": 1}
     assert report["rules"] == {"call_arguments_not_json": 1}  # single-quoted arguments
-    assert report["skipped_rules"] == ["dialogue_no_function_call"]
+    # policy rules run only with --policy
+    assert report["skipped_rules"] == ["dialogue_no_function_call", *POLICY_RULES]
 
 
 def test_toolfactory_report(tmp_path: Path) -> None:
     rows, _ = encode_records(valid_dialogues(14, seed=1), "dialogues")
     pq.write_table(records_table(rows), tmp_path / "part-00000.parquet")
     report = checked(verify_file(tmp_path / "part-00000.parquet", "toolfactory", tmp_path / "out"), tmp_path / "out", "toolfactory")
-    assert (report["records"], report["accepted"], report["skipped_rules"]) == (14, 14, [])
+    assert (report["records"], report["accepted"], report["skipped_rules"]) == (14, 14, POLICY_RULES)
     assert "Every parsed record passes" in (tmp_path / "out/report.md").read_text()
 
 

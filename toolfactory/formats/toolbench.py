@@ -39,6 +39,8 @@ from toolfactory.formats.base import (
     NO_TRAIN_MESSAGES,
     RECORD_NOT_JSON,
     RECORD_NOT_OBJECT,
+    RECORD_TOO_DEEP,
+    TOO_DEEP_MESSAGE,
     UNKNOWN_ROLE,
     WRONG_TYPE,
     FormatError,
@@ -200,6 +202,8 @@ def _read_one(index: int, file: Path, queries: list[dict[str, Any]]) -> Dialogue
         answer = json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         return FormatError(index, RECORD_NOT_JSON, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", where)
+    except RecursionError:
+        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
     except (OSError, UnicodeDecodeError) as exc:
         return FormatError(index, RECORD_NOT_JSON, f"cannot read the file: {exc}", where)
     if not isinstance(answer, dict):
@@ -218,6 +222,8 @@ def _read_one(index: int, file: Path, queries: list[dict[str, Any]]) -> Dialogue
         return FormatError(index, BAD_TOOL, str(exc), where)
     except ValidationError as exc:
         return FormatError(index, INVALID_RECORD, validation_message(exc), where)
+    except RecursionError:
+        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
     if dialogue is None:
         return FormatError(index, NO_TRAIN_MESSAGES,
                            f"no train_messages (valid_data={generation.get('valid_data')!r}): the search released no answer path", where)
@@ -228,5 +234,11 @@ def read(path: str | Path, queries: str | Path | None = None) -> Iterator[Dialog
     """One Dialogue (or FormatError) per answer file; `queries` is an optional ToolBench query file
     (``G1_query.json``) for answer files without a function list."""
     query_list = json.loads(Path(queries).read_text(encoding="utf-8")) if queries is not None else []
-    for index, file in enumerate(_answer_files(require_path(path))):
-        yield _read_one(index, file, query_list)
+    path = require_path(path)
+    for index, file in enumerate(_answer_files(path)):
+        item = _read_one(index, file, query_list)
+        if not path.is_dir() and isinstance(item, FormatError) and item.reason == RECORD_NOT_JSON:
+            # One file that is not JSON at all is an unreadable input, as in every other format;
+            # in a folder it is one bad answer file among the others.
+            raise UnreadableFile(f"{path}: {item.message}")
+        yield item

@@ -14,7 +14,8 @@ the `disabled` ones, and writes to `out_dir`:
        "pass_rate",       # accepted / parsed (0.0 when nothing parsed), 4 decimals
        "rules": {code: n},     # records rejected with this error code (a record counts once per code)
        "warnings": {code: n},  # parsed records with this warning (accepted or not)
-       "skipped_rules": [code, ...]}  # not applicable to the format, plus disabled; sorted
+       "skipped_rules": [code, ...],  # not applicable to the format, plus disabled; sorted
+       "policy": name or null}  # the recipe policy applied (policy rules); null: validity only
 
   ``rules`` and ``warnings`` are ordered by count, then code.
 * ``rejected.jsonl``: one line per rejected record, in input order:
@@ -24,6 +25,13 @@ the `disabled` ones, and writes to `out_dir`:
   ``{"index", "reason", "message", "where"}``.
 * ``report.md``: a short summary for a human: counts, pass rate, the format errors and the rules
   that reject most, each with one example, the warnings and the skipped rules with why.
+
+By default only **validity** rules run (is each record correct?); the ``filter_*`` **policy**
+rules (does a recipe keep it?) run with `policy` (:mod:`toolfactory.stages.verify.policy`).
+
+An input with no record, or none that the reader could turn into a dialogue (a file of another
+format, or of a shape the reader does not know), raises :class:`~toolfactory.formats.UnreadableFile`
+after the report is written: the CLI exits 2 for it in every format, never 0 with nothing checked.
 
 Everything is a function of the input (no timestamps), so two runs give identical files; ids of
 records without one are content hashes (see :mod:`toolfactory.formats.base`). ``report.json`` is
@@ -38,8 +46,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from toolfactory.errors import ConfigError
-from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError
+from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError, UnreadableFile
 from toolfactory.models import Verdict
+from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
+from toolfactory.stages.verify.limits import Limits
+from toolfactory.stages.verify.policy import POLICIES, Policy
 from toolfactory.stages.verify.rules import RULES, check, errors
 
 TOP_RULES = 10  # rules listed in report.md
@@ -63,9 +74,21 @@ def _skipped(fmt: str, disabled: Iterable[str]) -> tuple[frozenset[str], frozens
     return disabled, NOT_APPLICABLE[fmt] | disabled
 
 
-def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Iterable[str] = frozenset()) -> dict[str, Any]:
+def policy_named(name: str | None) -> Policy | None:
+    """The policy of recipe `name` (None: validity only); a ConfigError names the known ones."""
+    if name is None:
+        return None
+    if name not in POLICIES:
+        raise ConfigError(f"--policy: unknown recipe {name!r} (policies: {', '.join(POLICIES)})")
+    return POLICIES[name]
+
+
+def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Iterable[str] = frozenset(),
+                policy: Policy | None = None, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Read `path` as `fmt`, check every record, write the report files to `out_dir`; the report dict."""
     disabled, skipped = _skipped(fmt, disabled)
+    if policy is None:
+        skipped |= {code for code, registered in RULES.items() if registered.kind == "policy"}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     records = parsed = accepted = rejected = 0
@@ -85,7 +108,7 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
                 errors_file.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
                 continue
             parsed += 1
-            verdicts = check(item, skipped)
+            verdicts = check(item, skipped, limits, policy)
             rejecting = errors(verdicts)
             warnings = [v for v in verdicts if v.severity == "warning"]
             for v in warnings:
@@ -114,12 +137,21 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
         "rules": _ordered(failed),
         "warnings": _ordered(warned),
         "skipped_rules": sorted(skipped),
+        "policy": policy.name if policy is not None else None,
     }
     reasons = {code: NOT_APPLICABLE_REASONS[fmt].get(code, "disabled") for code in skipped}
+    for code in skipped - disabled - NOT_APPLICABLE[fmt]:
+        reasons[code] = "a policy rule (does a recipe keep the record?): run with --policy RECIPE"
     for code in disabled & NOT_APPLICABLE[fmt]:
         reasons[code] += " (also disabled)"
     (out / "report.md").write_text(markdown(report, format_examples, rule_examples, warning_examples, reasons), encoding="utf-8")
     (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if not records:
+        raise UnreadableFile(f"{path}: no records")
+    if not parsed:
+        first = next(iter(format_examples.values()))
+        raise UnreadableFile(f"{path}: none of its {records} records is a {fmt} record (first: {first.where}: "
+                             f"{first.reason}: {first.message}); is it another format? (formats: {', '.join(FORMATS)})")
     return report
 
 
@@ -176,4 +208,4 @@ def markdown(
     return "\n".join(lines)
 
 
-__all__ = ["markdown", "verify_file"]
+__all__ = ["markdown", "policy_named", "verify_file"]

@@ -3,15 +3,19 @@
 The same checks as the tools stage applies to tools entering the pool, applied here to the tool
 list of each record, which matters for datasets toolfactory did not make (`toolfactory verify`).
 A missing description is a warning: it hurts clarity, not executability, and real sources
-(ToolBench) often ship blank ones.
+(ToolBench) often ship blank ones. So is a name outside OpenAI's API limit (``math.factorial``):
+it is the data's own convention, a problem only for a consumer that sends it to OpenAI.
 """
 
 from __future__ import annotations
 
 from typing import Iterator
 
-from toolfactory.stages.tools.definition import function_problems
+from toolfactory.stages.tools.definition import NAME_NOT_OPENAI, function_problems
 from toolfactory.stages.verify.rules.registry import Finding, Sample, rule
+
+
+_WARNINGS = frozenset({"tool_missing_description", NAME_NOT_OPENAI})
 
 
 @rule("tool_definition_invalid")
@@ -24,7 +28,7 @@ def definition_invalid(sample: Sample) -> Iterator[Finding]:
             yield f"tools[{i}]", f"function name {fn.name!r} used twice"
         seen.add(fn.name)
         for code, message in function_problems(fn):
-            if code != "tool_missing_description":
+            if code not in _WARNINGS:
                 yield f"tools[{i}]", message
 
 
@@ -34,3 +38,12 @@ def description_missing(sample: Sample) -> Iterator[Finding]:
     for i, fn in enumerate(sample.dialogue.tools):
         if any(code == "tool_missing_description" for code, _ in function_problems(fn)):
             yield f"tools[{i}]", f"{fn.name}: no description"
+
+
+@rule("tool_name_not_openai", severity="warning")
+def name_not_openai(sample: Sample) -> Iterator[Finding]:
+    """A function name that OpenAI's API would refuse (dots, more than 64 characters, ...)."""
+    for i, fn in enumerate(sample.dialogue.tools):
+        for code, message in function_problems(fn):
+            if code == NAME_NOT_OPENAI:
+                yield f"tools[{i}]", message

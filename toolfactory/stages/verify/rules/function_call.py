@@ -16,6 +16,11 @@ document is a hallucination that a real API rejects or silently ignores; a schem
 open objects says so with ``additionalProperties: true`` (or a schema). This applies at every
 level reached through ``properties``, ``items``, ``prefixItems`` and ``additionalProperties``.
 
+A call to a name the tool list lacks is ``call_unknown_function``; when one offered function is
+obviously meant (:meth:`~toolfactory.stages.verify.rules.registry.Sample.candidate`), the message
+names it and the call's arguments are still checked against its schema, so a wrong name does not
+hide wrong arguments.
+
 A schema that cannot be evaluated (an unknown type name, an invalid regex) makes the call
 unverifiable: ``call_argument_invalid`` with the exception in the message.
 """
@@ -150,12 +155,12 @@ def _schema_findings(sample: Sample) -> dict[str, list[Finding]]:
     out: dict[str, list[Finding]] = {}
     validators: dict[str, Draft202012Validator] = {}
     for call in sample.calls:
-        function = sample.functions.get(call.name)
+        function = sample.functions.get(call.name) or sample.candidate(call.name)
         if function is None or not isinstance(call.value, dict):
             continue  # reported by call_unknown_function / call_arguments_not_json
-        validator = validators.get(call.name)
+        validator = validators.get(function.name)
         if validator is None:
-            validator = validators[call.name] = validator_for(function.parameters)
+            validator = validators[function.name] = validator_for(function.parameters)
         for code, path, message in _call_findings(call, validator):
             out.setdefault(code, []).append((path, message))
     return out
@@ -172,7 +177,9 @@ def unknown_function(sample: Sample) -> Iterator[Finding]:
         return  # no tool list at all: dialogue_missing_field, not one fault per call
     for call in sample.calls:
         if call.name not in sample.functions:
-            yield call.path + ".name", f"function {call.name!r} is not in the tool list"
+            meant = sample.candidate(call.name)
+            hint = f" (the arguments were checked against {meant.name!r}, the obvious candidate)" if meant else " (no offered function is an obvious candidate)"
+            yield call.path + ".name", f"function {call.name!r} is not in the tool list{hint}"
 
 
 @rule("call_arguments_not_json")
