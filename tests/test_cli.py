@@ -155,3 +155,12 @@ def test_eval_command_judges_toolbench_answers_through_the_simulator(tmp_path: P
     assert report["pass"]["paths"] == 4 and report["format_errors"] == 1  # one answer file has no train_messages
     assert all(len(p["votes"]) == 4 and p["finish"] == "give_answer" for p in report["paths"])
     assert report["win"]["pairs"] == 4 and report["win"]["tie"] == 4  # each path against itself
+
+
+
+def test_verify_exits_2_with_one_message_for_a_file_of_another_format(tmp_path: Path) -> None:
+    path = tmp_path / "tooleval.json"
+    path.write_text('{"q1": {"query": "hi", "available_tools": [], "answer": {}}}\n')
+    result = subprocess.run([TOOLFACTORY, "verify", str(path), "--format", "xlam", "--out", str(tmp_path / "r")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "is it another format?" in result.stderr and "Traceback" not in result.stderr

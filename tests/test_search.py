@@ -30,6 +30,7 @@ from toolfactory.stages.dialogues.search import (
     DIVERSITY_PROMPT,
     FINISH_FUNCTION,
     SearchResult,
+    joined_thoughts,
     opening_messages,
     solve,
 )
@@ -475,3 +476,22 @@ def test_an_envelope_keeps_its_keys_and_prunes_the_wrapped_response() -> None:
     kept = json.loads(compression.text)
     assert kept["status_code"] == 200 and kept["response"] == keep_documented(noisy_response(30), RETURNS)
     assert compression.pruned and not compression.truncated
+
+
+def test_a_thought_joins_the_call_after_it_and_the_answer_after_it() -> None:
+    call = ToolCall(id="c1", name="get_weather", arguments="{}")
+    messages = [
+        Message(role="user", content="Weather?"),
+        Message(role="assistant", content="I should look it up."),
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", tool_call_id="c1", content="{}"),
+        Message(role="assistant", content="That answers it."),
+        Message(role="assistant", content="Sunny."),
+    ]
+    joined = joined_thoughts(messages)
+    assert [(m.role, m.content, m.reasoning, bool(m.tool_calls)) for m in joined] == [
+        ("user", "Weather?", None, False),
+        ("assistant", "I should look it up.", None, True),
+        ("tool", "{}", None, False),
+        ("assistant", "Sunny.", "That answers it.", False),
+    ]

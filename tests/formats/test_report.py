@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from toolfactory.errors import ConfigError
-from toolfactory.formats import NOT_APPLICABLE
+from toolfactory.formats import NOT_APPLICABLE, UnreadableFile
 from toolfactory.shards import encode_records, records_table
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.report import verify_file
@@ -129,3 +129,13 @@ def test_bad_arguments(tmp_path: Path, xlam_sample: Path) -> None:
         verify_file(xlam_sample, "alpaca", tmp_path)
     with pytest.raises(ConfigError, match="unknown rule codes"):
         verify_file(xlam_sample, "xlam", tmp_path, disabled={"call_nonsense"})
+
+
+@pytest.mark.parametrize("fmt", ["toolfactory", "openai", "toolbench", "xlam", "toolalpaca"])
+@pytest.mark.parametrize("content", [b"", b"\x7fELF\x02\x01\x01\x00\xd0\xff", b'{"q1": {"query": "hi", "available_tools": [], "answer": {}}}\n'],
+                         ids=["empty", "binary", "unknown-shape"])
+def test_an_input_with_no_readable_record_is_unreadable_in_every_format(fmt: str, content: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "input.json"
+    path.write_bytes(content)
+    with pytest.raises(UnreadableFile):  # the CLI's exit 2
+        verify_file(path, fmt, tmp_path / "r")

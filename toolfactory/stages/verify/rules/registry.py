@@ -103,12 +103,17 @@ class Sample:
         """The offered function an unknown called `name` obviously means, or None.
 
         Obvious: the only one equal to `name` up to case and punctuation (``get_weather`` for
-        ``getWeather``), else the only close spelling (difflib ratio >= 0.8). Its schema still
+        ``getWeather``), else the only one whose name `name` contains (a marker such as
+        ToolAlpaca's ``[Optional]`` around it), else the only close spelling (difflib ratio >= 0.8). Its schema still
         checks the call's arguments, so a wrong name does not hide wrong arguments."""
         key = _loose(name)
         same = [fn for fn_name, fn in self.functions.items() if _loose(fn_name) == key]
         if len(same) == 1:
             return same[0]
+        # A marker around the offered name (ToolAlpaca's "[Optional]updateUserProfile").
+        inside = [fn for fn_name, fn in self.functions.items() if len(_loose(fn_name)) >= 4 and _loose(fn_name) in key]
+        if len(inside) == 1:
+            return inside[0]
         close = difflib.get_close_matches(name, list(self.functions), n=2, cutoff=0.8)
         return self.functions[close[0]] if len(close) == 1 else None
 
