@@ -131,7 +131,7 @@ def test_bad_arguments(tmp_path: Path, xlam_sample: Path) -> None:
         verify_file(xlam_sample, "xlam", tmp_path, disabled={"call_nonsense"})
 
 
-@pytest.mark.parametrize("fmt", ["toolfactory", "openai", "toolbench", "xlam", "toolalpaca"])
+@pytest.mark.parametrize("fmt", ["toolfactory", "openai", "toolbench", "xlam", "toolalpaca", "tooleval"])
 @pytest.mark.parametrize("content", [b"", b"\x7fELF\x02\x01\x01\x00\xd0\xff", b'{"q1": {"query": "hi", "available_tools": [], "answer": {}}}\n'],
                          ids=["empty", "binary", "unknown-shape"])
 def test_an_input_with_no_readable_record_is_unreadable_in_every_format(fmt: str, content: bytes, tmp_path: Path) -> None:
