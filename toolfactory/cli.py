@@ -4,7 +4,7 @@
     toolfactory rerun RUN_ID [--config FILE] [--set ...]
     toolfactory stats [RUN_ID] [--json] [--config FILE]
     toolfactory tools import PATH --format F [--out FILE]
-    toolfactory verify PATH --format F [--out DIR] [--policy RECIPE] [--max-depth N] [--disable CODE]
+    toolfactory verify PATH --format F [--out DIR] [--policy RECIPE] [--paths released|all] [--max-depth N] [--disable CODE]
     toolfactory eval PATH --format F [--against PATH] [--votes 4] [--out DIR]
     toolfactory simulator serve [--port P] [--latency-ms X] [--rate-429 R] ...
 
@@ -190,13 +190,14 @@ def verify(
     policy: Optional[str] = typer.Option(None, "--policy", help="Also apply a recipe's filters: toolalpaca, toolllm or toolace."),
     max_depth: int = typer.Option(64, "--max-depth", min=1, max=900, help="Deeper records are rejected as record_too_deep."),
     max_record_chars: int = typer.Option(2_000_000, "--max-record-chars", min=1, help="Larger records are record_too_large."),
+    paths: Optional[str] = typer.Option(None, "--paths", help="toolbench: 'released' (the winning path, default) or 'all' (every path of the search tree)."),
 ) -> None:
     """Check an existing dataset with the rule layer (validity; policy with --policy) and write a report."""
     from toolfactory.stages.verify.limits import Limits
     from toolfactory.stages.verify.report import policy_named, verify_file
 
     try:
-        report = verify_file(path, fmt, out, frozenset(disable or ()), policy_named(policy), Limits(max_depth, max_record_chars))
+        report = verify_file(path, fmt, out, frozenset(disable or ()), policy_named(policy), Limits(max_depth, max_record_chars), paths)
     except (ConfigError, TerminalError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

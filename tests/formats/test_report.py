@@ -139,3 +139,18 @@ def test_an_input_with_no_readable_record_is_unreadable_in_every_format(fmt: str
     path.write_bytes(content)
     with pytest.raises(UnreadableFile):  # the CLI's exit 2
         verify_file(path, fmt, tmp_path / "r")
+
+
+def test_toolbench_all_paths_reads_every_path_of_the_search_trees(shared_data: Path, tmp_path: Path) -> None:
+    report = verify_file(shared_data / "toolbench/answer/G1_answer", "toolbench", tmp_path, paths="all")
+    # 16 root-to-leaf paths; the 4 that end with give_answer are the released winning paths.
+    assert (report["records"], report["parsed"], report["accepted"]) == (16, 16, 4)
+    # The others gave up or were abandoned (no final answer), and some call names ToolBench
+    # itself marks as hallucinated (invalid_hallucination_function_name).
+    assert set(report["rules"]) == {"dialogue_no_final_answer", "call_unknown_function"}
+    assert all("dialogue_no_final_answer" in line["codes"] for line in lines(tmp_path / "rejected.jsonl"))
+
+
+def test_paths_is_refused_for_other_formats(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--paths"):
+        verify_file(tmp_path, "xlam", tmp_path / "r", paths="all")

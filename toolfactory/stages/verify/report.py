@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterable
 
 from toolfactory.errors import ConfigError
-from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError, UnreadableFile
+from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError, UnreadableFile, toolbench
 from toolfactory.models import Verdict
 from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
 from toolfactory.stages.verify.limits import Limits
@@ -84,9 +85,13 @@ def policy_named(name: str | None) -> Policy | None:
 
 
 def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Iterable[str] = frozenset(),
-                policy: Policy | None = None, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
-    """Read `path` as `fmt`, check every record, write the report files to `out_dir`; the report dict."""
+                policy: Policy | None = None, limits: Limits = DEFAULT_LIMITS, paths: str | None = None) -> dict[str, Any]:
+    """Read `path` as `fmt`, check every record, write the report files to `out_dir`; the report dict.
+    `paths` (``released`` or ``all``) chooses which paths of ToolBench answer files are records."""
     disabled, skipped = _skipped(fmt, disabled)
+    if paths is not None and fmt != "toolbench":
+        raise ConfigError(f"--paths applies to --format toolbench only, not {fmt}")
+    read = READERS[fmt] if paths is None else partial(toolbench.read, paths=paths)
     if policy is None:
         skipped |= {code for code, registered in RULES.items() if registered.kind == "policy"}
     out = Path(out_dir)
@@ -100,7 +105,7 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
     warning_examples: dict[str, tuple[str, Verdict]] = {}
     with (out / "rejected.jsonl").open("w", encoding="utf-8") as rejected_file, \
             (out / "format_errors.jsonl").open("w", encoding="utf-8") as errors_file:
-        for index, item in enumerate(READERS[fmt](Path(path))):
+        for index, item in enumerate(read(Path(path))):
             records += 1
             if isinstance(item, FormatError):
                 format_errors[item.reason] += 1
