@@ -72,3 +72,8 @@ def test_an_unknown_name_without_candidate_says_so() -> None:
 def test_a_marker_around_an_offered_name_finds_it() -> None:
     d = dialogue(arguments='{"city": 7}', name="[Optional]get_forecast")
     assert codes(d) == {"call_unknown_function", "call_argument_type"}
+
+
+def test_a_nested_object_without_properties_is_free_form() -> None:
+    schema = normalize_schema({"type": "dict", "properties": {"params": {"type": "dict", "properties": {}}}})
+    assert codes(with_schema(schema, {"params": {"page": 2}})) == set()

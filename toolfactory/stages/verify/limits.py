@@ -5,14 +5,13 @@ Python's JSON parser and jsonschema recurse once per nesting level, so a record 
 1,000 levels deep raises ``RecursionError`` and used to end a whole verify run (or shard). The
 rule layer first measures each record without recursion: the nesting of the tool schemas, of the
 call arguments and of JSON tool responses (counted over the text's brackets, outside strings), and
-its size (the characters of its message texts, arguments, tool descriptions and schemas). A record
+its size (the characters of its message texts, arguments and tool definitions as JSON). A record
 over a limit gets one verdict, ``record_too_deep`` or ``record_too_large``, and no other rule
 looks at it.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,7 @@ class Limits:
     max_depth: int = 64
     """Deepest nesting of objects and arrays in a schema, call arguments or a JSON tool response."""
     max_chars: int = 2_000_000
-    """Most characters of message texts, call arguments, tool descriptions and schemas together."""
+    """Most characters of message texts, call arguments and tool definitions (as JSON) together."""
 
 
 DEFAULT = Limits()
@@ -71,10 +70,13 @@ def violation(dialogue: Dialogue, limits: Limits = DEFAULT) -> Verdict | None:
     """The verdict of the first limit `dialogue` exceeds, or None."""
     size = 0
     for i, fn in enumerate(dialogue.tools):
-        for label, schema in (("parameters", fn.parameters), ("returns", fn.returns)):
-            if value_depth(schema) > limits.max_depth:
-                return _verdict(TOO_DEEP, f"tools[{i}].{label}", f"schema nested deeper than {limits.max_depth} levels")
-        size += len(fn.description) + len(json.dumps(fn.parameters))
+        text = fn.model_dump_json()
+        size += len(text)
+        # The bracket count bounds the depth, so a schema is walked only when it could be too deep.
+        if text.count("{") + text.count("[") > limits.max_depth:
+            for label, schema in (("parameters", fn.parameters), ("returns", fn.returns)):
+                if value_depth(schema) > limits.max_depth:
+                    return _verdict(TOO_DEEP, f"tools[{i}].{label}", f"schema nested deeper than {limits.max_depth} levels")
     for i, message in enumerate(dialogue.messages):
         size += len(message.content or "") + len(message.reasoning or "")
         if message.role == "tool" and message.content and text_depth(message.content, limits.max_depth) > limits.max_depth:

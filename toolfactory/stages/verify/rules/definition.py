@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from toolfactory.models import Function
+
 from toolfactory.stages.tools.definition import NAME_NOT_OPENAI, function_problems
 from toolfactory.stages.verify.rules.registry import Finding, Sample, rule
 
@@ -18,16 +20,25 @@ from toolfactory.stages.verify.rules.registry import Finding, Sample, rule
 _WARNINGS = frozenset({"tool_missing_description", NAME_NOT_OPENAI})
 
 
+def _problems(sample: Sample) -> list[tuple[tuple[str, str], ...]]:
+    """function_problems of each offered function, once per sample (three rules read them)."""
+    return [function_problems(fn) for fn in sample.dialogue.tools]
+
+
+def problems_of(sample: Sample) -> list[tuple[Function, tuple[tuple[str, str], ...]]]:
+    return list(zip(sample.dialogue.tools, sample.memo("function_problems", _problems)))
+
+
 @rule("tool_definition_invalid")
 def definition_invalid(sample: Sample) -> Iterator[Finding]:
     """A function of the tool list with an invalid name or schema, a parameters schema that is not
     an object, required arguments it does not declare, or a name used twice."""
     seen: set[str] = set()
-    for i, fn in enumerate(sample.dialogue.tools):
+    for i, (fn, problems) in enumerate(problems_of(sample)):
         if fn.name in seen:
             yield f"tools[{i}]", f"function name {fn.name!r} used twice"
         seen.add(fn.name)
-        for code, message in function_problems(fn):
+        for code, message in problems:
             if code not in _WARNINGS:
                 yield f"tools[{i}]", message
 
@@ -35,15 +46,15 @@ def definition_invalid(sample: Sample) -> Iterator[Finding]:
 @rule("tool_description_missing", severity="warning")
 def description_missing(sample: Sample) -> Iterator[Finding]:
     """A function of the tool list without a description."""
-    for i, fn in enumerate(sample.dialogue.tools):
-        if any(code == "tool_missing_description" for code, _ in function_problems(fn)):
+    for i, (fn, problems) in enumerate(problems_of(sample)):
+        if any(code == "tool_missing_description" for code, _ in problems):
             yield f"tools[{i}]", f"{fn.name}: no description"
 
 
 @rule("tool_name_not_openai", severity="warning")
 def name_not_openai(sample: Sample) -> Iterator[Finding]:
     """A function name that OpenAI's API would refuse (dots, more than 64 characters, ...)."""
-    for i, fn in enumerate(sample.dialogue.tools):
-        for code, message in function_problems(fn):
+    for i, (_, problems) in enumerate(problems_of(sample)):
+        for code, message in problems:
             if code == NAME_NOT_OPENAI:
                 yield f"tools[{i}]", message

@@ -14,7 +14,9 @@ opt in to extra keys (no ``additionalProperties``/``patternProperties``/
 more). Tool schemas rarely say ``additionalProperties: false``, yet an argument the API does not
 document is a hallucination that a real API rejects or silently ignores; a schema that wants
 open objects says so with ``additionalProperties: true`` (or a schema). This applies at every
-level reached through ``properties``, ``items``, ``prefixItems`` and ``additionalProperties``.
+level reached through ``properties``, ``items``, ``prefixItems`` and ``additionalProperties``,
+except a nested object with empty ``properties``, which is a free-form object (BFCL declares
+query parameters so).
 
 A call to a name the tool list lacks is ``call_unknown_function``; when one offered function is
 obviously meant (:meth:`~toolfactory.stages.verify.rules.registry.Sample.candidate`), the message
@@ -64,25 +66,28 @@ _OPEN_KEYS = ("additionalProperties", "patternProperties", "unevaluatedPropertie
               "$ref", "$dynamicRef", "if", "dependentSchemas")
 
 
-def strict_schema(schema: Any) -> Any:
+def strict_schema(schema: Any, root: bool = True) -> Any:
     """`schema` with ``additionalProperties: false`` on every closed object (see module doc)."""
     if not isinstance(schema, dict):
         return schema
     out = dict(schema)
     props = schema.get("properties")
     if isinstance(props, dict):
-        out["properties"] = {name: strict_schema(sub) for name, sub in props.items()}
-        if not any(key in schema for key in _OPEN_KEYS):
+        out["properties"] = {name: strict_schema(sub, False) for name, sub in props.items()}
+        # A nested object that declares no property at all is a free-form one (BFCL's
+        # `{"type": "dict", "properties": {}}` for query parameters); at the root, "no
+        # arguments".
+        if not any(key in schema for key in _OPEN_KEYS) and (props or root):
             out["additionalProperties"] = False
     items = schema.get("items")
     if isinstance(items, dict):
-        out["items"] = strict_schema(items)
+        out["items"] = strict_schema(items, False)
     prefix = schema.get("prefixItems")
     if isinstance(prefix, list):
-        out["prefixItems"] = [strict_schema(sub) for sub in prefix]
+        out["prefixItems"] = [strict_schema(sub, False) for sub in prefix]
     extra = schema.get("additionalProperties")
     if isinstance(extra, dict):
-        out["additionalProperties"] = strict_schema(extra)
+        out["additionalProperties"] = strict_schema(extra, False)
     return out
 
 
