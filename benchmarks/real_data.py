@@ -12,7 +12,9 @@
    verified end to end (reading, converting, checking, writing the report files) with
    :func:`~toolfactory.stages.verify.report.verify_file`, and the same records, already read,
    through the rule layer alone (:func:`~toolfactory.stages.verify.rules.check`), in one process
-   pinned to one core; the two run alternately R times and the medians are reported with their ratio.
+   pinned to one core; the two run alternately R times and the medians are reported with their
+   ratio. Then, unpinned, end to end with ``workers`` = every core (``--workers N``), reported
+   per second and per core.
 
 Writes ``benchmarks/results/real_data.json``.
 """
@@ -158,9 +160,11 @@ def accuracy(data: Path, work: Path) -> list[dict[str, Any]]:
     return out
 
 
-def pin_one_core() -> None:
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+def pin_one_core() -> set[int]:
+    """Pin to one core; the cores there were."""
+    cores = set(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {min(cores)})
+    return cores
 
 
 def speed(work: Path, n: int, repeats: int) -> dict[str, Any]:
@@ -181,6 +185,19 @@ def speed(work: Path, n: int, repeats: int) -> dict[str, Any]:
             "ratio_end_to_end_to_rules": round(e2e / rules, 3), "bytes_per_record": round(path.stat().st_size / n)}
 
 
+def parallel_speed(work: Path, n: int, repeats: int, cores: set[int]) -> dict[str, Any]:
+    path = work / "speed.jsonl"
+    os.sched_setaffinity(0, cores)
+    workers = len(cores)
+    rates = []
+    for r in range(repeats):
+        start = time.perf_counter()
+        verify_file(path, "xlam", work / f"parallel-{r}", workers=workers)
+        rates.append(n / (time.perf_counter() - start))
+    rate = median(rates)
+    return {"workers": workers, "end_to_end_per_s": round(rate), "end_to_end_per_s_per_core": round(rate / workers)}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=SHARED_DATA)
@@ -188,11 +205,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "real_data.json")
     args = parser.parse_args(argv)
-    pin_one_core()
+    cores = pin_one_core()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         datasets = accuracy(args.data, work)
         timing = speed(work, args.records, args.repeats)
+        timing["parallel"] = parallel_speed(work, args.records, args.repeats, cores)
     print(table(["dataset", "records", "parsed", "valid", "share valid", "format errors"],
                 [[d["dataset"], d["records"], d["parsed"], d["valid"], f"{d['share_valid']:.1%}",
                   ", ".join(f"{k}={v}" for k, v in d["format_errors"].items()) or "-"] for d in datasets]))
@@ -204,7 +222,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"\nunexplained rejections: {unexplained}")
     print(f"\nspeed on {timing['records']} xLAM-sized records ({timing['bytes_per_record']} bytes each), one core, median of "
           f"{timing['repeats']}: end to end {timing['end_to_end_per_s_per_core']}/s, rule layer alone "
-          f"{timing['rules_only_per_s_per_core']}/s (ratio {timing['ratio_end_to_end_to_rules']})")
+          f"{timing['rules_only_per_s_per_core']}/s (ratio {timing['ratio_end_to_end_to_rules']}); "
+          f"--workers {timing['parallel']['workers']}: {timing['parallel']['end_to_end_per_s']}/s, "
+          f"{timing['parallel']['end_to_end_per_s_per_core']}/s/core")
     result = {"machine": machine_info(), "datasets": datasets, "unexplained": unexplained, "speed": timing}
     write_json(args.out, result)
     return result

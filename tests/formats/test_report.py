@@ -154,3 +154,23 @@ def test_toolbench_all_paths_reads_every_path_of_the_search_trees(shared_data: P
 def test_paths_is_refused_for_other_formats(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--paths"):
         verify_file(tmp_path, "xlam", tmp_path / "r", paths="all")
+
+
+def test_several_workers_write_the_same_report_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolfactory.stages.verify import parallel
+
+    monkeypatch.setattr(parallel, "CHUNK", 7)  # several chunks per worker from a small file
+    tools = json.dumps([{"name": "f", "description": "d", "parameters": {"n": {"type": "int"}}}])
+    lines = []
+    for i in range(40):
+        n = "x" if i % 5 == 0 else i  # every fifth call has a wrong type
+        lines.append(json.dumps({"id": i, "query": f"q{i}", "tools": tools, "answers": json.dumps([{"name": "f", "arguments": {"n": n}}])}))
+    lines[13] = "{not json"
+    lines[21] = '{"query": ' + "[" * 3000 + "]" * 3000 + "}"
+    path = tmp_path / "x.jsonl"
+    path.write_text("\n".join(lines) + "\n\n")
+    serial = verify_file(path, "xlam", tmp_path / "one", workers=1)
+    assert verify_file(path, "xlam", tmp_path / "two", workers=2) == serial
+    assert serial["format_errors"] == {"record_not_json": 1, "record_too_deep": 1} and serial["rejected"] == 8
+    for name in ("report.json", "report.md", "rejected.jsonl", "format_errors.jsonl"):
+        assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()

@@ -229,17 +229,31 @@ def build_dialogue(fmt: str, record: dict[str, Any], tools: list[Function], mess
         raise Malformed(INVALID_RECORD, validation_message(exc)) from None
 
 
+def converted(index: int, where: str, value: Any, to_dialogue: Callable[[Any], Dialogue]) -> Dialogue | FormatError:
+    """One parsed record through `to_dialogue`, or the FormatError that says why it cannot be."""
+    if isinstance(value, FormatError):
+        return value
+    try:
+        return to_dialogue(value)
+    except Malformed as exc:
+        return FormatError(index, exc.reason, exc.message, where)
+    except ValidationError as exc:  # a message the canonical model refuses
+        return FormatError(index, INVALID_RECORD, validation_message(exc), where)
+    except RecursionError:  # hashing or validating a value nested deeper than Python recurses
+        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
+
+
+def parsed_line(index: int, number: int, line: str) -> Any:
+    """The value of JSONL line `number` (record `index`), or its FormatError."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        return FormatError(index, RECORD_NOT_JSON, _short(f"not JSON: {exc.msg} (column {exc.colno})"), f"line {number}")
+    except RecursionError:
+        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, f"line {number}")
+
+
 def read_json_records(path: str | Path, to_dialogue: Callable[[Any], Dialogue]) -> Iterator[Dialogue | FormatError]:
     """Each record of a JSON list or JSONL file through `to_dialogue`; a bad one as a FormatError."""
     for index, where, value in iter_json_records(path):
-        if isinstance(value, FormatError):
-            yield value
-            continue
-        try:
-            yield to_dialogue(value)
-        except Malformed as exc:
-            yield FormatError(index, exc.reason, exc.message, where)
-        except ValidationError as exc:  # a message the canonical model refuses
-            yield FormatError(index, INVALID_RECORD, validation_message(exc), where)
-        except RecursionError:  # hashing or validating a value nested deeper than Python recurses
-            yield FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
+        yield converted(index, where, value, to_dialogue)

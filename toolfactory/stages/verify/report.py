@@ -52,7 +52,8 @@ from toolfactory.models import Verdict
 from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.stages.verify.policy import POLICIES, Policy
-from toolfactory.stages.verify.rules import RULES, check, errors
+from toolfactory.stages.verify.parallel import outcomes, parallel_outcomes, splittable
+from toolfactory.stages.verify.rules import RULES
 
 TOP_RULES = 10  # rules listed in report.md
 
@@ -85,9 +86,11 @@ def policy_named(name: str | None) -> Policy | None:
 
 
 def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Iterable[str] = frozenset(),
-                policy: Policy | None = None, limits: Limits = DEFAULT_LIMITS, paths: str | None = None) -> dict[str, Any]:
+                policy: Policy | None = None, limits: Limits = DEFAULT_LIMITS, paths: str | None = None,
+                workers: int = 1) -> dict[str, Any]:
     """Read `path` as `fmt`, check every record, write the report files to `out_dir`; the report dict.
-    `paths` (``released`` or ``all``) chooses which paths of ToolBench answer files are records."""
+    `paths` (``released`` or ``all``) chooses which paths of ToolBench answer files are records;
+    with `workers` > 1 a JSONL file of a line format is checked on that many processes."""
     disabled, skipped = _skipped(fmt, disabled)
     if paths is not None and fmt != "toolbench":
         raise ConfigError(f"--paths applies to --format toolbench only, not {fmt}")
@@ -105,19 +108,22 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
     warning_examples: dict[str, tuple[str, Verdict]] = {}
     with (out / "rejected.jsonl").open("w", encoding="utf-8") as rejected_file, \
             (out / "format_errors.jsonl").open("w", encoding="utf-8") as errors_file:
-        for index, item in enumerate(read(Path(path))):
+        source = Path(path)
+        if workers > 1 and splittable(source, fmt):
+            results = parallel_outcomes(source, fmt, workers, frozenset(skipped), limits, policy)
+        else:
+            results = outcomes(read(source), frozenset(skipped), limits, policy)
+        for index, outcome in enumerate(results):
             records += 1
-            if isinstance(item, FormatError):
-                format_errors[item.reason] += 1
-                format_examples.setdefault(item.reason, item)
-                errors_file.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+            if isinstance(outcome, FormatError):
+                format_errors[outcome.reason] += 1
+                format_examples.setdefault(outcome.reason, outcome)
+                errors_file.write(json.dumps(outcome.to_dict(), ensure_ascii=False) + "\n")
                 continue
             parsed += 1
-            verdicts = check(item, skipped, limits, policy)
-            rejecting = errors(verdicts)
-            warnings = [v for v in verdicts if v.severity == "warning"]
+            record_id, rejecting, warnings = outcome
             for v in warnings:
-                warning_examples.setdefault(v.code, (item.id, v))
+                warning_examples.setdefault(v.code, (record_id, v))
             warned.update({v.code for v in warnings})
             if not rejecting:
                 accepted += 1
@@ -126,8 +132,8 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
             codes = sorted({v.code for v in rejecting})
             failed.update(codes)
             for v in rejecting:
-                rule_examples.setdefault(v.code, (item.id, v))
-            line = {"index": index, "id": item.id, "codes": codes, "errors": [_verdict(v) for v in rejecting],
+                rule_examples.setdefault(v.code, (record_id, v))
+            line = {"index": index, "id": record_id, "codes": codes, "errors": [_verdict(v) for v in rejecting],
                     "warnings": [_verdict(v) for v in warnings]}
             rejected_file.write(json.dumps(line, ensure_ascii=False) + "\n")
     report: dict[str, Any] = {
