@@ -15,7 +15,7 @@ import multiprocessing
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Union
 
 from toolfactory.formats import openai, xlam
 from toolfactory.formats.base import FormatError, converted, parsed_line
@@ -27,15 +27,29 @@ from toolfactory.stages.verify.rules import check, errors
 CHUNK = 1000  # lines per task: large enough that sending a chunk costs little next to checking it
 LINE_READERS: dict[str, Callable[[Any], Dialogue]] = {"openai": openai.to_dialogue, "xlam": xlam.to_dialogue}
 
-# A record that could not be read, or (id, rejecting verdicts, warnings) of a checked one.
-Outcome = Union[FormatError, tuple[str, list[Verdict], list[Verdict]]]
+
+
+class Found(NamedTuple):
+    """A failed verdict as the report needs it (a tuple: cheap to send between processes)."""
+
+    code: str
+    path: str
+    message: str
+
+
+# A record that could not be read, or (id, rejecting findings, warnings) of a checked one.
+Outcome = Union[FormatError, tuple[str, list[Found], list[Found]]]
+
+
+def _found(verdicts: Iterable[Verdict]) -> list[Found]:
+    return [Found(v.code, v.path, v.message) for v in verdicts]
 
 
 def judged(item: Dialogue | FormatError, skipped: frozenset[str], limits: Limits, policy: Policy | None) -> Outcome:
     if isinstance(item, FormatError):
         return item
     verdicts = check(item, skipped, limits, policy)
-    return item.id, errors(verdicts), [v for v in verdicts if v.severity == "warning"]
+    return item.id, _found(errors(verdicts)), _found(v for v in verdicts if v.severity == "warning")
 
 
 def splittable(path: Path, fmt: str) -> bool:

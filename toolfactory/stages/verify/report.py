@@ -48,17 +48,16 @@ from typing import Any, Iterable
 
 from toolfactory.errors import ConfigError
 from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError, UnreadableFile, toolbench
-from toolfactory.models import Verdict
 from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.stages.verify.policy import POLICIES, Policy
-from toolfactory.stages.verify.parallel import outcomes, parallel_outcomes, splittable
+from toolfactory.stages.verify.parallel import Found, outcomes, parallel_outcomes, splittable
 from toolfactory.stages.verify.rules import RULES
 
 TOP_RULES = 10  # rules listed in report.md
 
 
-def _verdict(v: Verdict) -> dict[str, str]:
+def _verdict(v: Found) -> dict[str, str]:
     return {"code": v.code, "path": v.path, "message": v.message}
 
 
@@ -104,8 +103,8 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
     failed: Counter[str] = Counter()
     warned: Counter[str] = Counter()
     format_examples: dict[str, FormatError] = {}
-    rule_examples: dict[str, tuple[str, Verdict]] = {}
-    warning_examples: dict[str, tuple[str, Verdict]] = {}
+    rule_examples: dict[str, tuple[str, Found]] = {}
+    warning_examples: dict[str, tuple[str, Found]] = {}
     with (out / "rejected.jsonl").open("w", encoding="utf-8") as rejected_file, \
             (out / "format_errors.jsonl").open("w", encoding="utf-8") as errors_file:
         source = Path(path)
@@ -174,8 +173,8 @@ def _cell(text: str, limit: int = 160) -> str:
 def markdown(
     report: dict[str, Any],
     format_examples: dict[str, FormatError],
-    rule_examples: dict[str, tuple[str, Verdict]],
-    warning_examples: dict[str, tuple[str, Verdict]],
+    rule_examples: dict[str, tuple[str, Found]],
+    warning_examples: dict[str, tuple[str, Found]],
     skip_reasons: dict[str, str],
 ) -> str:
     """The human-readable summary of a report (see the module doc)."""
@@ -195,7 +194,7 @@ def markdown(
             lines.append(f"| `{reason}` | {n} | {_cell(f'{example.where}: {example.message}')} |")
         lines.append("")
 
-    def rule_table(title: str, counts: dict[str, int], examples: dict[str, tuple[str, Verdict]]) -> None:
+    def rule_table(title: str, counts: dict[str, int], examples: dict[str, tuple[str, Found]]) -> None:
         nonlocal lines
         if not counts:
             return
