@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.gateway
 	$(BIN)/python -m benchmarks.quickstart
 	$(BIN)/python -m benchmarks.verifier
+	$(BIN)/python -m benchmarks.real_data
 	$(BIN)/python -m benchmarks.judges
 	$(BIN)/python -m benchmarks.imports
 	$(BIN)/python -m benchmarks.export

@@ -224,3 +224,11 @@ def test_rerun_refuses_a_setting_that_changes_what_is_generated(tmp_path: Path) 
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "rerun --set tasks.instructions_per_tool" in _one_message(result)
+
+
+def test_verify_exits_2_with_one_message_for_a_file_of_another_format(tmp_path: Path) -> None:
+    path = tmp_path / "tooleval.json"
+    path.write_text('{"q1": {"query": "hi", "available_tools": [], "answer": {}}}\n')
+    result = subprocess.run([TOOLFACTORY, "verify", str(path), "--format", "xlam", "--out", str(tmp_path / "r")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "is it another format?" in result.stderr and "Traceback" not in result.stderr

@@ -30,6 +30,7 @@ from toolfactory.stages.dialogues.search import (
     DIVERSITY_PROMPT,
     FINISH_FUNCTION,
     SearchResult,
+    joined_thoughts,
     opening_messages,
     solve,
 )
@@ -118,6 +119,16 @@ def search(sim: Any, queries: list[str], **limits: Any) -> list[Run]:
     return asyncio.run(go())
 
 
+def thoughts_joined(shapes: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """`shape` output with a text-only assistant turn joined to the calling assistant turn after it."""
+    out: list[tuple[Any, ...]] = []
+    for role, content, ids, call_id in shapes:
+        if role == "assistant" and ids and out and out[-1][0] == "assistant" and not out[-1][2]:
+            content = "\n".join(t for t in (out.pop()[1], content) if t) or None
+        out.append((role, content, ids, call_id))
+    return out
+
+
 def shape(messages: list[Any]) -> list[tuple[Any, ...]]:
     """Role, content and call ids of canonical or wire messages, to compare the two."""
     out = []
@@ -151,11 +162,15 @@ def test_dfsdt_backtracks_after_give_ups_and_keeps_only_the_answering_path(sim: 
         assert final.role == "assistant" and not final.tool_calls
         assert result.finish is not None and final.content == json.loads(result.finish["arguments"])["final_answer"]
         assert all(c.name != "Finish" for m in result.messages for c in m.tool_calls or [])
-        # The kept path is exactly the conversation the answering request carried.
+        # The kept path is exactly the conversation the answering request carried, with each
+        # plain-text thought joined to the assistant message after it.
         answering = next(e for e in exchanges if result.finish["id"] in {c["id"] for c in e.reply.get("tool_calls") or []})
         sent = [m for m in answering.messages if not is_diversity(m)]
-        assert shape(result.messages[:-1]) == shape(sent)
-        assert result.path_depth == sum(m.role == "assistant" for m in result.messages)
+        expected = thoughts_joined(shape(sent))
+        if expected[-1][0] == "assistant" and not expected[-1][2]:  # a thought before Finish joins the answer
+            assert expected.pop()[1] in (final.reasoning or "")
+        assert shape(result.messages[:-1]) == expected
+        assert result.path_depth == sum(m["role"] == "assistant" for m in sent) + 1
         # Calls of abandoned branches are not in it.
         made = {c["id"] for e in exchanges for c in e.reply.get("tool_calls") or [] if c["function"]["name"] != "Finish"}
         kept = call_ids(result.messages)
@@ -461,3 +476,22 @@ def test_an_envelope_keeps_its_keys_and_prunes_the_wrapped_response() -> None:
     kept = json.loads(compression.text)
     assert kept["status_code"] == 200 and kept["response"] == keep_documented(noisy_response(30), RETURNS)
     assert compression.pruned and not compression.truncated
+
+
+def test_a_thought_joins_the_call_after_it_and_the_answer_after_it() -> None:
+    call = ToolCall(id="c1", name="get_weather", arguments="{}")
+    messages = [
+        Message(role="user", content="Weather?"),
+        Message(role="assistant", content="I should look it up."),
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", tool_call_id="c1", content="{}"),
+        Message(role="assistant", content="That answers it."),
+        Message(role="assistant", content="Sunny."),
+    ]
+    joined = joined_thoughts(messages)
+    assert [(m.role, m.content, m.reasoning, bool(m.tool_calls)) for m in joined] == [
+        ("user", "Weather?", None, False),
+        ("assistant", "I should look it up.", None, True),
+        ("tool", "{}", None, False),
+        ("assistant", "Sunny.", "That answers it.", False),
+    ]

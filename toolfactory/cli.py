@@ -4,7 +4,7 @@
     toolfactory rerun RUN_ID [--config FILE] [--set ...]
     toolfactory stats [RUN_ID] [--json] [--config FILE]
     toolfactory tools import PATH --format F [--out FILE]
-    toolfactory verify PATH --format F [--out DIR]
+    toolfactory verify PATH --format F [--out DIR] [--policy RECIPE] [--paths released|all] [--workers N] [--max-depth N] [--disable CODE]
     toolfactory eval PATH --format F [--against PATH] [--votes 4] [--out DIR]
     toolfactory simulator serve [--port P] [--latency-ms X] [--rate-429 R] ...
 
@@ -16,6 +16,7 @@ Errors are one line on stderr; `--debug` shows the traceback.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -204,15 +205,22 @@ def tools_import(
 @app.command()
 def verify(
     path: str = typer.Argument(..., help="A dataset file (or folder) to check."),
-    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, toolbench, xlam or toolalpaca."),
+    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, toolbench, xlam, toolalpaca or tooleval."),
     out: str = typer.Option("verify-report", "--out", "-o", help="Folder for report.json, report.md, rejected.jsonl."),
     disable: Optional[list[str]] = typer.Option(None, "--disable", help="A rule code to skip (repeatable)."),
+    policy: Optional[str] = typer.Option(None, "--policy", help="Also apply a recipe's filters: toolalpaca, toolllm or toolace."),
+    max_depth: int = typer.Option(64, "--max-depth", min=1, max=900, help="Deeper records are rejected as record_too_deep."),
+    max_record_chars: int = typer.Option(2_000_000, "--max-record-chars", min=1, help="Larger records are record_too_large."),
+    workers: int = typer.Option(0, "--workers", min=0, help="Processes that check a JSONL file (openai, xlam); 0: all cores."),
+    paths: Optional[str] = typer.Option(None, "--paths", help="toolbench: 'released' (the winning path, default) or 'all' (every path of the search tree)."),
 ) -> None:
-    """Check an existing dataset with the rule layer and write a report."""
-    from toolfactory.stages.verify.report import verify_file
+    """Check an existing dataset with the rule layer (validity; policy with --policy) and write a report."""
+    from toolfactory.stages.verify.limits import Limits
+    from toolfactory.stages.verify.report import policy_named, verify_file
 
     try:
-        report = verify_file(path, fmt, out, frozenset(disable or ()))
+        report = verify_file(path, fmt, out, frozenset(disable or ()), policy_named(policy),
+                             Limits(max_depth, max_record_chars), paths, workers or os.cpu_count() or 1)
     except (ConfigError, TerminalError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

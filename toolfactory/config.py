@@ -338,6 +338,15 @@ class VerifyConfig(Section):
     """LLM judge aspects of the model layer, run on records that pass the rules; [] turns it off."""
     judge_votes: int = Field(3, ge=1, le=15)
     """Votes per judge aspect (the `judge` role's model); the majority decides, a tie fails."""
+    max_steps: dict[Literal["toolalpaca", "toolllm", "toolace"], int] = Field(default_factory=lambda: {"toolalpaca": 5})
+    """Policy: the most function calls a dialogue of each recipe may make (`filter_too_many_steps`);
+    a recipe not listed has no step limit (ToolLLM's search has its own max_depth)."""
+    keep_error_recovery: list[Literal["toolalpaca", "toolllm", "toolace"]] = Field(default_factory=lambda: ["toolalpaca"])
+    """Policy: recipes that keep a call answered with an error and then made correctly."""
+    max_depth: int = Field(64, ge=1, le=900)
+    """Deepest nesting of a schema, call arguments or JSON tool response; deeper is `record_too_deep`."""
+    max_record_chars: int = Field(2_000_000, ge=1)
+    """Most characters of a record's texts, arguments and tool definitions; more is `record_too_large`."""
 
 
 class CurateConfig(Section):

@@ -37,7 +37,7 @@ def assert_contract(items: list[Any]) -> None:
 
 
 def test_registry_and_not_applicable_codes_are_rules() -> None:
-    assert set(READERS) == set(FORMATS) == {"toolfactory", "openai", "toolbench", "xlam", "toolalpaca"}
+    assert set(READERS) == set(FORMATS) == {"toolfactory", "openai", "toolbench", "xlam", "toolalpaca", "tooleval"}
     for fmt in FORMATS:
         assert NOT_APPLICABLE[fmt] <= set(RULES), fmt
         assert set(NOT_APPLICABLE_REASONS[fmt]) == NOT_APPLICABLE[fmt]
@@ -280,3 +280,18 @@ def test_whole_file_problems_raise(tmp_path: Path) -> None:
     (tmp_path / "shard.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(UnreadableFile):
         list(own.read(tmp_path / "shard.parquet"))
+
+
+def test_toolalpaca_names_operations_by_function_projection(shared_data: Path, tmp_path: Path) -> None:
+    # ToolAlpaca's real-API set has operations without an operationId; its golden answers call them
+    # by the Function_Projection name. Strip the operationIds of a released tool to get that shape.
+    tool = json.loads((shared_data / "toolalpaca/eval_simulated.json").read_text())[1]
+    documentation = json.loads(tool["Documentation"])
+    for operations in documentation["paths"].values():
+        for operation in operations.values():
+            operation.pop("operationId", None)
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps([{**tool, "Documentation": json.dumps(documentation)}]))
+    dialogues = [d for d in toolalpaca.read(path) if isinstance(d, Dialogue)]
+    assert {fn.name for fn in dialogues[0].tools} == set(tool["Function_Projection"])
+    assert all("call_unknown_function" not in {v.code for v in check(d)} for d in dialogues)

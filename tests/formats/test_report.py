@@ -11,12 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from toolfactory.errors import ConfigError
-from toolfactory.formats import NOT_APPLICABLE
+from toolfactory.formats import NOT_APPLICABLE, UnreadableFile
 from toolfactory.shards import encode_records, records_table
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.report import verify_file
 
-KEYS = ["path", "format", "records", "parsed", "format_errors", "accepted", "rejected", "pass_rate", "rules", "warnings", "skipped_rules"]
+POLICY_RULES = ["filter_parse_error", "filter_search_not_finished", "filter_too_many_steps"]
+KEYS = ["path", "format", "records", "parsed", "format_errors", "accepted", "rejected", "pass_rate", "rules", "warnings", "skipped_rules", "policy"]
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -99,14 +100,15 @@ def test_openai_report(openai_sample: Path, tmp_path: Path) -> None:
     assert (report["records"], report["parsed"], report["accepted"], report["rejected"]) == (5, 4, 3, 1)
     assert report["format_errors"] == {"record_not_json": 1}
     assert report["rules"] == {"call_arguments_not_json": 1}  # single-quoted arguments
-    assert report["skipped_rules"] == ["dialogue_no_function_call"]
+    # policy rules run only with --policy
+    assert report["skipped_rules"] == ["dialogue_no_function_call", *POLICY_RULES]
 
 
 def test_toolfactory_report(tmp_path: Path) -> None:
     rows, _ = encode_records(valid_dialogues(14, seed=1), "dialogues")
     pq.write_table(records_table(rows), tmp_path / "part-00000.parquet")
     report = checked(verify_file(tmp_path / "part-00000.parquet", "toolfactory", tmp_path / "out"), tmp_path / "out", "toolfactory")
-    assert (report["records"], report["accepted"], report["skipped_rules"]) == (14, 14, [])
+    assert (report["records"], report["accepted"], report["skipped_rules"]) == (14, 14, POLICY_RULES)
     assert "Every parsed record passes" in (tmp_path / "out/report.md").read_text()
 
 
@@ -127,3 +129,48 @@ def test_bad_arguments(tmp_path: Path, xlam_sample: Path) -> None:
         verify_file(xlam_sample, "alpaca", tmp_path)
     with pytest.raises(ConfigError, match="unknown rule codes"):
         verify_file(xlam_sample, "xlam", tmp_path, disabled={"call_nonsense"})
+
+
+@pytest.mark.parametrize("fmt", ["toolfactory", "openai", "toolbench", "xlam", "toolalpaca", "tooleval"])
+@pytest.mark.parametrize("content", [b"", b"\x7fELF\x02\x01\x01\x00\xd0\xff", b'{"q1": {"query": "hi", "available_tools": [], "answer": {}}}\n'],
+                         ids=["empty", "binary", "unknown-shape"])
+def test_an_input_with_no_readable_record_is_unreadable_in_every_format(fmt: str, content: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "input.json"
+    path.write_bytes(content)
+    with pytest.raises(UnreadableFile):  # the CLI's exit 2
+        verify_file(path, fmt, tmp_path / "r")
+
+
+def test_toolbench_all_paths_reads_every_path_of_the_search_trees(shared_data: Path, tmp_path: Path) -> None:
+    report = verify_file(shared_data / "toolbench/answer/G1_answer", "toolbench", tmp_path, paths="all")
+    # 16 root-to-leaf paths; the 4 that end with give_answer are the released winning paths.
+    assert (report["records"], report["parsed"], report["accepted"]) == (16, 16, 4)
+    # The others gave up or were abandoned (no final answer), and some call names ToolBench
+    # itself marks as hallucinated (invalid_hallucination_function_name).
+    assert set(report["rules"]) == {"dialogue_no_final_answer", "call_unknown_function"}
+    assert all("dialogue_no_final_answer" in line["codes"] for line in lines(tmp_path / "rejected.jsonl"))
+
+
+def test_paths_is_refused_for_other_formats(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--paths"):
+        verify_file(tmp_path, "xlam", tmp_path / "r", paths="all")
+
+
+def test_several_workers_write_the_same_report_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolfactory.stages.verify import parallel
+
+    monkeypatch.setattr(parallel, "CHUNK", 7)  # several chunks per worker from a small file
+    tools = json.dumps([{"name": "f", "description": "d", "parameters": {"n": {"type": "int"}}}])
+    lines = []
+    for i in range(40):
+        n = "x" if i % 5 == 0 else i  # every fifth call has a wrong type
+        lines.append(json.dumps({"id": i, "query": f"q{i}", "tools": tools, "answers": json.dumps([{"name": "f", "arguments": {"n": n}}])}))
+    lines[13] = "{not json"
+    lines[21] = '{"query": ' + "[" * 3000 + "]" * 3000 + "}"
+    path = tmp_path / "x.jsonl"
+    path.write_text("\n".join(lines) + "\n\n")
+    serial = verify_file(path, "xlam", tmp_path / "one", workers=1)
+    assert verify_file(path, "xlam", tmp_path / "two", workers=2) == serial
+    assert serial["format_errors"] == {"record_not_json": 1, "record_too_deep": 1} and serial["rejected"] == 8
+    for name in ("report.json", "report.md", "rejected.jsonl", "format_errors.jsonl"):
+        assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from toolfactory.models import Dialogue, Message, ToolCall
+from toolfactory.models import Dialogue, Function, Message, ToolCall
 from toolfactory.stages.verify.rules import check
 
-from .helpers import chat, codes, dialogue
+from .helpers import WEATHER, chat, codes, dialogue
 
 SYSTEM = ("system", "You can call functions.")
 USER = ("user", "Weather in Lyon and Paris?")
@@ -108,3 +108,22 @@ def test_allowed_orders(turns: list) -> None:  # type: ignore[type-arg]
 def test_no_user_turn_is_a_missing_field_not_a_role_order_fault() -> None:
     d = chat(SYSTEM, calling(call("a")), response("a"), ANSWER)
     assert codes(d) == {"dialogue_missing_field"}
+
+
+# -- a call after an answer ----------------------------------------------------------------------
+
+
+def test_a_call_after_an_answer_without_a_user_turn_is_flagged() -> None:
+    d = chat(SYSTEM, USER, ANSWER, calling(call("a")), response("a"), ANSWER)
+    assert [(v.code, v.path) for v in check(d)] == [("sample_call_after_answer", "messages[3]")]
+
+
+def test_a_thought_announcing_the_call_is_not_an_answer() -> None:
+    d = chat(SYSTEM, USER, ("assistant", "Let me look that up:"), calling(call("a")), response("a"), ANSWER)
+    assert check(d) == []
+
+
+def test_a_call_after_an_answer_is_allowed_where_finish_ends_the_task() -> None:
+    finish = Function(name="Finish", description="End the task.", parameters={"type": "object", "properties": {}})
+    d = chat(SYSTEM, USER, ANSWER, calling(call("a")), response("a"), ANSWER, tools=[WEATHER, finish])
+    assert "sample_call_after_answer" not in codes(d)

@@ -26,7 +26,7 @@ EXPECTED = {
     "dialogue_answer_too_long": "error", "dialogue_invalid_characters": "error", "dialogue_mixed_language": "warning",
     "dialogue_incomplete_answer": "error", "dialogue_mode_mismatch": "error",
     "sample_unanswered_call": "error", "sample_response_name_mismatch": "error", "sample_duplicate_call_id": "error",
-    "sample_role_order": "error",
+    "sample_role_order": "error", "sample_call_after_answer": "error", "tool_name_not_openai": "warning",
     "filter_too_many_steps": "error", "filter_parse_error": "error", "filter_search_not_finished": "error",
     "tool_definition_invalid": "error", "tool_description_missing": "warning", "sample_call_format_mismatch": "error",
 }

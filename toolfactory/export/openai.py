@@ -4,7 +4,9 @@ The layout of OpenAI's fine-tuning guide for function calling, which most traine
 (TRL, axolotl's ``chat_template`` datasets, NeMo's ChatDataset):
 
 * ``tools``: ``{"type": "function", "function": {name, description, parameters}}``; the
-  ``returns`` schema has no place in OpenAI's tool shape and is left out;
+  ``returns`` schema has no place in OpenAI's tool shape and is left out; a function name that
+  OpenAI's API refuses (``math.factorial``) is mapped, in the tools and the calls alike, by
+  :func:`toolfactory.export.names.openai_name` (deterministic and reversible);
 * assistant turns: ``content`` when there is text, ``tool_calls`` as
   ``{"id", "type": "function", "function": {"name", "arguments"}}`` with the arguments text as
   generated; tool turns: ``{"role": "tool", "tool_call_id", "content"}``;
@@ -36,6 +38,7 @@ import hashlib
 from typing import Any
 
 from toolfactory.export.base import CALL_FORMAT_UNWRITABLE, JsonlExporter, Skip
+from toolfactory.export.names import openai_name
 from toolfactory.export.turns import FINISH, finished_path, uses_finish
 from toolfactory.models import Dialogue, Message
 from toolfactory.stages.verify.corpus import FINISH_FUNCTION
@@ -52,7 +55,7 @@ def message_dict(message: Message, include_reasoning: bool) -> dict[str, Any]:
         out["content"] = message.content or ""
     if message.tool_calls:
         out["tool_calls"] = [
-            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            {"id": call.id, "type": "function", "function": {"name": openai_name(call.name), "arguments": call.arguments}}
             for call in message.tool_calls
         ]
     if include_reasoning and message.reasoning:
@@ -60,6 +63,11 @@ def message_dict(message: Message, include_reasoning: bool) -> dict[str, Any]:
     if message.role == "assistant" and getattr(message, "masked", None):
         out["weight"] = 0
     return out
+
+
+def _renamed(tool: dict[str, Any]) -> dict[str, Any]:
+    tool["function"]["name"] = openai_name(tool["function"]["name"])
+    return tool
 
 
 def chosen(option: str, choices: tuple[str, ...], record_id: str, what: str) -> str:
@@ -88,7 +96,7 @@ class OpenAIExporter(JsonlExporter):
         if call_format == "openai":
             return {
                 "messages": [message_dict(m, self.options.include_reasoning) for m in dialogue.messages],
-                "tools": [f.openai_tool() for f in dialogue.tools],
+                "tools": [_renamed(f.openai_tool()) for f in dialogue.tools],
             }
         tool_format = chosen(self.options.tool_format, TOOL_FORMATS, dialogue.id, "tools")
         try:

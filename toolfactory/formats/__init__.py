@@ -13,6 +13,7 @@ openai         OpenAI chat fine-tuning JSONL (``messages`` + ``tools``; legacy `
 toolbench      ToolBench DFSDT answer files (a file or a folder): the winning ``train_messages``
 xlam           xLAM / APIGen ``{query, tools, answers}`` (JSON list or JSONL): calls only
 toolalpaca     ToolAlpaca tools with ``Golden_Answers``: one record per golden answer, calls only
+tooleval       ToolEval's converted answers ``{query_id: {query, available_tools, answer}}``
 =============  ==================================================================================
 """
 
@@ -22,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable, Iterator
 
-from toolfactory.formats import openai, toolalpaca, toolbench, toolfactory, xlam
+from toolfactory.formats import openai, toolalpaca, toolbench, tooleval, toolfactory, xlam
 from toolfactory.formats.base import REASONS, FormatError, UnreadableFile
 from toolfactory.models import Dialogue
 
@@ -34,6 +35,7 @@ MODULES: dict[str, ModuleType] = {
     "toolbench": toolbench,
     "xlam": xlam,
     "toolalpaca": toolalpaca,
+    "tooleval": tooleval,
 }
 READERS: dict[str, Reader] = {name: module.read for name, module in MODULES.items()}
 NOT_APPLICABLE: dict[str, frozenset[str]] = {name: module.NOT_APPLICABLE for name, module in MODULES.items()}

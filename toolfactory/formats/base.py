@@ -40,6 +40,7 @@ BAD_TOOL = "bad_tool"  # a tool or function definition cannot be converted
 UNKNOWN_ROLE = "unknown_role"  # a message role the format does not define
 INVALID_RECORD = "invalid_record"  # the canonical model rejects the converted record
 NO_TRAIN_MESSAGES = "no_train_messages"  # ToolBench: the search gave no answer, no path is released
+RECORD_TOO_DEEP = "record_too_deep"  # nested deeper than Python's JSON parser can follow (~1,000 levels)
 
 # Why a rule cannot judge an imported record, by rule code (a format's NOT_APPLICABLE_REASONS picks
 # from these). The verify report skips these rules for the format and lists them.
@@ -63,8 +64,9 @@ CALLS_ONLY = {
 
 REASONS = frozenset({
     RECORD_NOT_JSON, RECORD_NOT_OBJECT, MISSING_FIELD, WRONG_TYPE, FIELD_NOT_JSON, BAD_TOOL,
-    UNKNOWN_ROLE, INVALID_RECORD, NO_TRAIN_MESSAGES,
+    UNKNOWN_ROLE, INVALID_RECORD, NO_TRAIN_MESSAGES, RECORD_TOO_DEEP,
 })
+TOO_DEEP_MESSAGE = "nested too deep to parse (Python's JSON parser follows about 1,000 levels)"
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,8 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[int, str, Any]]:
                 items = json.loads(path.read_text(encoding="utf-8-sig"))
             except json.JSONDecodeError as exc:
                 raise UnreadableFile(f"{path}: not a JSON list: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+            except RecursionError:
+                raise UnreadableFile(f"{path}: {TOO_DEEP_MESSAGE}; as JSONL, each other record would be read") from None
             if not isinstance(items, list):
                 raise UnreadableFile(f"{path}: a JSON list of records is expected")
             for index, item in enumerate(items):
@@ -184,6 +188,8 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[int, str, Any]]:
                             yield 0, "line 1", whole
                             return
                     value = FormatError(index, RECORD_NOT_JSON, _short(f"not JSON: {exc.msg} (column {exc.colno})"), where)
+                except RecursionError:
+                    value = FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
                 yield index, where, value
                 index += 1
     except (OSError, UnicodeDecodeError) as exc:
@@ -193,7 +199,7 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[int, str, Any]]:
 def _whole_object(path: Path) -> dict[str, Any] | None:
     try:
         value = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -223,15 +229,31 @@ def build_dialogue(fmt: str, record: dict[str, Any], tools: list[Function], mess
         raise Malformed(INVALID_RECORD, validation_message(exc)) from None
 
 
+def converted(index: int, where: str, value: Any, to_dialogue: Callable[[Any], Dialogue]) -> Dialogue | FormatError:
+    """One parsed record through `to_dialogue`, or the FormatError that says why it cannot be."""
+    if isinstance(value, FormatError):
+        return value
+    try:
+        return to_dialogue(value)
+    except Malformed as exc:
+        return FormatError(index, exc.reason, exc.message, where)
+    except ValidationError as exc:  # a message the canonical model refuses
+        return FormatError(index, INVALID_RECORD, validation_message(exc), where)
+    except RecursionError:  # hashing or validating a value nested deeper than Python recurses
+        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
+
+
+def parsed_line(index: int, number: int, line: str) -> Any:
+    """The value of JSONL line `number` (record `index`), or its FormatError."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        return FormatError(index, RECORD_NOT_JSON, _short(f"not JSON: {exc.msg} (column {exc.colno})"), f"line {number}")
+    except RecursionError:
+        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, f"line {number}")
+
+
 def read_json_records(path: str | Path, to_dialogue: Callable[[Any], Dialogue]) -> Iterator[Dialogue | FormatError]:
     """Each record of a JSON list or JSONL file through `to_dialogue`; a bad one as a FormatError."""
     for index, where, value in iter_json_records(path):
-        if isinstance(value, FormatError):
-            yield value
-            continue
-        try:
-            yield to_dialogue(value)
-        except Malformed as exc:
-            yield FormatError(index, exc.reason, exc.message, where)
-        except ValidationError as exc:  # a message the canonical model refuses
-            yield FormatError(index, INVALID_RECORD, validation_message(exc), where)
+        yield converted(index, where, value, to_dialogue)

@@ -6,7 +6,10 @@ The file is a JSON list of tools ``{Name, Documentation, Instructions, Golden_An
 ``<Name>/<k>``, numbered across the file:
 
 * tools: every operation of the OpenAPI ``Documentation`` (a JSON string, or an object) through
-  :func:`~toolfactory.stages.tools.importers.functions_from_openapi`;
+  :func:`~toolfactory.stages.tools.importers.functions_from_openapi`, named as the file's
+  ``Function_Projection`` (``{name: [path, method]}``) says: that is the name ToolAlpaca's agent
+  and golden answers call, also for an operation without an ``operationId`` (which the importer
+  alone would name after its method and path, ``get__current``);
 * messages: the instruction as the user turn, then one assistant turn per step with one call
   (``call_1``, ``call_2``, ...) to ``Action`` with ``Action_Input`` as its arguments: the text as the
   file has it (golden inputs chain steps with templates such as
@@ -34,6 +37,7 @@ from toolfactory.formats.base import (
     INVALID_RECORD,
     MISSING_FIELD,
     RECORD_NOT_OBJECT,
+    TOO_DEEP_MESSAGE,
     WRONG_TYPE,
     FormatError,
     Malformed,
@@ -66,7 +70,19 @@ def functions_of(tool: dict[str, Any]) -> list[Function]:
         raise Malformed(BAD_TOOL, f"Documentation cannot be converted: {type(exc).__name__}: {exc}") from None
     if not functions:
         raise Malformed(BAD_TOOL, "Documentation declares no operation")
-    return functions
+    return projected(functions, tool.get("Function_Projection"))
+
+
+def projected(functions: list[Function], projection: Any) -> list[Function]:
+    """`functions` renamed by ToolAlpaca's ``Function_Projection`` ({name: [path, method]})."""
+    if not isinstance(projection, dict):
+        return functions
+    names = {
+        (str(target[0]), str(target[1]).upper()): str(name)
+        for name, target in projection.items()
+        if isinstance(target, (list, tuple)) and len(target) == 2
+    }
+    return [fn.model_copy(update={"name": names.get((fn.path or "", fn.method or ""), fn.name)}) for fn in functions]
 
 
 def to_dialogue(dialogue_id: str, instruction: Any, golden: Any, functions: list[Function]) -> Dialogue:
@@ -94,6 +110,8 @@ def _tools(path: Path) -> list[Any]:
         raise UnreadableFile(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise UnreadableFile(f"{path}: not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise UnreadableFile(f"{path}: {TOO_DEEP_MESSAGE}") from None
     if not isinstance(tools, list):
         raise UnreadableFile(f"{path}: a ToolAlpaca file is a JSON list of tools")
     return tools

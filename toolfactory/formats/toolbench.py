@@ -39,6 +39,8 @@ from toolfactory.formats.base import (
     NO_TRAIN_MESSAGES,
     RECORD_NOT_JSON,
     RECORD_NOT_OBJECT,
+    RECORD_TOO_DEEP,
+    TOO_DEEP_MESSAGE,
     UNKNOWN_ROLE,
     WRONG_TYPE,
     FormatError,
@@ -200,6 +202,8 @@ def _read_one(index: int, file: Path, queries: list[dict[str, Any]]) -> Dialogue
         answer = json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         return FormatError(index, RECORD_NOT_JSON, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", where)
+    except RecursionError:
+        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
     except (OSError, UnicodeDecodeError) as exc:
         return FormatError(index, RECORD_NOT_JSON, f"cannot read the file: {exc}", where)
     if not isinstance(answer, dict):
@@ -218,15 +222,64 @@ def _read_one(index: int, file: Path, queries: list[dict[str, Any]]) -> Dialogue
         return FormatError(index, BAD_TOOL, str(exc), where)
     except ValidationError as exc:
         return FormatError(index, INVALID_RECORD, validation_message(exc), where)
+    except RecursionError:
+        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
     if dialogue is None:
         return FormatError(index, NO_TRAIN_MESSAGES,
                            f"no train_messages (valid_data={generation.get('valid_data')!r}): the search released no answer path", where)
     return dialogue
 
 
-def read(path: str | Path, queries: str | Path | None = None) -> Iterator[Dialogue | FormatError]:
+PATHS = ("released", "all")
+
+
+def _tree_paths(index: int, file: Path, queries: list[dict[str, Any]]) -> list[Dialogue | FormatError]:
+    """Every root-to-leaf path of the file's DFSDT tree, or one FormatError."""
+    where = file.name
+    try:
+        answer = json.loads(file.read_text(encoding="utf-8"))
+        if not isinstance(answer, dict) or not isinstance(answer.get("answer_generation"), dict):
+            return [FormatError(index, MISSING_FIELD, "no 'answer_generation' object", where)]
+        if not isinstance((answer.get("tree") or {}).get("tree"), dict):
+            return [FormatError(index, MISSING_FIELD, "no search tree ('tree.tree')", where)]
+        tools = tools_of(answer, queries)
+        if not tools:
+            return [FormatError(index, MISSING_FIELD, "no function list (answer_generation.function) and no matching query", where)]
+        return [dialogue for dialogue, _ in from_tree(answer, tools, file.stem)]
+    except json.JSONDecodeError as exc:
+        return [FormatError(index, RECORD_NOT_JSON, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", where)]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [FormatError(index, RECORD_NOT_JSON, f"cannot read the file: {exc}", where)]
+    except RecursionError:
+        return [FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)]
+    except (Malformed, MalformedTool) as exc:
+        return [FormatError(index, getattr(exc, "reason", BAD_TOOL), str(exc), where)]
+    except (ValidationError, AttributeError, TypeError) as exc:
+        return [FormatError(index, INVALID_RECORD, f"the tree cannot be converted: {exc}"[:300], where)]
+
+
+def read(path: str | Path, queries: str | Path | None = None, paths: str = "released") -> Iterator[Dialogue | FormatError]:
     """One Dialogue (or FormatError) per answer file; `queries` is an optional ToolBench query file
-    (``G1_query.json``) for answer files without a function list."""
+    (``G1_query.json``) for answer files without a function list. With `paths` ``all``, every
+    root-to-leaf path of each file's DFSDT tree is a record (id ``<file>/tree<n>``): the paths that
+    gave up or were abandoned too, where most of ToolBench's hallucinated names are."""
+    if paths not in PATHS:
+        raise UnreadableFile(f"--paths must be one of {', '.join(PATHS)}, not {paths!r}")
     query_list = json.loads(Path(queries).read_text(encoding="utf-8")) if queries is not None else []
-    for index, file in enumerate(_answer_files(require_path(path))):
-        yield _read_one(index, file, query_list)
+    path = require_path(path)
+    if paths == "all":
+        index = 0
+        for file in _answer_files(path):
+            for item in _tree_paths(index, file, query_list):
+                if not path.is_dir() and isinstance(item, FormatError) and item.reason == RECORD_NOT_JSON:
+                    raise UnreadableFile(f"{path}: {item.message}")
+                yield item
+                index += 1
+        return
+    for index, file in enumerate(_answer_files(path)):
+        item = _read_one(index, file, query_list)
+        if not path.is_dir() and isinstance(item, FormatError) and item.reason == RECORD_NOT_JSON:
+            # One file that is not JSON at all is an unreadable input, as in every other format;
+            # in a folder it is one bad answer file among the others.
+            raise UnreadableFile(f"{path}: {item.message}")
+        yield item

@@ -119,13 +119,35 @@ class SearchNode:
     sample: int  # the re-expansion index sent to `chat`
 
 
+def joined_thoughts(messages: list[Message]) -> list[Message]:
+    """`messages` with each assistant text turn without calls that is directly followed by another
+    assistant turn merged into it: into its content when it calls (the thought of that call),
+    into its `reasoning` when it is the final answer."""
+    out: list[Message] = []
+    for message in messages:
+        previous = out[-1] if out else None
+        if (message.role == "assistant" and previous is not None and previous.role == "assistant"
+                and not previous.tool_calls and not previous.masked):
+            thought = "\n".join(t for t in (previous.reasoning, previous.content) if t)
+            if message.tool_calls:
+                merged = {"content": "\n".join(t for t in (thought, message.content) if t) or None}
+            else:
+                merged = {"reasoning": "\n".join(t for t in (thought, message.reasoning) if t) or None}
+            out[-1] = message.model_copy(update=merged)
+            continue
+        out.append(message)
+    return out
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """The kept path and how the search went.
 
     `messages` is canonical: the task messages, then for each step the assistant reply and its
     tool results; with ``give_answer`` it ends with the final answer as plain assistant content
-    (the reply's own thought, if any, in `reasoning`). `Finish` is never a tool call in it; the
+    (the reply's own thought, if any, in `reasoning`). A plain-text thought step joins the
+    assistant message that follows it (ToolLLM stores a thought and its call as one message; a
+    model cannot answer in text and then call a tool without a new user turn). `Finish` is never a tool call in it; the
     call that ended the kept path is `finish`. Without an answer the path is the last one
     explored.
 
@@ -258,7 +280,7 @@ class _Search:
         path = end.path()
         kept = [n for n in path if n.kind not in ("give_up", "invalid_finish")]
         return SearchResult(
-            messages=[m for node in kept for m in node.messages],
+            messages=joined_thoughts([m for node in kept for m in node.messages]),
             finish_type=finish_type,
             limit=limit,
             method=method,

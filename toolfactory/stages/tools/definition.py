@@ -1,4 +1,13 @@
-"""API definition clarity (ToolACE §3.1, Table 6): what a tool must have to enter the pool."""
+"""API definition clarity (ToolACE §3.1, Table 6): what a tool must have to enter the pool.
+
+Two name checks, because they answer different questions. A name is *valid* when a caller can
+write it down unambiguously: 1 to 256 characters, no whitespace or control characters. Released
+data uses more than OpenAI allows (BFCL and xLAM: ``math.factorial``, ``requests.get``), and those
+records are correct. OpenAI's API limit (``^[A-Za-z0-9_-]{1,64}$``) is a separate code,
+``tool_function_name_not_openai``: the pool keeps it a problem (its tools are sent to an
+OpenAI-compatible endpoint), the verifier reports it as a warning, and the OpenAI export maps
+such names (:mod:`toolfactory.export.names`).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +20,9 @@ from jsonschema.exceptions import SchemaError
 
 from toolfactory.models import Function, Tool
 
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+OPENAI_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NAME = re.compile(r"^[^\s\x00-\x1f\x7f]{1,256}$")
+NAME_NOT_OPENAI = "tool_function_name_not_openai"
 
 
 def definition_problems(tool: Tool) -> list[tuple[str, str]]:
@@ -40,7 +51,9 @@ def _function_problems(fn_json: str) -> tuple[tuple[str, str], ...]:
     fn = Function.model_validate_json(fn_json)
     problems: list[tuple[str, str]] = []
     if not _NAME.match(fn.name):
-        problems.append(("tool_function_name_invalid", f"{fn.name}: name must match {_NAME.pattern}"))
+        problems.append(("tool_function_name_invalid", f"{fn.name!r}: a name is 1 to 256 characters without whitespace"))
+    elif not OPENAI_NAME.match(fn.name):
+        problems.append((NAME_NOT_OPENAI, f"{fn.name}: OpenAI's API accepts only names matching {OPENAI_NAME.pattern}"))
     if not fn.description.strip():
         problems.append(("tool_missing_description", f"{fn.name}: no description"))
     for label, schema in (("parameters", fn.parameters), ("returns", fn.returns)):

@@ -37,19 +37,42 @@ _TYPE_NAMES = {
 
 
 def normalize_schema(schema: Any) -> Any:
-    """Map Python/BFCL type names (dict, float, tuple, any, …) to JSON Schema, recursively."""
+    """The JSON Schema that function docs in the wild mean, recursively.
+
+    * Python/BFCL type names (``dict``, ``float``, ``tuple``, ``any``, …) map to JSON Schema types;
+    * an ``enum`` of scalars on an ``array`` (BFCL: "each item is one of") moves to ``items``: as
+      written, JSON Schema would compare the whole list with each scalar and refuse every call;
+    * a boolean ``required`` on a property (Swagger 2 / OpenAPI parameter style) moves to the
+      parent's ``required`` list, where JSON Schema looks for it.
+    """
     if isinstance(schema, list):
         return [normalize_schema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
     out = {key: normalize_schema(value) for key, value in schema.items()}
-    if isinstance(schema.get("properties"), dict):
-        out["properties"] = {k: normalize_schema(v) for k, v in schema["properties"].items()}
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        out["properties"] = {k: normalize_schema(v) for k, v in properties.items()}
+        flagged = [k for k, v in out["properties"].items() if isinstance(v, dict) and isinstance(v.get("required"), bool)]
+        if flagged:
+            listed = out.get("required") if isinstance(out.get("required"), list) else []
+            wanted = [k for k in flagged if out["properties"][k]["required"]]
+            out["properties"] = {k: ({key: val for key, val in v.items() if key != "required"} if k in flagged else v)
+                                 for k, v in out["properties"].items()}
+            out["required"] = [*listed, *(k for k in wanted if k not in listed)]
+            if not out["required"]:
+                out.pop("required")
     kind = schema.get("type")
     if kind == "any":
         out.pop("type")
     elif isinstance(kind, str) and kind.lower() in _TYPE_NAMES:
         out["type"] = _TYPE_NAMES[kind.lower()]
+    enum = out.get("enum")
+    if out.get("type") == "array" and isinstance(enum, list) and enum and not any(isinstance(v, list) for v in enum):
+        items = dict(out["items"]) if isinstance(out.get("items"), dict) else {}
+        items.setdefault("enum", enum)
+        out["items"] = items
+        out.pop("enum")
     return out
 
 

@@ -773,6 +773,39 @@ def _missing_description(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str
     return d, f"description of {d.tools[i].name} removed", f"tools[{i}]"
 
 
+@kind("name_not_openai", "tool_name_not_openai")
+def _name_not_openai(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    if not d.tools:
+        return None
+    i = rng.randrange(len(d.tools))
+    old = d.tools[i].name
+    new = f"api.{old}"  # a BFCL-style dotted name: valid data, refused by OpenAI's API
+    if any(fn.name == new for fn in d.tools):
+        return None
+    d.tools[i] = d.tools[i].model_copy(update={"name": new})
+    for message in d.messages:
+        for call in message.tool_calls or []:
+            if call.name == old:
+                call.name = new
+        if message.role == "tool" and message.name == old:
+            message.name = new
+    return d, f"{old} renamed {new}", f"tools[{i}]"
+
+
+@kind("call_after_answer", "sample_call_after_answer")
+def _call_after_answer(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    if any(fn.name == "Finish" for fn in d.tools):
+        return None  # ToolLLM's convention: only Finish ends the task there
+    answer = d.messages[-1] if d.messages and d.messages[-1].role == "assistant" and not d.messages[-1].tool_calls else None
+    turns = [i for i, m in enumerate(d.messages) if m.role == "assistant" and m.tool_calls and i and d.messages[i - 1].role != "assistant"]
+    if answer is None or not (answer.content or "").strip() or not turns:
+        return None
+    i = rng.choice(turns)
+    # The model answered, then called a tool without a new user turn.
+    d.messages.insert(i, Message(role="assistant", content=answer.content))
+    return d, f"answer inserted before the call turn at messages[{i}]", f"messages[{i + 1}]"
+
+
 @kind("call_written_as_text", "sample_call_format_mismatch")
 def _call_written_as_text(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
     calls = _api_calls(d)

@@ -14,7 +14,8 @@ the `disabled` ones, and writes to `out_dir`:
        "pass_rate",       # accepted / parsed (0.0 when nothing parsed), 4 decimals
        "rules": {code: n},     # records rejected with this error code (a record counts once per code)
        "warnings": {code: n},  # parsed records with this warning (accepted or not)
-       "skipped_rules": [code, ...]}  # not applicable to the format, plus disabled; sorted
+       "skipped_rules": [code, ...],  # not applicable to the format, plus disabled; sorted
+       "policy": name or null}  # the recipe policy applied (policy rules); null: validity only
 
   ``rules`` and ``warnings`` are ordered by count, then code.
 * ``rejected.jsonl``: one line per rejected record, in input order:
@@ -25,6 +26,13 @@ the `disabled` ones, and writes to `out_dir`:
 * ``report.md``: a short summary for a human: counts, pass rate, the format errors and the rules
   that reject most, each with one example, the warnings and the skipped rules with why.
 
+By default only **validity** rules run (is each record correct?); the ``filter_*`` **policy**
+rules (does a recipe keep it?) run with `policy` (:mod:`toolfactory.stages.verify.policy`).
+
+An input with no record, or none that the reader could turn into a dialogue (a file of another
+format, or of a shape the reader does not know), raises :class:`~toolfactory.formats.UnreadableFile`
+after the report is written: the CLI exits 2 for it in every format, never 0 with nothing checked.
+
 Everything is a function of the input (no timestamps), so two runs give identical files; ids of
 records without one are content hashes (see :mod:`toolfactory.formats.base`). ``report.json`` is
 written last.
@@ -34,18 +42,22 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterable
 
 from toolfactory.errors import ConfigError
-from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError
-from toolfactory.models import Verdict
-from toolfactory.stages.verify.rules import RULES, check, errors
+from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError, UnreadableFile, toolbench
+from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
+from toolfactory.stages.verify.limits import Limits
+from toolfactory.stages.verify.policy import POLICIES, Policy
+from toolfactory.stages.verify.parallel import Found, outcomes, parallel_outcomes, splittable
+from toolfactory.stages.verify.rules import RULES
 
 TOP_RULES = 10  # rules listed in report.md
 
 
-def _verdict(v: Verdict) -> dict[str, str]:
+def _verdict(v: Found) -> dict[str, str]:
     return {"code": v.code, "path": v.path, "message": v.message}
 
 
@@ -63,9 +75,27 @@ def _skipped(fmt: str, disabled: Iterable[str]) -> tuple[frozenset[str], frozens
     return disabled, NOT_APPLICABLE[fmt] | disabled
 
 
-def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Iterable[str] = frozenset()) -> dict[str, Any]:
-    """Read `path` as `fmt`, check every record, write the report files to `out_dir`; the report dict."""
+def policy_named(name: str | None) -> Policy | None:
+    """The policy of recipe `name` (None: validity only); a ConfigError names the known ones."""
+    if name is None:
+        return None
+    if name not in POLICIES:
+        raise ConfigError(f"--policy: unknown recipe {name!r} (policies: {', '.join(POLICIES)})")
+    return POLICIES[name]
+
+
+def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Iterable[str] = frozenset(),
+                policy: Policy | None = None, limits: Limits = DEFAULT_LIMITS, paths: str | None = None,
+                workers: int = 1) -> dict[str, Any]:
+    """Read `path` as `fmt`, check every record, write the report files to `out_dir`; the report dict.
+    `paths` (``released`` or ``all``) chooses which paths of ToolBench answer files are records;
+    with `workers` > 1 a JSONL file of a line format is checked on that many processes."""
     disabled, skipped = _skipped(fmt, disabled)
+    if paths is not None and fmt != "toolbench":
+        raise ConfigError(f"--paths applies to --format toolbench only, not {fmt}")
+    read = READERS[fmt] if paths is None else partial(toolbench.read, paths=paths)
+    if policy is None:
+        skipped |= {code for code, registered in RULES.items() if registered.kind == "policy"}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     records = parsed = accepted = rejected = 0
@@ -73,23 +103,26 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
     failed: Counter[str] = Counter()
     warned: Counter[str] = Counter()
     format_examples: dict[str, FormatError] = {}
-    rule_examples: dict[str, tuple[str, Verdict]] = {}
-    warning_examples: dict[str, tuple[str, Verdict]] = {}
+    rule_examples: dict[str, tuple[str, Found]] = {}
+    warning_examples: dict[str, tuple[str, Found]] = {}
     with (out / "rejected.jsonl").open("w", encoding="utf-8") as rejected_file, \
             (out / "format_errors.jsonl").open("w", encoding="utf-8") as errors_file:
-        for index, item in enumerate(READERS[fmt](Path(path))):
+        source = Path(path)
+        if workers > 1 and splittable(source, fmt):
+            results = parallel_outcomes(source, fmt, workers, frozenset(skipped), limits, policy)
+        else:
+            results = outcomes(read(source), frozenset(skipped), limits, policy)
+        for index, outcome in enumerate(results):
             records += 1
-            if isinstance(item, FormatError):
-                format_errors[item.reason] += 1
-                format_examples.setdefault(item.reason, item)
-                errors_file.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+            if isinstance(outcome, FormatError):
+                format_errors[outcome.reason] += 1
+                format_examples.setdefault(outcome.reason, outcome)
+                errors_file.write(json.dumps(outcome.to_dict(), ensure_ascii=False) + "\n")
                 continue
             parsed += 1
-            verdicts = check(item, skipped)
-            rejecting = errors(verdicts)
-            warnings = [v for v in verdicts if v.severity == "warning"]
+            record_id, rejecting, warnings = outcome
             for v in warnings:
-                warning_examples.setdefault(v.code, (item.id, v))
+                warning_examples.setdefault(v.code, (record_id, v))
             warned.update({v.code for v in warnings})
             if not rejecting:
                 accepted += 1
@@ -98,8 +131,8 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
             codes = sorted({v.code for v in rejecting})
             failed.update(codes)
             for v in rejecting:
-                rule_examples.setdefault(v.code, (item.id, v))
-            line = {"index": index, "id": item.id, "codes": codes, "errors": [_verdict(v) for v in rejecting],
+                rule_examples.setdefault(v.code, (record_id, v))
+            line = {"index": index, "id": record_id, "codes": codes, "errors": [_verdict(v) for v in rejecting],
                     "warnings": [_verdict(v) for v in warnings]}
             rejected_file.write(json.dumps(line, ensure_ascii=False) + "\n")
     report: dict[str, Any] = {
@@ -114,12 +147,21 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
         "rules": _ordered(failed),
         "warnings": _ordered(warned),
         "skipped_rules": sorted(skipped),
+        "policy": policy.name if policy is not None else None,
     }
     reasons = {code: NOT_APPLICABLE_REASONS[fmt].get(code, "disabled") for code in skipped}
+    for code in skipped - disabled - NOT_APPLICABLE[fmt]:
+        reasons[code] = "a policy rule (does a recipe keep the record?): run with --policy RECIPE"
     for code in disabled & NOT_APPLICABLE[fmt]:
         reasons[code] += " (also disabled)"
     (out / "report.md").write_text(markdown(report, format_examples, rule_examples, warning_examples, reasons), encoding="utf-8")
     (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if not records:
+        raise UnreadableFile(f"{path}: no records")
+    if not parsed:
+        first = next(iter(format_examples.values()))
+        raise UnreadableFile(f"{path}: none of its {records} records is a {fmt} record (first: {first.where}: "
+                             f"{first.reason}: {first.message}); is it another format? (formats: {', '.join(FORMATS)})")
     return report
 
 
@@ -131,8 +173,8 @@ def _cell(text: str, limit: int = 160) -> str:
 def markdown(
     report: dict[str, Any],
     format_examples: dict[str, FormatError],
-    rule_examples: dict[str, tuple[str, Verdict]],
-    warning_examples: dict[str, tuple[str, Verdict]],
+    rule_examples: dict[str, tuple[str, Found]],
+    warning_examples: dict[str, tuple[str, Found]],
     skip_reasons: dict[str, str],
 ) -> str:
     """The human-readable summary of a report (see the module doc)."""
@@ -152,7 +194,7 @@ def markdown(
             lines.append(f"| `{reason}` | {n} | {_cell(f'{example.where}: {example.message}')} |")
         lines.append("")
 
-    def rule_table(title: str, counts: dict[str, int], examples: dict[str, tuple[str, Verdict]]) -> None:
+    def rule_table(title: str, counts: dict[str, int], examples: dict[str, tuple[str, Found]]) -> None:
         nonlocal lines
         if not counts:
             return
@@ -176,4 +218,4 @@ def markdown(
     return "\n".join(lines)
 
 
-__all__ = ["markdown", "verify_file"]
+__all__ = ["markdown", "policy_named", "verify_file"]

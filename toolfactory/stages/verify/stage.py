@@ -4,6 +4,9 @@
 Every failed verdict (errors and warnings) is kept in ``dialogue.verdicts`` and every judge's
 votes in ``dialogue.judgements``; a record is rejected when a rule of severity "error" fails or
 a judge's majority fails it, with those codes as the reasons. Per-layer counts go to the stats.
+The policy rules apply each dialogue's recipe policy (:mod:`.policy`, with the config's
+``max_steps`` and ``keep_error_recovery``); a record over ``max_depth`` / ``max_record_chars`` is
+rejected as ``record_too_deep`` / ``record_too_large``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from toolfactory.models import Dialogue, Record, Rejected
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
 from toolfactory.stages.verify.judges import failed_verdicts, judge_all
+from toolfactory.stages.verify.limits import Limits
+from toolfactory.stages.verify.policy import for_recipe
 from toolfactory.stages.verify.rules import RULES, check, errors
 
 
@@ -29,12 +34,17 @@ class VerifyStage:
         return one_to_one(self.name, planning, "dialogues")
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
-        disabled = frozenset(ctx.config.verify.disabled_rules)
+        settings = ctx.config.verify
+        disabled = frozenset(settings.disabled_rules)
+        limits = Limits(max_depth=settings.max_depth, max_chars=settings.max_record_chars)
+        max_steps = {str(k): v for k, v in settings.max_steps.items()}
+        recovery = [str(recipe) for recipe in settings.keep_error_recovery]
         aspects, votes = list(ctx.config.verify.judges), ctx.config.verify.judge_votes
         passed: Counter[str] = Counter()
 
         async def verify(dialogue: Dialogue) -> list[Record | Rejected]:
-            dialogue.verdicts = check(dialogue, disabled)
+            policy = for_recipe(dialogue.recipe, max_steps, recovery)
+            dialogue.verdicts = check(dialogue, disabled, limits, policy)
             rejecting = errors(dialogue.verdicts)
             if not rejecting:
                 passed["rules"] += 1

@@ -14,6 +14,12 @@ code:
   being ``dialogue_missing_field``); a tool message not directly after an assistant turn with
   calls or another tool message; two consecutive user turns. A user turn after tool messages is
   allowed (ToolLLM's DFSDT paths interject one), as are consecutive assistant turns;
+* ``sample_call_after_answer``: an assistant turn with calls after an assistant text turn that
+  ends the task (an answer, not an announcement such as "Let me check." or a text ending in
+  ":"), with no user turn between: a model that has answered waits for the user, it does not
+  call a tool next. (ToolLLM's thought and its call are one assistant message.) Not applied when
+  ToolLLM's ``Finish`` is offered: there only ``Finish`` ends the task, every text turn is a
+  thought (ToolBench's released paths have such a thought before their ``Finish`` call).
 * ``sample_call_format_mismatch``: calls not written in the format the system prompt declares.
 """
 
@@ -103,6 +109,35 @@ def role_order(sample: Sample) -> Iterator[Finding]:
                 yield f"messages[{i}]", f"a tool message must follow an assistant call or another tool message, not {after}"
     if has_user and first_other is not None and messages[first_other].role != "user" and first_other not in flagged:
         yield f"messages[{first_other}]", f"the first non-system message is {messages[first_other].role!r}, not the user's"
+
+
+# A text turn that announces what comes next rather than ending the task (English heuristic).
+ANNOUNCEMENT = re.compile(
+    r"^\s*(?:(?:ok(?:ay)?|sure|alright|great|got it)\b[,!.]?\s*)?"
+    r"(?:let me|let's|let us|i will|i'll|i need to|i should|i must|i am going to|i'm going to|first|next|now|"
+    r"checking|looking|searching|fetching|one moment|wait)\b"
+    r"|(?::|…|\.\.\.)\s*$",
+    re.IGNORECASE,
+)
+
+
+@rule("sample_call_after_answer")
+def call_after_answer(sample: Sample) -> Iterator[Finding]:
+    """An assistant call after an assistant answer (text that ends the task, no call) with no user turn between."""
+    if "Finish" in sample.functions:
+        return
+    answered: int | None = None
+    for i, message in enumerate(sample.messages):
+        if message.role == "user":
+            answered = None
+        elif message.role == "assistant":
+            if message.tool_calls:
+                if answered is not None:
+                    yield f"messages[{i}]", (f"a call after the assistant's answer at messages[{answered}] without a user turn: "
+                                             "a model's turn ends when it answers without a call")
+                    answered = None
+            elif (message.content or "").strip() and not ANNOUNCEMENT.search(message.content or ""):
+                answered = i
 
 
 # -- call format -----------------------------------------------------------------------------

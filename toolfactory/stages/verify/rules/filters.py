@@ -1,6 +1,8 @@
-"""Record filters of ToolAlpaca §4.1 and ToolLLM's DFSDT answers.
+"""Record filters of ToolAlpaca §4.1 and ToolLLM's DFSDT answers: **policy** rules, which apply a
+recipe's :class:`~toolfactory.stages.verify.policy.Policy` (see that module for validity vs
+policy); `toolfactory verify` runs them only when asked.
 
-* ``filter_too_many_steps``: more than ``MAX_STEPS`` steps, a step being one function call (one
+* ``filter_too_many_steps``: more than the policy's ``max_steps`` steps, a step being one function call (one
   action/observation pair of ToolAlpaca's ReAct format; a parallel turn of k calls is k steps).
 * ``filter_parse_error``: a tool message that is the error the pipeline's dialogues stage sends
   back for a call it could not execute (an unknown function, arguments that are not JSON or
@@ -8,7 +10,8 @@
   record is ToolAlpaca's "parsing error in the output". On pipeline output this code comes with
   the ``call_*`` code of the faulty call (a documented co-occurrence); it is what still rejects the
   record when that ``call_*`` rule is disabled or the executor's check was stricter. Other
-  status codes are real API answers (a 404 for an unknown id) and are not flagged.
+  status codes are real API answers (a 404 for an unknown id) and are not flagged. With a policy
+  that keeps error recovery, an error followed by a correct call to the same function is kept.
 * ``filter_search_not_finished``: the tools include ToolLLM's ``Finish`` function but the
   dialogue never calls it with ``return_type: give_answer`` (a DFSDT path that gave up, or was
   cut before finishing).
@@ -16,40 +19,38 @@
 
 from __future__ import annotations
 
-import json
 from typing import Iterator
 
+from toolfactory.stages.verify.policy import DEFAULT, PARSE_ERROR_STATUS, error_text, recovered_calls
 from toolfactory.stages.verify.rules.registry import Finding, Sample, rule
 
-MAX_STEPS = 5
-PARSE_ERROR_STATUS = 400
+MAX_STEPS = DEFAULT.max_steps
+__all__ = ["MAX_STEPS", "PARSE_ERROR_STATUS"]
 FINISH = "Finish"
 GIVE_ANSWER = "give_answer"
 
 
-@rule("filter_too_many_steps")
+@rule("filter_too_many_steps", kind="policy")
 def too_many_steps(sample: Sample) -> Iterator[Finding]:
-    """More than MAX_STEPS function calls (ToolAlpaca: more than five interaction steps)."""
-    if len(sample.calls) > MAX_STEPS:
-        yield sample.calls[MAX_STEPS].path, f"{len(sample.calls)} function calls (at most {MAX_STEPS})"
+    """More function calls than the policy's max_steps (ToolAlpaca: more than five interaction steps)."""
+    limit = sample.policy.max_steps
+    if limit is not None and len(sample.calls) > limit:
+        yield sample.calls[limit].path, f"{len(sample.calls)} function calls (at most {limit} for {sample.policy.name})"
 
 
-@rule("filter_parse_error")
+@rule("filter_parse_error", kind="policy")
 def parse_error(sample: Sample) -> Iterator[Finding]:
     """A tool message is the pipeline's error for an unexecutable call ({"status_code": 400, "error": ...})."""
+    recovered = set(sample.memo("recovered", recovered_calls).values()) if sample.policy.keep_error_recovery else set()
     for i, message in enumerate(sample.messages):
-        content = message.content
-        if message.role != "tool" or not content or '"status_code"' not in content:
+        if message.role != "tool" or i in recovered:
             continue
-        try:
-            body = json.loads(content)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(body, dict) and body.get("status_code") == PARSE_ERROR_STATUS and "error" in body:
-            yield f"messages[{i}].content", f"the call could not be executed: {str(body['error'])[:160]}"
+        error = error_text(message.content)
+        if error is not None:
+            yield f"messages[{i}].content", f"the call could not be executed: {error[:160]}"
 
 
-@rule("filter_search_not_finished")
+@rule("filter_search_not_finished", kind="policy")
 def search_not_finished(sample: Sample) -> Iterator[Finding]:
     """The tools include Finish but it is never called with return_type give_answer (ToolLLM)."""
     if FINISH not in sample.functions:

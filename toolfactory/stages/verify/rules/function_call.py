@@ -14,7 +14,14 @@ opt in to extra keys (no ``additionalProperties``/``patternProperties``/
 more). Tool schemas rarely say ``additionalProperties: false``, yet an argument the API does not
 document is a hallucination that a real API rejects or silently ignores; a schema that wants
 open objects says so with ``additionalProperties: true`` (or a schema). This applies at every
-level reached through ``properties``, ``items``, ``prefixItems`` and ``additionalProperties``.
+level reached through ``properties``, ``items``, ``prefixItems`` and ``additionalProperties``,
+except a nested object with empty ``properties``, which is a free-form object (BFCL declares
+query parameters so).
+
+A call to a name the tool list lacks is ``call_unknown_function``; when one offered function is
+obviously meant (:meth:`~toolfactory.stages.verify.rules.registry.Sample.candidate`), the message
+names it and the call's arguments are still checked against its schema, so a wrong name does not
+hide wrong arguments.
 
 A schema that cannot be evaluated (an unknown type name, an invalid regex) makes the call
 unverifiable: ``call_argument_invalid`` with the exception in the message.
@@ -59,25 +66,28 @@ _OPEN_KEYS = ("additionalProperties", "patternProperties", "unevaluatedPropertie
               "$ref", "$dynamicRef", "if", "dependentSchemas")
 
 
-def strict_schema(schema: Any) -> Any:
+def strict_schema(schema: Any, root: bool = True) -> Any:
     """`schema` with ``additionalProperties: false`` on every closed object (see module doc)."""
     if not isinstance(schema, dict):
         return schema
     out = dict(schema)
     props = schema.get("properties")
     if isinstance(props, dict):
-        out["properties"] = {name: strict_schema(sub) for name, sub in props.items()}
-        if not any(key in schema for key in _OPEN_KEYS):
+        out["properties"] = {name: strict_schema(sub, False) for name, sub in props.items()}
+        # A nested object that declares no property at all is a free-form one (BFCL's
+        # `{"type": "dict", "properties": {}}` for query parameters); at the root, "no
+        # arguments".
+        if not any(key in schema for key in _OPEN_KEYS) and (props or root):
             out["additionalProperties"] = False
     items = schema.get("items")
     if isinstance(items, dict):
-        out["items"] = strict_schema(items)
+        out["items"] = strict_schema(items, False)
     prefix = schema.get("prefixItems")
     if isinstance(prefix, list):
-        out["prefixItems"] = [strict_schema(sub) for sub in prefix]
+        out["prefixItems"] = [strict_schema(sub, False) for sub in prefix]
     extra = schema.get("additionalProperties")
     if isinstance(extra, dict):
-        out["additionalProperties"] = strict_schema(extra)
+        out["additionalProperties"] = strict_schema(extra, False)
     return out
 
 
@@ -150,12 +160,12 @@ def _schema_findings(sample: Sample) -> dict[str, list[Finding]]:
     out: dict[str, list[Finding]] = {}
     validators: dict[str, Draft202012Validator] = {}
     for call in sample.calls:
-        function = sample.functions.get(call.name)
+        function = sample.functions.get(call.name) or sample.candidate(call.name)
         if function is None or not isinstance(call.value, dict):
             continue  # reported by call_unknown_function / call_arguments_not_json
-        validator = validators.get(call.name)
+        validator = validators.get(function.name)
         if validator is None:
-            validator = validators[call.name] = validator_for(function.parameters)
+            validator = validators[function.name] = validator_for(function.parameters)
         for code, path, message in _call_findings(call, validator):
             out.setdefault(code, []).append((path, message))
     return out
@@ -172,7 +182,9 @@ def unknown_function(sample: Sample) -> Iterator[Finding]:
         return  # no tool list at all: dialogue_missing_field, not one fault per call
     for call in sample.calls:
         if call.name not in sample.functions:
-            yield call.path + ".name", f"function {call.name!r} is not in the tool list"
+            meant = sample.candidate(call.name)
+            hint = f" (the arguments were checked against {meant.name!r}, the obvious candidate)" if meant else " (no offered function is an obvious candidate)"
+            yield call.path + ".name", f"function {call.name!r} is not in the tool list{hint}"
 
 
 @rule("call_arguments_not_json")

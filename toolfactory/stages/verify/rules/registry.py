@@ -10,18 +10,27 @@ rule's stable code and severity:
 * ``warning``: recorded in ``dialogue.verdicts`` but the record is accepted.
 
 :func:`check` runs every enabled rule and returns every failed verdict (errors and warnings), so a
-record's verdict lists every failed rule, not only the first.
+record's verdict lists every failed rule, not only the first. A record over the depth or size
+limits (:mod:`toolfactory.stages.verify.limits`) gets that one verdict instead: the rules would
+recurse through it.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal
 
 from toolfactory.models import Dialogue, Function, Message, ToolCall, Verdict
+from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
+from toolfactory.stages.verify.limits import Limits, violation
+from toolfactory.stages.verify.policy import DEFAULT as DEFAULT_POLICY
+from toolfactory.stages.verify.policy import Policy, recovered_calls
 
 Severity = Literal["error", "warning"]
+Kind = Literal["validity", "policy"]
 Finding = tuple[str, str]  # (path, message)
 RuleFn = Callable[["Sample"], Iterable[Finding]]
 
@@ -64,10 +73,11 @@ class Call:
 class Sample:
     """A dialogue plus the views the rules share, built once per :func:`check`."""
 
-    __slots__ = ("dialogue", "messages", "functions", "calls", "_memo")
+    __slots__ = ("dialogue", "messages", "functions", "calls", "policy", "_memo")
 
-    def __init__(self, dialogue: Dialogue) -> None:
+    def __init__(self, dialogue: Dialogue, policy: Policy = DEFAULT_POLICY) -> None:
         self.dialogue = dialogue
+        self.policy = policy
         self.messages: list[Message] = dialogue.messages
         functions: dict[str, Function] = {}
         for fn in dialogue.tools:
@@ -89,6 +99,24 @@ class Sample:
             value = self._memo[key] = compute(self)
             return value
 
+    def candidate(self, name: str) -> Function | None:
+        """The offered function an unknown called `name` obviously means, or None.
+
+        Obvious: the only one equal to `name` up to case and punctuation (``get_weather`` for
+        ``getWeather``), else the only one whose name `name` contains (a marker such as
+        ToolAlpaca's ``[Optional]`` around it), else the only close spelling (difflib ratio >= 0.8). Its schema still
+        checks the call's arguments, so a wrong name does not hide wrong arguments."""
+        key = _loose(name)
+        same = [fn for fn_name, fn in self.functions.items() if _loose(fn_name) == key]
+        if len(same) == 1:
+            return same[0]
+        # A marker around the offered name (ToolAlpaca's "[Optional]updateUserProfile").
+        inside = [fn for fn_name, fn in self.functions.items() if len(_loose(fn_name)) >= 4 and _loose(fn_name) in key]
+        if len(inside) == 1:
+            return inside[0]
+        close = difflib.get_close_matches(name, list(self.functions), n=2, cutoff=0.8)
+        return self.functions[close[0]] if len(close) == 1 else None
+
     def final_answer(self) -> tuple[int, str] | None:
         """(index, text) of the closing assistant text turn, or None if the dialogue has none."""
         if not self.messages:
@@ -101,13 +129,14 @@ class Sample:
 
 @dataclass(frozen=True)
 class Rule:
-    """A registered rule: stable code, severity, family (module) and the check itself."""
+    """A registered rule: stable code, severity, family (module), kind and the check itself."""
 
     code: str
     severity: Severity
     family: str
     fn: RuleFn
     doc: str = ""
+    kind: Kind = "validity"
 
     def run(self, sample: Sample) -> list[Verdict]:
         return [
@@ -123,8 +152,13 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, severity: Severity = "error") -> Callable[[RuleFn], RuleFn]:
-    """Register `fn` under `code` (codes are stable: they are stored with rejected records)."""
+def _loose(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.casefold())
+
+
+def rule(code: str, severity: Severity = "error", kind: Kind = "validity") -> Callable[[RuleFn], RuleFn]:
+    """Register `fn` under `code` (codes are stable: they are stored with rejected records);
+    `kind` says whether it judges validity or a recipe's policy (:mod:`..policy`)."""
     if severity not in ("error", "warning"):
         raise ValueError(f"rule {code}: severity must be 'error' or 'warning', not {severity!r}")
 
@@ -133,21 +167,31 @@ def rule(code: str, severity: Severity = "error") -> Callable[[RuleFn], RuleFn]:
             raise ValueError(f"rule code {code!r} is registered twice")
         family = fn.__module__.rsplit(".", 1)[-1]
         doc = (fn.__doc__ or "").strip().split("\n", 1)[0]
-        RULES[code] = Rule(code=code, severity=severity, family=family, fn=fn, doc=doc)
+        RULES[code] = Rule(code=code, severity=severity, family=family, fn=fn, doc=doc, kind=kind)
         return fn
 
     return register
 
 
-def check(dialogue: Dialogue, disabled: frozenset[str] | set[str] = frozenset()) -> list[Verdict]:
-    """Every failed verdict (errors and warnings) of every enabled rule, in registry order."""
-    sample = Sample(dialogue)
+def check(dialogue: Dialogue, disabled: frozenset[str] | set[str] = frozenset(),
+          limits: Limits = DEFAULT_LIMITS, policy: Policy | None = DEFAULT_POLICY) -> list[Verdict]:
+    """Every failed verdict (errors and warnings) of every enabled rule, in registry order; only
+    ``record_too_deep`` / ``record_too_large`` for a record over `limits`. With `policy` None the
+    policy rules are skipped (validity only). A policy that keeps error recovery turns the
+    findings on a recovered call into warnings."""
+    over = violation(dialogue, limits)
+    if over is not None:
+        return [over]
+    sample = Sample(dialogue, policy or DEFAULT_POLICY)
+    recovered: tuple[str, ...] = ()
+    if policy is not None and policy.keep_error_recovery:
+        recovered = tuple(path + "." for path in sample.memo("recovered", recovered_calls))
     out: list[Verdict] = []
     for code, registered in RULES.items():
-        if code in disabled:
+        if code in disabled or (policy is None and registered.kind == "policy"):
             continue
-        severity = registered.severity
         for path, message in registered.fn(sample):
+            severity = "warning" if recovered and path.startswith(recovered) else registered.severity
             out.append(Verdict(code=code, passed=False, severity=severity, message=message, path=path))
     return out
 

@@ -1,0 +1,107 @@
+"""`toolfactory verify --workers N`: a JSONL file checked on N processes, streaming in and out.
+
+The file is read in chunks of lines; each worker process parses, converts and checks a whole
+chunk (the reader's own per-record functions, so a record gets the same verdicts as when read
+serially), and returns plain outcomes. The parent writes them in input order as they arrive,
+with at most two chunks per worker in flight, so memory stays bounded for any file size. Formats
+whose records are JSONL lines (``openai``, ``xlam``) are split; any other input is checked in one
+process (:func:`splittable`).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Union
+
+from toolfactory.formats import openai, xlam
+from toolfactory.formats.base import FormatError, converted, parsed_line
+from toolfactory.models import Dialogue, Verdict
+from toolfactory.stages.verify.limits import Limits
+from toolfactory.stages.verify.policy import Policy
+from toolfactory.stages.verify.rules import check, errors
+
+CHUNK = 1000  # lines per task: large enough that sending a chunk costs little next to checking it
+LINE_READERS: dict[str, Callable[[Any], Dialogue]] = {"openai": openai.to_dialogue, "xlam": xlam.to_dialogue}
+
+
+
+class Found(NamedTuple):
+    """A failed verdict as the report needs it (a tuple: cheap to send between processes)."""
+
+    code: str
+    path: str
+    message: str
+
+
+# A record that could not be read, or (id, rejecting findings, warnings) of a checked one.
+Outcome = Union[FormatError, tuple[str, list[Found], list[Found]]]
+
+
+def _found(verdicts: Iterable[Verdict]) -> list[Found]:
+    return [Found(v.code, v.path, v.message) for v in verdicts]
+
+
+def judged(item: Dialogue | FormatError, skipped: frozenset[str], limits: Limits, policy: Policy | None) -> Outcome:
+    if isinstance(item, FormatError):
+        return item
+    verdicts = check(item, skipped, limits, policy)
+    return item.id, _found(errors(verdicts)), _found(v for v in verdicts if v.severity == "warning")
+
+
+def splittable(path: Path, fmt: str) -> bool:
+    """Whether `path` is a JSONL file of a line format (its first line is a JSON object)."""
+    if fmt not in LINE_READERS or not path.is_file():
+        return False
+    try:
+        with path.open(encoding="utf-8-sig") as handle:
+            first = next((line for line in handle if line.strip()), "")
+        return isinstance(json.loads(first), dict)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return False  # the serial reader reports what is wrong with the file
+
+
+def _chunks(path: Path) -> Iterator[list[tuple[int, int, str]]]:
+    chunk: list[tuple[int, int, str]] = []
+    index = 0
+    with path.open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            chunk.append((index, number, line))
+            index += 1
+            if len(chunk) == CHUNK:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+def _judge_chunk(fmt: str, chunk: list[tuple[int, int, str]], skipped: frozenset[str], limits: Limits,
+                 policy: Policy | None) -> list[Outcome]:
+    to_dialogue = LINE_READERS[fmt]
+    return [judged(converted(index, f"line {number}", parsed_line(index, number, line), to_dialogue), skipped, limits, policy)
+            for index, number, line in chunk]
+
+
+def parallel_outcomes(path: Path, fmt: str, workers: int, skipped: frozenset[str], limits: Limits,
+                      policy: Policy | None) -> Iterator[Outcome]:
+    """The outcome of every record of `path`, in input order, checked on `workers` processes."""
+    # fork: workers inherit the imported library and its compiled-schema caches at no cost.
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        pending: deque[Future[list[Outcome]]] = deque()
+        for chunk in _chunks(path):
+            pending.append(pool.submit(_judge_chunk, fmt, chunk, skipped, limits, policy))
+            if len(pending) >= 2 * workers:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+
+
+def outcomes(items: Iterable[Dialogue | FormatError], skipped: frozenset[str], limits: Limits,
+             policy: Policy | None) -> Iterator[Outcome]:
+    """The outcome of every record read serially."""
+    return (judged(item, skipped, limits, policy) for item in items)

@@ -1,0 +1,84 @@
+"""What the factory keeps, apart from what is valid (ToolAlpaca §4.1 filters, ToolLLM §2.3).
+
+The rule layer has two kinds of rules. **Validity** rules ask whether a record is correct (a call
+the API accepts, a response for every call). **Policy** rules (the ``filter_*`` codes) ask whether
+a recipe keeps it: ToolAlpaca drops dialogues of more than five steps, ToolLLM's search has its
+own depth limit instead. A :class:`Policy` carries those choices for one recipe:
+
+* ``max_steps``: the most function calls (``filter_too_many_steps``); None for no limit;
+* ``keep_error_recovery``: a call answered with the pipeline's error (``{"status_code": 400}``)
+  and later made again correctly is kept, as ToolAlpaca keeps it (that is how a model learns to
+  recover): ``filter_parse_error`` then flags only errors that were never recovered, and the
+  validity findings on the recovered call itself are warnings, not errors.
+
+`toolfactory verify` on external data applies validity only unless a policy is asked for; the
+factory's verify stage applies the policy of each dialogue's recipe (:func:`for_recipe`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from toolfactory.stages.verify.rules.registry import Sample
+
+PARSE_ERROR_STATUS = 400
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One recipe's filters (see the module doc)."""
+
+    name: str = "default"
+    max_steps: int | None = 5
+    keep_error_recovery: bool = False
+
+
+DEFAULT = Policy()
+# Per recipe: ToolAlpaca's five-step cap and its error-and-recovery dialogues; ToolLLM's paths
+# are bounded by the search's own max_depth; ToolACE states no step limit.
+POLICIES: dict[str, Policy] = {
+    "toolalpaca": Policy("toolalpaca", max_steps=5, keep_error_recovery=True),
+    "toolllm": Policy("toolllm", max_steps=None, keep_error_recovery=False),
+    "toolace": Policy("toolace", max_steps=None, keep_error_recovery=False),
+}
+
+
+def for_recipe(recipe: str, max_steps: dict[str, int] | None = None, keep_error_recovery: list[str] | None = None) -> Policy:
+    """The policy of `recipe`, with the config's per-recipe overrides when given."""
+    base = POLICIES.get(recipe, Policy(recipe))
+    steps = base.max_steps if max_steps is None else max_steps.get(recipe)
+    recovery = base.keep_error_recovery if keep_error_recovery is None else recipe in keep_error_recovery
+    return Policy(recipe, steps, recovery)
+
+
+def error_text(content: str | None) -> str | None:
+    """The error of a tool message that is the pipeline's answer to an unexecutable call, or None."""
+    if not content or '"status_code"' not in content:
+        return None
+    try:
+        body = json.loads(content)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if isinstance(body, dict) and body.get("status_code") == PARSE_ERROR_STATUS and "error" in body:
+        return str(body["error"])
+    return None
+
+
+def recovered_calls(sample: "Sample") -> dict[str, int]:
+    """{call path: index of its error response} for each call answered with the pipeline's error
+    and followed by a call to the same function that got a real response."""
+    by_id = {call.call.id: call for call in sample.calls}
+    failed: list[tuple[int, str, str]] = []  # (response index, call path, function)
+    answered: list[tuple[int, str]] = []  # (response index, function) of real responses
+    for i, message in enumerate(sample.messages):
+        call = by_id.get(message.tool_call_id or "") if message.role == "tool" else None
+        if call is None:
+            continue
+        if error_text(message.content) is None:
+            answered.append((i, call.name))
+        else:
+            failed.append((i, call.path, call.name))
+    return {path: i for i, path, name in failed if any(j > i and other == name for j, other in answered)}
