@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import faults as fault_lib
+from . import profiles
 from .errors import SimulatorError
 from .functions import (
     FunctionSpec,
@@ -54,10 +55,12 @@ from .functions import (
     parse_functions,
 )
 from .grounding import result_values
+from .prompt_json import schema_in_prompt
 from .schema_instance import instance_for
 from .seeding import canonical_json, derive_rng, sub_hash
 from .settings import SimulatorSettings
-from .text import content_words, estimate_tokens, message_text, topical_answer, truncate_words
+from .text import content_words, estimate_tokens, message_text, topical_answer
+from .text_mode import as_text, declared_format, structured_body
 from .tool_turns import (
     ToolHistory,
     Turn,
@@ -232,14 +235,6 @@ def _json_answer(
     return json.dumps(value, ensure_ascii=False)
 
 
-def _max_tokens(body: dict[str, Any]) -> int | None:
-    for key in ("max_completion_tokens", "max_tokens"):
-        value = body.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
 def _tool_call_message(
     index: int,
     calls: list[tuple[FunctionSpec, dict[str, Any]]],
@@ -359,6 +354,15 @@ def complete_chat(
         f"'n' must be an integer in 1..{MAX_CHOICES}.",
         "n",
     )
+    refused = profiles.refused_parameter(body, settings)
+    if refused is not None:
+        raise refused
+    text_format = declared_format(body)
+    native = structured_body(body, text_format) if text_format else None
+    if native is not None:
+        body = native
+    else:
+        text_format = None
     conversation = parse_conversation(body)
     functions = parse_functions(body)
     callable_ = callable_functions(body, functions)
@@ -367,7 +371,13 @@ def complete_chat(
         callable_, conversation.context, conversation.user_text
     )
     wants_json, schema = _json_format(body)
-    limit = _max_tokens(body)
+    json_in_prompt = False
+    if schema is None:
+        # Without a schema in response_format, a model follows the one written in the prompt.
+        written = schema_in_prompt(conversation.messages)
+        if written is not None:
+            json_in_prompt = not wants_json
+            wants_json, schema = True, written
 
     choices: list[dict[str, Any]] = []
     completion_tokens = 0
@@ -420,10 +430,14 @@ def complete_chat(
                     text = fault_lib.malform_json(
                         text, fault_lib.fault_rng(request_hash, "malformed", index)
                     )
-            elif limit is not None and estimate_tokens(text) > limit:
-                text, finish = truncate_words(text, limit), "length"
             message = {"role": "assistant", "content": text, "refusal": None}
             produced = text
+        message, finish, produced = profiles.shape(
+            message, finish, produced, body, settings, request_hash, index, json_in_prompt=json_in_prompt
+        )
+        if text_format is not None:
+            message = as_text(message, text_format, request_hash)
+            finish = "stop" if finish == "tool_calls" else finish
         completion_tokens += estimate_tokens(produced)
         choices.append(
             {"index": index, "message": message, "finish_reason": finish, "logprobs": None}
