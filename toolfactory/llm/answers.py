@@ -18,7 +18,6 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 _THINK = re.compile(r"^\s*<think>(.*?)(?:</think>|$)", re.DOTALL)
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\n(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
-_MAX_STARTS = 32  # bounds the work on a long answer full of braces that holds no JSON
 
 
 def split_reasoning(message: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -39,8 +38,8 @@ def split_reasoning(message: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value an answer holds: the whole text, else a fenced block, else the first
-    object or array in it. Raises :class:`json.JSONDecodeError` (from the whole text) when
+    """The JSON value an answer holds: the whole text, else a fenced block, else the value that
+    opens at the first brace or bracket after some prose. Raises :class:`json.JSONDecodeError` (from the whole text) when
     there is none, so the re-ask names the parser's own complaint."""
     stripped = text.strip()
     try:
@@ -52,10 +51,12 @@ def extract_json(text: str) -> Any:
             return json.loads(block)
         except json.JSONDecodeError:
             continue
-    starts = [i for i, char in enumerate(stripped) if char in "{["][:_MAX_STARTS]
-    for start in starts:
+    # Only where the first value opens: a later brace may be inside a broken answer, and an
+    # inner object taken for the answer would hide that it was malformed.
+    start = next((i for i, char in enumerate(stripped) if char in "{["), None)
+    if start is not None and start > 0:
         try:
             return _DECODER.raw_decode(stripped, start)[0]
         except json.JSONDecodeError:
-            continue
+            pass
     raise error

@@ -56,6 +56,8 @@ from .functions import (
 )
 from .grounding import result_values
 from .prompt_json import schema_in_prompt
+from .instructions import obeys, requested_mode, write_for_mode
+from .reading import read_choices
 from .schema_instance import instance_for
 from .seeding import canonical_json, derive_rng, sub_hash
 from .settings import SimulatorSettings
@@ -226,12 +228,20 @@ def _json_format(body: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
 
 
 def _json_answer(
-    schema: dict[str, Any] | None, text: str, context: list[str], rng: random.Random, true_rate: float
+    schema: dict[str, Any] | None,
+    text: str,
+    context: list[str],
+    rng: random.Random,
+    settings: SimulatorSettings,
+    conversation: Conversation,
+    request_hash: str,
 ) -> str:
     if schema is None:
         value: Any = {"answer": text, "keywords": [w.lower() for w in context[:5]]}
     else:
-        value = instance_for(schema, rng, context, true_rate=true_rate)
+        value = instance_for(schema, rng, context, true_rate=settings.boolean_true_rate)
+        value = read_choices(value, schema, conversation.messages)
+        value = write_for_mode(value, conversation.user_text, settings, request_hash)
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -367,7 +377,9 @@ def complete_chat(
     functions = parse_functions(body)
     callable_ = callable_functions(body, functions)
     forced = call_is_forced(body)
-    relevant = not settings.decline_when_irrelevant or is_relevant(
+    # A request the user says needs a mode (see .instructions) is acted on when obeyed.
+    intent = requested_mode(conversation.user_text) if settings.obedience else None
+    relevant = not (settings.decline_when_irrelevant or settings.obedience) or is_relevant(
         callable_, conversation.context, conversation.user_text
     )
     wants_json, schema = _json_format(body)
@@ -394,6 +406,8 @@ def complete_chat(
             relevant=relevant,
             said_something=bool(conversation.context),
             history=conversation.history,
+            intent=intent,
+            obeyed=obeys(settings, request_hash, "act", index),
         )
         question = (
             _clarifying_question(callable_, conversation, request_hash, index)
@@ -403,7 +417,11 @@ def complete_chat(
         if turn is Turn.CLARIFY and question is None:
             turn = Turn.CALL
         if turn is Turn.CALL:
-            parallel = wants_parallel(body, settings, request_hash, index)
+            parallel = wants_parallel(body, settings, request_hash, index) or (
+                intent == "parallel"
+                and body.get("parallel_tool_calls") is not False
+                and obeys(settings, request_hash, "act", index)
+            )
             calls = plan_calls(
                 callable_,
                 conversation.context,
@@ -425,7 +443,7 @@ def complete_chat(
                 turn, question, conversation, callable_, request_hash, index, rng
             )
             if wants_json:
-                text = _json_answer(schema, text, context, rng, settings.boolean_true_rate)
+                text = _json_answer(schema, text, context, rng, settings, conversation, request_hash)
                 if faults.malformed_json:
                     text = fault_lib.malform_json(
                         text, fault_lib.fault_rng(request_hash, "malformed", index)

@@ -93,6 +93,8 @@ def shape(
         if profile == "openai":
             return {"role": "assistant", "content": None, "refusal": REFUSAL}, "stop", REFUSAL
         return {"role": "assistant", "content": REFUSAL}, "stop", REFUSAL
+    if settings.rate_content_filter and unit_draw(request_hash, "content_filter", index) < settings.rate_content_filter:
+        return {"role": "assistant", "content": ""}, "content_filter", ""
     calls = message.get("tool_calls")
     if profile == "vllm-no-tool-parser" and calls:
         message = {"role": "assistant", "content": hermes_calls(calls), "tool_calls": []}
@@ -129,3 +131,23 @@ def max_tokens(body: dict[str, Any]) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None
+
+
+# What a client of each family must set (toolfactory's `llm` settings, as `--set` overrides):
+# the shapes above are what a run meets when these are left at their defaults.
+CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
+    "openai": {},
+    "vllm-hermes": {},
+    "vllm-no-tool-parser": {"llm.tool_calling": "text"},
+    "reasoning": {
+        **{f"llm.roles.{role}.{field}": value for role in ("user", "assistant", "tool", "judge", "designer")
+           for field, value in (("max_tokens_parameter", "max_completion_tokens"), ("temperature", None), ("top_p", None))},
+    },
+    "plain-text": {"llm.tool_calling": "text", "llm.structured_output": "prompt"},
+}
+
+
+def client_overrides(profile: str) -> list[str]:
+    """`--set` arguments that point toolfactory's client at the simulator in `profile`."""
+    settings = {"llm.simulator.profile": profile, **CLIENT_SETTINGS[profile]}
+    return [f"{key}={'null' if value is None else value}" for key, value in settings.items()]

@@ -143,6 +143,22 @@ class SimulatorSettings(BaseModel):
         description="Fraction of answers that are refusals (openai: the `refusal` field; other "
         "profiles: an apology in the content).",
     )
+    obedience: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Probability of following a mode the prompt states: a request-writing prompt "
+        "that asks for parallel, dependent, missing-value or no-tool requests gets requests "
+        "written that way, and a request that says so gets parallel calls, a follow-up call, a "
+        "question for the missing value or (no word shared with any function) a decline.",
+    )
+    rate_content_filter: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of answers stopped by a content filter (finish_reason "
+        "content_filter, empty content).",
+    )
     seed: int = Field(
         default=0,
         description="Mixed into every request hash: another seed gives another (still "

@@ -69,23 +69,29 @@ def decide_turn(
     relevant: bool,
     said_something: bool,
     history: ToolHistory,
+    intent: str | None = None,
+    obeyed: bool = False,
 ) -> Turn:
     """The kind of turn, in the decision order documented in :mod:`.chat`.
 
     `relevant`: the user's message relates to a callable function (see
     :func:`.functions.is_relevant`); `said_something`: it has content words at all (a bare
-    "hi" or "thanks" gets a plain text answer, not a refusal).
+    "hi" or "thanks" gets a plain text answer, not a refusal). `intent`: the mode the user's
+    request asks for (see :mod:`.instructions`), acted on when `obeyed`.
     """
     if not can_call:
         return Turn.TEXT
     if history.trailing_results:
         deeper = history.rounds < MAX_TOOL_ROUNDS
         follow = behaviour_hit(request_hash, "follow_up", choice, settings.rate_follow_up_call)
+        follow = follow or (intent == "dependent" and obeyed and history.rounds < 2)
         return Turn.CALL if deeper and follow else Turn.TEXT
     if forced:
         return Turn.CALL
-    if settings.decline_when_irrelevant and not relevant:
+    if (settings.decline_when_irrelevant or obeyed) and not relevant:
         return Turn.DECLINE if said_something else Turn.TEXT
+    if intent == "missing" and obeyed and not history.results_seen and not history.asked_before:
+        return Turn.CLARIFY
     if not history.results_seen and not history.asked_before:
         if behaviour_hit(request_hash, "decline", choice, settings.rate_decline):
             return Turn.DECLINE
@@ -220,6 +226,9 @@ _QUESTIONS = (
     "Happy to help with that. What {words} should I use?",
     "To {action}, I need the {words} - which one do you mean?",
     "Before I {action}, could you tell me the {words}?",
+    # Real models often ask without a question mark.
+    "Please tell me the {words} you have in mind, and I will {action} right away.",
+    "I need the {words} to {action}. Let me know and I will take care of it.",
 )
 _CONFIRMATIONS = (
     "Just to be sure, which {words} do you mean?",
