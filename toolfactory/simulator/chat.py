@@ -379,7 +379,7 @@ def complete_chat(
     forced = call_is_forced(body)
     # A request the user says needs a mode (see .instructions) is acted on when obeyed.
     intent = requested_mode(conversation.user_text) if settings.obedience else None
-    relevant = not (settings.decline_when_irrelevant or settings.obedience) or is_relevant(
+    relevant = not settings.decline_when_irrelevant or is_relevant(
         callable_, conversation.context, conversation.user_text
     )
     wants_json, schema = _json_format(body)
@@ -417,11 +417,9 @@ def complete_chat(
         if turn is Turn.CLARIFY and question is None:
             turn = Turn.CALL
         if turn is Turn.CALL:
-            parallel = wants_parallel(body, settings, request_hash, index) or (
-                intent == "parallel"
-                and body.get("parallel_tool_calls") is not False
-                and obeys(settings, request_hash, "act", index)
-            )
+            parallel = wants_parallel(body, settings, request_hash, index)
+            if intent is not None and obeys(settings, request_hash, "act", index):
+                parallel = intent == "parallel" and body.get("parallel_tool_calls") is not False
             calls = plan_calls(
                 callable_,
                 conversation.context,

@@ -9,8 +9,9 @@ the text it receives, as a model would (there is no other channel):
   is recognised (:func:`stated_mode`) and each request gets that mode's cue sentence, or, for
   ``non_tool``, is written about the subject the prompt says no function serves;
 * acting (a tool turn): the last user message's cue (:func:`requested_mode`) makes the turn
-  parallel, a follow-up call after the first results, or a question for the missing value; a
-  request that shares no word with any function is declined.
+  parallel, a follow-up call after the first results, a question for the missing value, a
+  decline (a request about a subject, opened the way :func:`write_for_mode` writes it) or one
+  call, without the behaviours the request did not ask for.
 """
 
 from __future__ import annotations
@@ -24,21 +25,26 @@ from .text import words
 
 # How request-writing prompts phrase each mode (ToolACE's multi-mode prompting and its kin).
 _STATED = (
-    ("non_tool", re.compile(r"not served by the functions|none of the offered functions|no (offered )?function (fits|can)", re.I)),
+    ("non_tool", re.compile(r"not served by the functions|none of the offered functions can|no offered function can", re.I)),
     ("missing", re.compile(r"leaves? out .{0,40}value|missing (value|parameter)|has to ask for it", re.I)),
     ("dependent", re.compile(r"comes? from an earlier call|depends? on (an|the) earlier|uses? the result of (an|the) earlier", re.I)),
     ("parallel", re.compile(r"do not depend on each other|made at once|in parallel|at the same time", re.I)),
+    ("single", re.compile(r"exactly one call|exactly one of the functions|a single call", re.I)),
 )
 # What a user writes when a request needs that mode (and what the acting side recognises).
 CUES = {
     "parallel": "Please look up each of them at the same time.",
     "dependent": "Then use what the first answer tells you for the next step.",
     "missing": "I am not sure about one of the details yet.",
+    "single": "That one thing is all I need.",
 }
+NON_TOOL_OPENING = "I need some help with"
 _REQUESTED = (
     ("parallel", re.compile(r"at the same time|all at once|in parallel|each of them", re.I)),
     ("dependent", re.compile(r"\bthen use\b|based on what you find|use (the|that) result", re.I)),
     ("missing", re.compile(r"not sure about|haven't decided|have not decided|don't know (the|which|what)", re.I)),
+    ("non_tool", re.compile(r"^\s*i need some help with\b", re.I)),
+    ("single", re.compile(r"one thing is all i need|just this one", re.I)),
 )
 _SUBJECT = re.compile(r"subject[^:\n]*:\s*(.+)", re.I)
 SUBJECT_WORDS = 14
@@ -63,7 +69,7 @@ def _subject_request(prompt: str) -> str | None:
     if not match:
         return None
     said = words(match.group(1))[:SUBJECT_WORDS]
-    return f"I need some help with {' '.join(said)}." if said else None
+    return f"{NON_TOOL_OPENING} {' '.join(said)}." if said else None
 
 
 def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request_hash: str) -> Any:

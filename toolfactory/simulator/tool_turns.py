@@ -81,22 +81,33 @@ def decide_turn(
     """
     if not can_call:
         return Turn.TEXT
+    if intent is not None and obeyed and not forced:
+        return _as_requested(intent, history)
     if history.trailing_results:
         deeper = history.rounds < MAX_TOOL_ROUNDS
         follow = behaviour_hit(request_hash, "follow_up", choice, settings.rate_follow_up_call)
-        follow = follow or (intent == "dependent" and obeyed and history.rounds < 2)
         return Turn.CALL if deeper and follow else Turn.TEXT
     if forced:
         return Turn.CALL
-    if (settings.decline_when_irrelevant or obeyed) and not relevant:
+    if settings.decline_when_irrelevant and not relevant:
         return Turn.DECLINE if said_something else Turn.TEXT
-    if intent == "missing" and obeyed and not history.results_seen and not history.asked_before:
-        return Turn.CLARIFY
     if not history.results_seen and not history.asked_before:
         if behaviour_hit(request_hash, "decline", choice, settings.rate_decline):
             return Turn.DECLINE
         if behaviour_hit(request_hash, "clarify", choice, settings.rate_clarify):
             return Turn.CLARIFY
+    return Turn.CALL
+
+
+def _as_requested(intent: str, history: ToolHistory) -> Turn:
+    """The turn a request that says what it needs gets from a model following it: none of the
+    unasked-for behaviours (extra calls, questions, declines) are drawn."""
+    if history.trailing_results:
+        return Turn.CALL if intent == "dependent" and history.rounds < 2 else Turn.TEXT
+    if intent == "non_tool" and not history.asked_before:
+        return Turn.DECLINE
+    if intent == "missing" and not history.results_seen and not history.asked_before:
+        return Turn.CLARIFY
     return Turn.CALL
 
 
