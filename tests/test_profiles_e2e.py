@@ -34,13 +34,15 @@ def generate(overrides: list[str]) -> dict[str, Any]:
 def test_a_run_against_each_profile_accepts_dialogues(runtime: str, tmp_path: Path, profile: str) -> None:
     root = tmp_path / "data"
     summary = generate(small_run_overrides(root, **{
-        "tools.max_tools": 4, "tools.tools_per_shard": 4, "tasks.recipes": "{toolalpaca: 1, toolace: 1}",
-        "llm.simulator.obedience": 0.9,
+        "tools.max_tools": 6, "tools.tools_per_shard": 6, "tasks.recipes": "{toolalpaca: 1, toolllm: 1, toolace: 1}",
+        "llm.simulator.obedience": 0.9, "verify.judges": "[]",  # the judges' own answers are shapes like any other
     }) + client_overrides(profile))
     assert summary["status"] == "completed"
     store = ObjectStore.open(StorageConfig(root=str(root)))
     accepted = [Dialogue.model_validate(r) for r in read_records(store, f"runs/{summary['run_id']}/curate/part-00000.parquet")]
-    assert {d.recipe for d in accepted} == {"toolalpaca", "toolace"}
+    # toolllm gets one or two tasks in a run this small, too few to count on one being accepted:
+    # its yield per profile is measured by benchmarks/recipes.py.
+    assert {d.recipe for d in accepted} >= {"toolalpaca", "toolace"}
     # Reasoning and call syntax never leak into the training text.
     texts = [m.content or "" for d in accepted for m in d.messages]
     assert not any("<think>" in t or "<tool_call>" in t or "```" in t for t in texts)
