@@ -14,7 +14,7 @@ from typing import Any
 
 from toolfactory.models import ToolCall
 from toolfactory.render import PARSABLE_TOOL_FORMATS, RenderError, parse_system_prompt, parse_turn, render_turn
-from toolfactory.render.dialogue import CALL_FORMAT_STATEMENTS
+from toolfactory.render.dialogue import CALL_FORMAT_STATEMENTS, RESULT_WRAPPERS
 
 from .seeding import sub_hash
 
@@ -50,7 +50,15 @@ def structured_body(body: dict[str, Any], fmt: str) -> dict[str, Any] | None:
     if not functions:
         return None
     messages: list[dict[str, Any]] = []
+    before, after = RESULT_WRAPPERS.get(fmt, ("", ""))
     for position, message in enumerate(body["messages"]):
+        if isinstance(message, dict) and message.get("role") == "tool" and isinstance(message.get("content"), str):
+            # A result comes back wrapped as the format's statement says; the model reads inside.
+            text = message["content"]
+            if text.startswith(before) and text.endswith(after) and len(text) >= len(before) + len(after):
+                text = text[len(before): len(text) - len(after)]
+            messages.append({**message, "content": text})
+            continue
         if not isinstance(message, dict) or message.get("role") != "assistant" or not isinstance(message.get("content"), str):
             messages.append(message)
             continue
