@@ -1,13 +1,18 @@
 """Dialogue generation by recipe, and DFSDT against ReAct@N (ToolLLM §2.3).
 
-    python -m benchmarks.recipes [--tools 12] [--latency-ms 50] [--react-n 3] [--set section.field=value …]
+    python -m benchmarks.recipes [--tools 12] [--latency-ms 50] [--react-n 3] [--obedience 0.9]
+                                 [--profiles openai,vllm-hermes,…] [--set section.field=value …]
 
-Part 1, per recipe: the tasks and dialogues stages run on the first `--tools` catalog tools,
-through the real gateway against the simulator at a fixed latency (jitter 0, the quickstart's
-content faults and behaviours). Reported: dialogues per second of the dialogues stage, LLM calls
-per kept dialogue (kept = passing the verify stage's rule layer; judges are not run), and why the
-others were dropped. The three recipes run side by side in one process, so the ratios between
-them hold on a noisy machine even when the absolute rates do not.
+Part 1, per provider profile and recipe: the tasks and dialogues stages run on the first
+`--tools` catalog tools, through the real gateway against the simulator in that profile (its
+response shapes, with the client settings the profile needs: `simulator.profiles.CLIENT_SETTINGS`)
+at a fixed latency (jitter 0, the quickstart's content faults and behaviours, and `--obedience`:
+how often the simulator follows a mode the prompt states). Reported: dialogues per second of
+the dialogues stage, the share of tasks kept, LLM calls and tokens per kept dialogue over both
+stages (kept = passing the verify stage's rule layer; judges are not run), and why the others
+were dropped. The recipes run side by side in one process, so the ratios between them hold on a
+noisy machine even when the absolute rates do not. With `--obedience 0.9` the toolace recipe's
+multi-mode steering is exercised: it should keep at least half of its tasks.
 
 Part 2, solution search: the same toolllm instructions are solved by DFSDT (`--children` tries per
 node) and by ReAct@N (up to N independent ReAct chains, each with new samples, until one gives
@@ -32,6 +37,7 @@ from flows.runtime import llm_endpoint
 from toolfactory.config import Config, load_config
 from toolfactory.llm import Endpoint, LLMGateway, resolve_endpoint
 from toolfactory.models import Dialogue, Function, Task, ToolCall
+from toolfactory.simulator.profiles import CLIENT_SETTINGS, client_overrides
 from toolfactory.stages import ShardContext, ShardSpec
 from toolfactory.stages.dialogues.agents import execute
 from toolfactory.stages.dialogues.search import opening_messages, solve
@@ -51,7 +57,8 @@ async def by_recipe(base: Config, endpoint: Endpoint, recipe: str, tools: list[d
         started = time.perf_counter()
         dialogues = await DialoguesStage().run(ShardSpec("dialogues", 0, ()), [t.model_dump() for t in tasks.records], ctx)
         wall = time.perf_counter() - started
-        dialogue_calls = gateway.meter.totals()["calls"] - calls_before
+        totals = gateway.meter.totals()
+        dialogue_calls = totals["calls"] - calls_before
     kept = [d for d in dialogues.records if isinstance(d, Dialogue) and not errors(check(d))]
     dropped: Counter[str] = Counter(dialogues.rejections())
     for d in dialogues.records:
@@ -63,8 +70,12 @@ async def by_recipe(base: Config, endpoint: Endpoint, recipe: str, tools: list[d
         "dialogues": len(dialogues.records),
         "kept": len(kept),
         "dialogues_per_s": round(len(dialogues.records) / wall, 2),
+        "kept_share_of_tasks": round(len(kept) / len(tasks.records), 2) if tasks.records else None,
         "calls_per_kept": round(dialogue_calls / len(kept), 2) if kept else None,
+        "all_calls_per_kept": round(totals["calls"] / len(kept), 2) if kept else None,
+        "tokens_per_kept": round((totals["prompt_tokens"] + totals["completion_tokens"]) / len(kept)) if kept else None,
         "dialogue_stage_calls": dialogue_calls,
+        "llm_failures": dict(sum((Counter(u.failures) for u in gateway.meter.by_role.values()), Counter())),
         "wall_s": round(wall, 2),
         "top_drops": dict(dropped.most_common(5)),
         "modes": dict(Counter(d.mode for d in kept)),
@@ -117,32 +128,44 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--react-n", type=int, default=3)
     parser.add_argument("--children", type=int, default=3)
     parser.add_argument("--instructions", type=int, default=24)
+    parser.add_argument("--obedience", type=float, default=0.9)
+    parser.add_argument("--profiles", default=",".join(CLIENT_SETTINGS))
+    parser.add_argument("--no-search", action="store_true", help="skip part 2")
     parser.add_argument("--out", default="benchmarks/results/recipes.json")
     parser.add_argument("--config", default=None)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args(argv)
     root = tempfile.mkdtemp(prefix="toolfactory-bench-recipes-")
-    config = load_config(args.config, [
-        f"storage.root={root}", "llm.cache=false", f"llm.simulator.latency_ms={args.latency_ms}",
-        "llm.simulator.latency_jitter_ms=0", *args.overrides,
-    ])
+    common = [f"storage.root={root}", "llm.cache=false", f"llm.simulator.latency_ms={args.latency_ms}",
+              "llm.simulator.latency_jitter_ms=0", f"llm.simulator.obedience={args.obedience}"]
     catalog = load_seed_catalog()
     tools = [t.model_dump() for t in catalog[: args.tools]]
-    with llm_endpoint(config) as base_url:
-        endpoint = resolve_endpoint(config.llm, base_url)
-        recipes = [asyncio.run(by_recipe(config, endpoint, recipe, tools)) for recipe in RECIPES]
-        weather = [t for t in catalog if t.category in ("Weather", "Travel")]
-        instructions = [Task(id=f"s{k}", tools=weather[k % len(weather): k % len(weather) + 2] or weather[:2],
-                             instruction=f"Plan a trip to city number {k}: check the weather and find flights.",
-                             recipe="toolllm", mode="open") for k in range(args.instructions)]
-        search = asyncio.run(search_comparison(config, endpoint, instructions, args.react_n, args.children))
-    report = {"benchmark": "recipes", "provider": config.llm.provider, "latency_ms": args.latency_ms, "tools": args.tools, "recipes": recipes, "search": search}
+    recipes: list[dict[str, Any]] = []
+    for profile in args.profiles.split(","):
+        profiled = load_config(args.config, [*common, *client_overrides(profile), *args.overrides])
+        with llm_endpoint(profiled) as base_url:
+            endpoint = resolve_endpoint(profiled.llm, base_url)
+            recipes += [{"profile": profile, **asyncio.run(by_recipe(profiled, endpoint, recipe, tools))} for recipe in RECIPES]
+    config = load_config(args.config, [*common, *args.overrides])
+    search: dict[str, Any] = {}
+    if not args.no_search:
+        with llm_endpoint(config) as base_url:
+            endpoint = resolve_endpoint(config.llm, base_url)
+            weather = [t for t in catalog if t.category in ("Weather", "Travel")]
+            instructions = [Task(id=f"s{k}", tools=weather[k % len(weather): k % len(weather) + 2] or weather[:2],
+                                 instruction=f"Plan a trip to city number {k}: check the weather and find flights.",
+                                 recipe="toolllm", mode="open") for k in range(args.instructions)]
+            search = asyncio.run(search_comparison(config, endpoint, instructions, args.react_n, args.children))
+    report = {"benchmark": "recipes", "provider": config.llm.provider, "latency_ms": args.latency_ms, "tools": args.tools,
+              "obedience": args.obedience, "recipes": recipes, "search": search}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(f"{'recipe':<11} {'tasks':>6} {'dlgs':>5} {'kept':>5} {'dlg/s':>7} {'calls/kept':>11}  top drops")
+    print(f"{'profile':<20} {'recipe':<11} {'tasks':>6} {'dlgs':>5} {'kept':>5} {'kept/task':>9} {'dlg/s':>7} "
+          f"{'calls/kept':>11} {'all calls/kept':>15} {'tokens/kept':>12}  top drops")
     for r in recipes:
-        print(f"{r['recipe']:<11} {r['tasks']:>6} {r['dialogues']:>5} {r['kept']:>5} {r['dialogues_per_s']:>7} "
-              f"{str(r['calls_per_kept']):>11}  {r['top_drops']}")
+        print(f"{r['profile']:<20} {r['recipe']:<11} {r['tasks']:>6} {r['dialogues']:>5} {r['kept']:>5} "
+              f"{str(r['kept_share_of_tasks']):>9} {r['dialogues_per_s']:>7} {str(r['calls_per_kept']):>11} "
+              f"{str(r['all_calls_per_kept']):>15} {str(r['tokens_per_kept']):>12}  {r['top_drops']}")
     for name, s in search.items():
         print(f"{name:<11} solved {s['solved']}/{s['instructions']}  calls {s['calls']}  calls/solved {s['calls_per_solved']}")
     if config.llm.provider == "simulator":

@@ -19,8 +19,10 @@ def call(name: str, cid: str, **arguments: object) -> ToolCall:
     return ToolCall(id=cid, name=name, arguments=json.dumps(arguments))
 
 
-def dialogue(*messages: Message, target: str | None = None, tools: list[Function] | None = None) -> Dialogue:
-    d = Dialogue(id="d", task_id="t", tools=tools or [WEATHER, HOTELS], target_mode=target,
+def dialogue(*messages: Message, target: str | None = None, tools: list[Function] | None = None,
+             asked_at: int | None = None) -> Dialogue:
+    generation = {"clarification_turns": [asked_at]} if asked_at is not None else {}
+    d = Dialogue(id="d", task_id="t", tools=tools or [WEATHER, HOTELS], target_mode=target, generation=generation,
                  messages=[Message(role="system", content="You can call functions."), *messages])
     d.mode = shown_mode(d)
     return d
@@ -49,9 +51,9 @@ def test_each_mode_is_recognised_from_the_messages() -> None:
                          assistant(None, call("find_hotel", "2", near="Musee des Confluences")),
                          tool("2", "find_hotel", {"hotel": "Hotel Lumiere"}), assistant("Hotel Lumiere."))
     declined = dialogue(user("Book me a dentist."), assistant("None of my tools can book a dentist, sorry."))
-    asked = dialogue(user("What is the weather?"), assistant("Which city do you mean?"), user("Lyon, please."),
+    asked = dialogue(user("What is the weather?"), assistant("Please tell me the city you mean."), user("Lyon, please."),
                      assistant(None, call("get_weather", "1", city="Lyon")), tool("1", "get_weather", {"temp": 21}),
-                     assistant("It is 21 degrees."))
+                     assistant("It is 21 degrees."), asked_at=2)
     assert [d.mode for d in (single, parallel, dependent, declined, asked)] == [
         "single", "parallel", "dependent", "non_tool", "missing_params"]
 
@@ -81,3 +83,18 @@ def test_self_consistency_compares_decisions_not_ids_or_argument_order() -> None
     assert decision_key([]) != decision_key(a)
     both = [call("get_weather", "1", city="Lyon"), call("find_hotel", "2", near="x")]
     assert decision_key(both) == decision_key(list(reversed(both)))
+
+
+def test_a_question_mark_alone_does_not_make_a_clarification() -> None:
+    # The user agent read the turn as an answer: a follow-up request is no answer to a question.
+    d = dialogue(user("Weather in Lyon?"), assistant("Shall I also check Oslo?"), user("Now book a hotel near the Louvre."),
+                 assistant(None, call("find_hotel", "1", near="Louvre")), tool("1", "find_hotel", {"hotel": "H"}),
+                 assistant("Hotel H."))
+    assert d.mode == "single"
+
+
+def test_a_clarification_without_a_question_mark_is_recognised() -> None:
+    d = dialogue(user("What is the weather?"), assistant("I need the city to look it up."), user("Lyon."),
+                 assistant(None, call("get_weather", "1", city="Lyon")), tool("1", "get_weather", {"temp": 21}),
+                 assistant("21 degrees."), asked_at=2)
+    assert d.mode == "missing_params"

@@ -160,7 +160,8 @@ def test_missing_parameter_dialogues_hold_the_question_and_the_answer(sim: Any, 
     d = one(dialogues_of(sim, [toolace_task(pool, "missing_params")], tmp_path, {"rate_clarify": 1.0}, *THINK_OFF))
     roles = [m.role for m in d.messages]
     assert roles[:4] == ["system", "user", "assistant", "user"]
-    assert d.messages[2].content.rstrip().endswith("?") and not d.messages[2].tool_calls
+    assert d.messages[2].content and not d.messages[2].tool_calls
+    assert d.generation["clarification_turns"] == [2]
     assert any(m.tool_calls for m in d.messages[4:])  # after the answer, the call
     assert d.mode == "missing_params" and d.generation["clarifications"] == 1
 

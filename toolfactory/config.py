@@ -55,16 +55,31 @@ class RoleConfig(Section):
 
     model: str = "sim-small"
     """Model name sent to the endpoint for this role."""
-    temperature: float = Field(0.7, ge=0.0, le=2.0)
-    """Sampling temperature."""
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    """Nucleus sampling mass."""
+    temperature: float | None = Field(0.7, ge=0.0, le=2.0)
+    """Sampling temperature; null leaves it out of the request (reasoning models that refuse it)."""
+    top_p: float | None = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling mass; null leaves it out of the request."""
     max_tokens: int = Field(512, ge=1)
     """Upper bound of completion tokens per request."""
     usd_per_million_prompt_tokens: float | None = Field(None, ge=0.0)
     """Price of this role's prompt tokens, for the cost the run report shows (tokens only when unset)."""
     usd_per_million_completion_tokens: float | None = Field(None, ge=0.0)
     """Price of this role's completion tokens (see `usd_per_million_prompt_tokens`)."""
+    max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """The request field that carries `max_tokens`: OpenAI's reasoning models (o-series, gpt-5)
+    accept only `max_completion_tokens`; older servers only `max_tokens`."""
+    max_tokens_ceiling: int | None = Field(None, ge=1)
+    """An answer cut at `max_tokens` (finish_reason `length`) is asked once more with this limit;
+    null: four times `max_tokens`. Equal to `max_tokens`: no re-ask (reason `llm_truncated`)."""
+    structured_output: Literal["json_schema", "json_object", "prompt", "auto"] | None = None
+    """This role's structured-output mode; null: `llm.structured_output`."""
+    tool_calling: Literal["native", "text", "auto"] | None = None
+    """This role's tool-calling mode; null: `llm.tool_calling`."""
+
+    @property
+    def truncation_limit(self) -> int:
+        """The completion-token limit of the one re-ask after a truncated answer."""
+        return max(self.max_tokens, self.max_tokens_ceiling or 4 * self.max_tokens)
 
 
 # The user agent samples widely for varied requests; the judge decides deterministically; the
@@ -116,6 +131,37 @@ class LLMConfig(Section):
     """Timeout of one HTTP request."""
     max_reasks: int = Field(2, ge=0, le=10)
     """Re-asks after an answer that does not parse or fit its JSON Schema."""
+    structured_output: Literal["json_schema", "json_object", "prompt", "auto"] = "auto"
+    """How a JSON answer is asked for: `json_schema` (response_format with the schema: OpenAI,
+    vLLM's guided decoding), `json_object` (JSON mode, the schema written into the prompt),
+    `prompt` (no response_format: the schema written into the prompt, the answer's JSON taken
+    out of fences or reasoning). Every answer is validated against the schema after. `auto` is
+    `json_schema` for now (a later preflight will pick what the endpoint supports)."""
+    tool_calling: Literal["native", "text", "auto"] = "auto"
+    """How the assistant calls functions: `native` (`tools` and `tool_calls`), `text` (the
+    functions described in the system prompt, calls written in `text_call_format` and parsed
+    back: servers without a tool parser or models without tool calling). The stored dialogue
+    is the same either way. `auto` is `native` for now (a later preflight will pick)."""
+    text_call_format: Literal["json", "python", "react", "xml"] = "xml"
+    """Call format of `tool_calling: text` (toolfactory.render); Hermes-style
+    `<tool_call>{"name": …, "arguments": …}</tool_call>` answers are read in every format."""
+    keep_reasoning: bool = False
+    """Keep a model's own reasoning (`reasoning_content`, `reasoning`, a `<think>` prefix) in the
+    assistant message's `reasoning` field (never in its text; exports leave it out unless
+    `--include-reasoning`). false: reasoning is dropped, and never becomes training text."""
+
+    def role(self, role: str) -> RoleConfig:
+        return self.roles[role]  # type: ignore[index]
+
+    def structured_output_for(self, role: str) -> str:
+        """The role's structured-output mode, `auto` resolved (to `json_schema` until preflight)."""
+        mode = self.role(role).structured_output or self.structured_output
+        return "json_schema" if mode == "auto" else mode
+
+    def tool_calling_for(self, role: str) -> str:
+        """The role's tool-calling mode, `auto` resolved (to `native` until preflight)."""
+        mode = self.role(role).tool_calling or self.tool_calling
+        return "native" if mode == "auto" else mode
     cache: bool = True
     """Content-addressed request cache in the storage root, shared by runs and re-runs."""
     simulator: SimulatorSettings = Field(default_factory=dict)  # type: ignore[arg-type]

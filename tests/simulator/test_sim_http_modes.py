@@ -249,7 +249,6 @@ def test_clarify_rate_one_asks_for_a_required_parameter(
         for question, call in zip(choices, would_call, strict=True):
             text = question.message.content
             assert question.message.tool_calls is None and question.finish_reason == "stop"
-            assert text.endswith("?")
             words = required_words(WEATHER_TOOLS, call.message.tool_calls[0].function.name)
             assert any(word in text for word in words), (text, words)
 
@@ -260,7 +259,7 @@ def test_clarify_asks_for_what_the_user_did_not_say(
     configure(rate_clarify=1.0)
     reply = chat(client, "Search flights from Paris to Madrid", n=6)
     for choice in reply.choices:  # origin and destination are given, the date is not
-        assert "date" in choice.message.content and choice.message.content.endswith("?")
+        assert "date" in choice.message.content
 
 
 def test_clarify_calls_when_nothing_is_required(

@@ -117,7 +117,9 @@ def test_cli_has_one_flag_per_setting() -> None:
         **{
             name: True if field.annotation is bool else 2 if field.annotation is int else 0.5
             for name, field in SimulatorSettings.model_fields.items()
-        }
+            if name != "profile"
+        },
+        profile="reasoning",
     )
     assert settings_from_cli_args(settings_to_cli_args(every))[0] == every
 

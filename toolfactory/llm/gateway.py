@@ -26,10 +26,13 @@ from tenacity.wait import wait_random_exponential
 
 from toolfactory.config import LLMConfig
 from toolfactory.errors import LLMFailure, TerminalError
+from toolfactory.llm.answers import extract_json, split_reasoning
 from toolfactory.llm.cache import RequestCache, request_key
 from toolfactory.llm.endpoint import Endpoint
 from toolfactory.llm.usage import RoleUsage, UsageMeter
+from toolfactory.llm.text_tools import parse_text_calls, text_messages
 from toolfactory.models import canonical_json
+from toolfactory.render import CallFormatError
 
 Message = dict[str, Any]
 
@@ -50,6 +53,32 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
         return "llm_server_error"
     return "llm_bad_request"
+
+
+# What to change when an endpoint refuses a request: the message names the config fields.
+_BAD_REQUEST_HINT = (
+    "if the endpoint refuses a parameter, set llm.roles.{role}.max_tokens_parameter: max_completion_tokens, "
+    "llm.roles.{role}.temperature: null, llm.tool_calling: text or llm.structured_output: prompt"
+)
+
+
+def _explained(exc: openai.APIStatusError, role: str) -> str:
+    if exc.status_code in (400, 422):
+        return f"{exc} ({_BAD_REQUEST_HINT.format(role=role)})"
+    return str(exc)
+
+
+def with_schema(messages: Sequence[Message], schema: dict[str, Any]) -> list[Message]:
+    """`messages` with the JSON Schema written into the last user turn, for endpoints that
+    cannot constrain the answer to a schema (``json_object``, ``prompt``)."""
+    instruction = ("Answer with only a JSON value (no other text) that fits this JSON Schema:\n"
+                   + json.dumps(schema, ensure_ascii=False))
+    out = list(messages)
+    if out and out[-1].get("role") == "user" and isinstance(out[-1].get("content"), str):
+        out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{instruction}"}
+    else:
+        out.append({"role": "user", "content": instruction})
+    return out
 
 
 def retry_after_seconds(exc: BaseException | None) -> float | None:
@@ -126,16 +155,26 @@ class LLMGateway:
         response_format: dict[str, Any] | None = None,
         sample: int = 0,
     ) -> Message:
-        """One assistant message (``content`` and/or ``tool_calls``) for `role`'s model."""
-        params = self._llm.roles[role]  # type: ignore[index]
+        """One assistant message (``content`` and/or ``tool_calls``) for `role`'s model.
+
+        The content is the answer only: a model's reasoning is taken out of it (and kept under
+        ``reasoning`` when ``llm.keep_reasoning``). In text tool-calling mode the calls written
+        in the content come back as ``tool_calls``, as from a native call."""
+        params = self._llm.role(role)
+        text_tools = bool(tools) and self._llm.tool_calling_for(role) == "text"
         request: dict[str, Any] = {
             "model": params.model,
-            "messages": list(messages),
-            "temperature": params.temperature,
-            "top_p": params.top_p,
-            "max_tokens": params.max_tokens,
+            "messages": text_messages(messages, tools or [], self._llm.text_call_format) if text_tools else list(messages),
         }
-        if tools:
+        # Only what the role's model accepts is sent: reasoning models refuse `temperature`
+        # and (OpenAI's) `max_tokens`, so each is configurable per role, and the cache key is
+        # the request as sent.
+        if params.temperature is not None:
+            request["temperature"] = params.temperature
+        if params.top_p is not None:
+            request["top_p"] = params.top_p
+        request[params.max_tokens_parameter] = params.max_tokens
+        if tools and not text_tools:
             request["tools"] = tools
             if tool_choice is not None:
                 request["tool_choice"] = tool_choice
@@ -145,20 +184,61 @@ class LLMGateway:
             # Distinct, reproducible samples of one prompt (votes, self-consistency): providers
             # that honour `seed` (OpenAI, vLLM) sample differently per index, and so does the cache.
             request["seed"] = sample
-        response = await self._complete(role, request, sample)
-        choices = response.get("choices") or []
-        if not choices or not isinstance(choices[0].get("message"), dict):
-            raise LLMFailure("llm_empty_answer", "the endpoint returned no choice", transient=False)
-        return choices[0]["message"]
+        request_id, reply = await self._finished(role, request, sample)
+        reasoning, content = split_reasoning(reply)
+        message: Message = {"role": "assistant", "content": content}
+        if reasoning is not None and self._llm.keep_reasoning:
+            message["reasoning"] = reasoning
+        if text_tools and content:
+            try:
+                message["content"], message["tool_calls"] = parse_text_calls(content, self._llm.text_call_format, request_id)
+            except CallFormatError as exc:
+                raise self._failure(role, "llm_malformed_tool_call", f"calls written as text do not parse: {exc}") from None
+        elif reply.get("tool_calls"):
+            message["tool_calls"] = reply["tool_calls"]
+        return message
 
-    async def _complete(self, role: str, request: dict[str, Any], sample: int) -> dict[str, Any]:
+    async def _finished(self, role: str, request: dict[str, Any], sample: int) -> tuple[str, Message]:
+        """(the request's key, the first choice's message) of an answer the model finished.
+
+        An answer cut at the token limit is asked once more with the role's larger limit (the
+        same answer re-asked with the same limit would be cut again); a filtered or refused
+        answer has its own reason code, so the stats tell them from malformed output."""
+        params = self._llm.role(role)
+        limit_field = params.max_tokens_parameter
+        while True:
+            key, response = await self._complete(role, request, sample)
+            choices = response.get("choices") or []
+            if not choices or not isinstance(choices[0].get("message"), dict):
+                raise LLMFailure("llm_empty_answer", "the endpoint returned no choice", transient=False)
+            choice = choices[0]
+            finish = choice.get("finish_reason")
+            if finish == "length":
+                if request[limit_field] < params.truncation_limit:
+                    self.meter.role(role).reasks += 1
+                    request = {**request, limit_field: params.truncation_limit}
+                    continue
+                raise self._failure(role, "llm_truncated", f"the answer was cut at {limit_field}={request[limit_field]} "
+                                    f"(raise llm.roles.{role}.max_tokens_ceiling)")
+            if finish == "content_filter":
+                raise self._failure(role, "llm_content_filter", "the endpoint's content filter stopped the answer")
+            refusal = choice["message"].get("refusal")
+            if refusal:
+                raise self._failure(role, "llm_refused", f"the model refused: {str(refusal)[:200]}")
+            return key, choice["message"]
+
+    def _failure(self, role: str, reason: str, message: str) -> LLMFailure:
+        self.meter.role(role).failures[reason] += 1
+        return LLMFailure(reason, message, transient=False)
+
+    async def _complete(self, role: str, request: dict[str, Any], sample: int) -> tuple[str, dict[str, Any]]:
         usage = self.meter.role(role)
         key = request_key({**request, "sample": sample})
         if self._cache is not None:
             cached = await self._cache.get(key)
             if cached is not None:
                 usage.cache_hits += 1
-                return cached
+                return key, cached
         started = time.perf_counter()
         try:
             response = await self._send(lambda: self._client.chat.completions.with_raw_response.create(**request), usage)
@@ -169,7 +249,7 @@ class LLMGateway:
                     f"the model names and the API key ({exc.message})"
                 ) from None
             usage.failures[_reason(exc)] += 1
-            raise LLMFailure(_reason(exc), str(exc), transient=_is_transient(exc)) from None
+            raise LLMFailure(_reason(exc), _explained(exc, role), transient=_is_transient(exc)) from None
         except openai.APIConnectionError as exc:
             usage.failures[_reason(exc)] += 1
             raise LLMFailure(_reason(exc), str(exc), transient=True) from None
@@ -180,7 +260,7 @@ class LLMGateway:
         usage.completion_tokens += int(counted.get("completion_tokens") or 0)
         if self._cache is not None:
             self._cache.put(key, response)
-        return response
+        return key, response
 
     async def _send(self, call: Callable[[], Awaitable[Any]], usage: RoleUsage) -> dict[str, Any]:
         """`call` (a raw-response request) with bounded concurrency and retries; its JSON body.
@@ -228,13 +308,19 @@ class LLMGateway:
         like a schema mismatch; the first reason code names the failure when re-asks run out.
         """
         validator = _validator(canonical_json(schema))
-        response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
-        conversation = list(messages)
+        mode = self._llm.structured_output_for(role)
+        response_format: dict[str, Any] | None = None
+        if mode == "json_schema":
+            response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+            conversation = list(messages)
+        else:
+            response_format = {"type": "json_object"} if mode == "json_object" else None
+            conversation = with_schema(messages, schema)
         for attempt in range(self._llm.max_reasks + 1):
             message = await self.chat(role, conversation, response_format=response_format, sample=sample)
             text = message.get("content") or ""
             try:
-                value = json.loads(text)
+                value = extract_json(text)
             except json.JSONDecodeError as exc:
                 reason, problem = "llm_malformed_json", f"is not valid JSON ({exc.msg} at char {exc.pos})"
             else:

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import faults as fault_lib
+from . import profiles
 from .errors import SimulatorError
 from .functions import (
     FunctionSpec,
@@ -54,10 +55,14 @@ from .functions import (
     parse_functions,
 )
 from .grounding import result_values
+from .prompt_json import schema_in_prompt
+from .instructions import obeys, requested_mode, write_for_mode
+from .reading import read_choices
 from .schema_instance import instance_for
 from .seeding import canonical_json, derive_rng, sub_hash
 from .settings import SimulatorSettings
-from .text import content_words, estimate_tokens, message_text, topical_answer, truncate_words
+from .text import content_words, estimate_tokens, message_text, topical_answer
+from .text_mode import as_text, declared_format, structured_body
 from .tool_turns import (
     ToolHistory,
     Turn,
@@ -223,21 +228,21 @@ def _json_format(body: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
 
 
 def _json_answer(
-    schema: dict[str, Any] | None, text: str, context: list[str], rng: random.Random, true_rate: float
+    schema: dict[str, Any] | None,
+    text: str,
+    context: list[str],
+    rng: random.Random,
+    settings: SimulatorSettings,
+    conversation: Conversation,
+    request_hash: str,
 ) -> str:
     if schema is None:
         value: Any = {"answer": text, "keywords": [w.lower() for w in context[:5]]}
     else:
-        value = instance_for(schema, rng, context, true_rate=true_rate)
+        value = instance_for(schema, rng, context, true_rate=settings.boolean_true_rate)
+        value = read_choices(value, schema, conversation.messages)
+        value = write_for_mode(value, conversation.user_text, settings, request_hash)
     return json.dumps(value, ensure_ascii=False)
-
-
-def _max_tokens(body: dict[str, Any]) -> int | None:
-    for key in ("max_completion_tokens", "max_tokens"):
-        value = body.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
 
 
 def _tool_call_message(
@@ -359,15 +364,32 @@ def complete_chat(
         f"'n' must be an integer in 1..{MAX_CHOICES}.",
         "n",
     )
+    refused = profiles.refused_parameter(body, settings)
+    if refused is not None:
+        raise refused
+    text_format = declared_format(body)
+    native = structured_body(body, text_format) if text_format else None
+    if native is not None:
+        body = native
+    else:
+        text_format = None
     conversation = parse_conversation(body)
     functions = parse_functions(body)
     callable_ = callable_functions(body, functions)
     forced = call_is_forced(body)
+    # A request the user says needs a mode (see .instructions) is acted on when obeyed.
+    intent = requested_mode(conversation.user_text) if settings.obedience else None
     relevant = not settings.decline_when_irrelevant or is_relevant(
         callable_, conversation.context, conversation.user_text
     )
     wants_json, schema = _json_format(body)
-    limit = _max_tokens(body)
+    json_in_prompt = False
+    if schema is None:
+        # Without a schema in response_format, a model follows the one written in the prompt.
+        written = schema_in_prompt(conversation.messages)
+        if written is not None:
+            json_in_prompt = not wants_json
+            wants_json, schema = True, written
 
     choices: list[dict[str, Any]] = []
     completion_tokens = 0
@@ -384,6 +406,8 @@ def complete_chat(
             relevant=relevant,
             said_something=bool(conversation.context),
             history=conversation.history,
+            intent=intent,
+            obeyed=obeys(settings, request_hash, "act", index),
         )
         question = (
             _clarifying_question(callable_, conversation, request_hash, index)
@@ -394,6 +418,8 @@ def complete_chat(
             turn = Turn.CALL
         if turn is Turn.CALL:
             parallel = wants_parallel(body, settings, request_hash, index)
+            if intent is not None and obeys(settings, request_hash, "act", index):
+                parallel = intent == "parallel" and body.get("parallel_tool_calls") is not False
             calls = plan_calls(
                 callable_,
                 conversation.context,
@@ -415,15 +441,19 @@ def complete_chat(
                 turn, question, conversation, callable_, request_hash, index, rng
             )
             if wants_json:
-                text = _json_answer(schema, text, context, rng, settings.boolean_true_rate)
+                text = _json_answer(schema, text, context, rng, settings, conversation, request_hash)
                 if faults.malformed_json:
                     text = fault_lib.malform_json(
                         text, fault_lib.fault_rng(request_hash, "malformed", index)
                     )
-            elif limit is not None and estimate_tokens(text) > limit:
-                text, finish = truncate_words(text, limit), "length"
             message = {"role": "assistant", "content": text, "refusal": None}
             produced = text
+        message, finish, produced = profiles.shape(
+            message, finish, produced, body, settings, request_hash, index, json_in_prompt=json_in_prompt
+        )
+        if text_format is not None:
+            message = as_text(message, text_format, request_hash)
+            finish = "stop" if finish == "tool_calls" else finish
         completion_tokens += estimate_tokens(produced)
         choices.append(
             {"index": index, "message": message, "finish_reason": finish, "logprobs": None}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
 
@@ -44,6 +44,10 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
                 default=None,
                 help=help_text,
                 action=argparse.BooleanOptionalAction,
+            )
+        elif get_origin(field.annotation) is Literal:
+            parser.add_argument(
+                _flag(name), dest=name, default=None, help=help_text, choices=get_args(field.annotation)
             )
         else:
             parser.add_argument(
@@ -103,7 +107,7 @@ def settings_to_cli_args(settings: SimulatorSettings) -> list[str]:
         if isinstance(value, bool):
             args.append(_flag(name) if value else "--no-" + name.replace("_", "-"))
         else:
-            args += [_flag(name), repr(value)]
+            args += [_flag(name), value if isinstance(value, str) else repr(value)]
     return args
 
 

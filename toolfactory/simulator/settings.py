@@ -6,7 +6,11 @@ from this model) and Python callers all share a single validated definition that
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
+
+Profile = Literal["openai", "vllm-hermes", "vllm-no-tool-parser", "reasoning", "plain-text"]
 
 
 class SimulatorSettings(BaseModel):
@@ -122,6 +126,38 @@ class SimulatorSettings(BaseModel):
         ge=1,
         le=65536,
         description="Dimension of embedding vectors (unless the request sets `dimensions`).",
+    )
+    profile: Profile = Field(
+        default="openai",
+        description="The provider family whose response shapes the simulator reproduces: openai "
+        "(native tools and JSON Schema, `refusal`); vllm-hermes (native tools through the hermes "
+        "parser); vllm-no-tool-parser (400 for tool_choice auto/required, calls as <tool_call> "
+        "text in content); reasoning (reasoning_content or a <think> prefix, 400 for max_tokens "
+        "and a non-default temperature); plain-text (400 for tools and response_format, JSON in "
+        "fenced blocks). Answers longer than the token limit are cut with finish_reason length.",
+    )
+    rate_refusal: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of answers that are refusals (openai: the `refusal` field; other "
+        "profiles: an apology in the content).",
+    )
+    obedience: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Probability of following a mode the prompt states: a request-writing prompt "
+        "that asks for parallel, dependent, missing-value or no-tool requests gets requests "
+        "written that way, and a request that says so gets parallel calls, a follow-up call, a "
+        "question for the missing value or (no word shared with any function) a decline.",
+    )
+    rate_content_filter: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of answers stopped by a content filter (finish_reason "
+        "content_filter, empty content).",
     )
     seed: int = Field(
         default=0,

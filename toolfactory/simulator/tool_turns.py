@@ -69,15 +69,20 @@ def decide_turn(
     relevant: bool,
     said_something: bool,
     history: ToolHistory,
+    intent: str | None = None,
+    obeyed: bool = False,
 ) -> Turn:
     """The kind of turn, in the decision order documented in :mod:`.chat`.
 
     `relevant`: the user's message relates to a callable function (see
     :func:`.functions.is_relevant`); `said_something`: it has content words at all (a bare
-    "hi" or "thanks" gets a plain text answer, not a refusal).
+    "hi" or "thanks" gets a plain text answer, not a refusal). `intent`: the mode the user's
+    request asks for (see :mod:`.instructions`), acted on when `obeyed`.
     """
     if not can_call:
         return Turn.TEXT
+    if intent is not None and obeyed and not forced:
+        return _as_requested(intent, history)
     if history.trailing_results:
         deeper = history.rounds < MAX_TOOL_ROUNDS
         follow = behaviour_hit(request_hash, "follow_up", choice, settings.rate_follow_up_call)
@@ -91,6 +96,18 @@ def decide_turn(
             return Turn.DECLINE
         if behaviour_hit(request_hash, "clarify", choice, settings.rate_clarify):
             return Turn.CLARIFY
+    return Turn.CALL
+
+
+def _as_requested(intent: str, history: ToolHistory) -> Turn:
+    """The turn a request that says what it needs gets from a model following it: none of the
+    unasked-for behaviours (extra calls, questions, declines) are drawn."""
+    if history.trailing_results:
+        return Turn.CALL if intent == "dependent" and history.rounds < 2 else Turn.TEXT
+    if intent == "non_tool" and not history.asked_before:
+        return Turn.DECLINE
+    if intent == "missing" and not history.results_seen and not history.asked_before:
+        return Turn.CLARIFY
     return Turn.CALL
 
 
@@ -220,6 +237,9 @@ _QUESTIONS = (
     "Happy to help with that. What {words} should I use?",
     "To {action}, I need the {words} - which one do you mean?",
     "Before I {action}, could you tell me the {words}?",
+    # Real models often ask without a question mark.
+    "Please tell me the {words} you have in mind, and I will {action} right away.",
+    "I need the {words} to {action}. Let me know and I will take care of it.",
 )
 _CONFIRMATIONS = (
     "Just to be sure, which {words} do you mean?",

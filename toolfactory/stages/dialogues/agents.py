@@ -1,7 +1,9 @@
 """The user and tool-executor agents of the multi-agent simulation (ToolAlpaca §3.2, ToolACE §2.2).
 
-* The user agent answers the assistant's clarifying questions with concrete values (ToolAlpaca
-  Fig. 9) and, in multi-turn dialogues, asks a follow-up request.
+* The user agent reads an assistant turn that did not call: it says whether the assistant asks
+  for a missing value, declines or answers (a structured classification, so the decision never
+  rests on how the turn is punctuated), and answers a question with concrete values (ToolAlpaca
+  Fig. 9); in multi-turn dialogues it asks a follow-up request.
 * The tool executor plays the API: given the function's documentation (and OpenAPI document when
   there is one) and the call, it returns a response that fits the `returns` schema (Fig. 11).
   An invalid call gets the error a real API would give, without an LLM call; a tool whose base
@@ -28,12 +30,15 @@ Description: {description}
 Parameters: {parameters}{documentation}
 Request arguments: {arguments}"""
 
-ANSWER_PROMPT = """\
-You are the user in the conversation below. You asked the AI assistant something, but the
-assistant believes you missed crucial information and asked for it. Reply to the assistant's
-question with specific, direct values (no placeholders), as the user would.
+READ_TURN_PROMPT = """\
+You are the user in the conversation below. Read the AI assistant's last message and say what it
+does: it asks you for a value it needs before it can act, it declines (none of its functions can
+serve the request), or it answers. If it asks, reply to its question with specific, direct values
+(no placeholders), as the user would; otherwise leave the reply empty.
 Conversation:
 {history}"""
+
+TURN_KINDS = ("asks_for_missing_value", "declines", "answers")
 
 FOLLOW_UP_PROMPT = """\
 You are the user in the conversation below with an AI assistant that can use tools. Write your
@@ -46,6 +51,13 @@ TEXT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"message": {"type": "string", "minLength": 2}},
     "required": ["message"],
+}
+
+
+READ_TURN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"assistant_turn": {"enum": list(TURN_KINDS)}, "reply": {"type": "string"}},
+    "required": ["assistant_turn", "reply"],
 }
 
 
@@ -62,12 +74,14 @@ def history_text(messages: list[Message]) -> str:
     return "\n".join(lines)
 
 
-async def user_answer(messages: list[Message], ctx: ShardContext) -> str:
-    """The user's reply to a clarifying question."""
+async def read_turn(messages: list[Message], ctx: ShardContext) -> tuple[str, str]:
+    """(what the assistant's last turn does, one of :data:`TURN_KINDS`; the user's reply to it,
+    meaningful when it asks)."""
     answer = await ctx.gateway.structured(
-        "user", [{"role": "user", "content": ANSWER_PROMPT.format(history=history_text(messages))}], TEXT_SCHEMA, name="user_reply"
+        "user", [{"role": "user", "content": READ_TURN_PROMPT.format(history=history_text(messages))}], READ_TURN_SCHEMA,
+        name="assistant_turn",
     )
-    return str(answer["message"])
+    return str(answer["assistant_turn"]), str(answer["reply"])
 
 
 async def user_follow_up(messages: list[Message], ctx: ShardContext) -> str:

@@ -130,5 +130,9 @@ async def act(messages: list[Message], offered: list[dict[str, Any]], ctx: Shard
             raise Disagreement(samples)
     reply = replies[chosen]
     tool_calls = _calls(reply)
-    message = Message(role="assistant", content=reply.get("content"), reasoning=reasoning, tool_calls=tool_calls or None, masked=masked)
+    # The model's own reasoning is there only with llm.keep_reasoning; it follows the formal
+    # thinking, and like it stays out of the turn's text.
+    reasoning = "\n".join(part for part in (reasoning, reply.get("reasoning")) if part) or None
+    message = Message(role="assistant", content=reply.get("content") or None, reasoning=reasoning,
+                      tool_calls=tool_calls or None, masked=masked)
     return Action(message, calls)

@@ -1,5 +1,5 @@
 """The mode a dialogue shows (docs/architecture.md §1): single, parallel, dependent, non_tool,
-missing_params; and whether that is the mode its task asked for.
+missing_params; and whether that is the mode its task asked for (ToolACE §2.2.1 multi-mode).
 
 The generator asks for a mode (toolace); what a model then does may differ, so a dialogue
 records the mode it shows, and the verify stage rejects one whose shown mode is not its target.
@@ -42,7 +42,9 @@ def shown_mode(dialogue: Dialogue) -> str:
     if not any(m.tool_calls for m in messages):
         return "non_tool"
     first = next(i for i, m in enumerate(messages) if m.role == "assistant")
-    if not messages[first].tool_calls and (messages[first].content or "").rstrip().endswith("?"):
+    # Whether the first turn asked for a value is what the user agent read it as (recorded by
+    # the simulation), never its punctuation: real models ask without a question mark.
+    if not messages[first].tool_calls and first in dialogue.generation.get("clarification_turns", ()):
         if any(m.role == "user" for m in messages[first + 1 :]):
             return "missing_params"
     if any(len(m.tool_calls or []) > 1 for m in messages):

@@ -3,9 +3,11 @@
 The user agent opens with the task's instruction. The assistant acts (native function calls,
 with formal thinking and self-consistency for toolace); each call is answered by the tool
 executor, the response compressed when it is long; the assistant goes on until it answers in
-text. If that text is a question and the assistant has not called yet, the user agent answers
-it with concrete values (once per user turn); when the task has more user turns, the user agent
-asks a follow-up request. `dialogues.max_steps` bounds the assistant turns per user turn.
+text. When that text comes before any call, the user agent reads it (a structured
+classification: asks for a missing value, declines, answers) and answers a question with
+concrete values (once per user turn); the index of a turn that asked is kept in the record's
+`generation.clarification_turns`, which is what the dialogue's mode is read from. When the task
+has more user turns, the user agent asks a follow-up request. `dialogues.max_steps` bounds the assistant turns per user turn.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from toolfactory.models import Message, Task
 from toolfactory.stages.base import ShardContext
-from toolfactory.stages.dialogues.agents import execute, user_answer, user_follow_up
+from toolfactory.stages.dialogues.agents import execute, read_turn, user_follow_up
 from toolfactory.stages.dialogues.assistant import act
 from toolfactory.stages.dialogues.compression import compress_response
 
@@ -35,7 +37,8 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
     by_name = {fn.name: fn for fn in functions}
     offered = [fn.openai_tool() for fn in functions]
     messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task.instruction)]
-    calls, user_turns, notes = 0, 1, {"compressed_responses": 0, "clarifications": 0}
+    calls, user_turns = 0, 1
+    notes: dict[str, Any] = {"compressed_responses": 0, "clarifications": 0, "clarification_turns": []}
     while True:
         called = asked = False
         for _ in range(settings.max_steps):
@@ -44,14 +47,17 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
             calls += action.llm_calls
             messages.append(action.message)
             if not action.message.tool_calls:
-                question = (action.message.content or "").rstrip().endswith("?")
-                if question and not called and not asked:
-                    messages.append(Message(role="user", content=await user_answer(messages, ctx)))
-                    calls += 1
-                    asked = True
-                    notes["clarifications"] += 1
-                    continue
-                break
+                if called or asked:
+                    break
+                kind, reply = await read_turn(messages, ctx)
+                calls += 1
+                if kind != "asks_for_missing_value" or not reply.strip():
+                    break
+                notes["clarification_turns"].append(len(messages) - 1)
+                messages.append(Message(role="user", content=reply))
+                asked = True
+                notes["clarifications"] += 1
+                continue
             called = True
             # The calls of one turn (parallel calls) are answered together, recorded in order.
             answers = await asyncio.gather(*(

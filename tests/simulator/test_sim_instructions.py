@@ -1,0 +1,72 @@
+"""Instruction-following (`obedience`): the simulator reads a stated mode from the prompt text,
+writes requests for it, and acts on requests that say what they need; and it reads an assistant
+turn it is asked to classify. Over real HTTP through the openai client."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import openai
+
+from toolfactory.stages.dialogues.agents import READ_TURN_SCHEMA
+from toolfactory.stages.tasks.toolace import MODE_GUIDES, PROMPT
+from toolfactory.simulator.instructions import CUES
+
+from .sample_tools import WEATHER_TOOLS
+
+REQUESTS_SCHEMA = {
+    "type": "object",
+    "properties": {"requests": {"type": "array", "minItems": 4, "maxItems": 4, "items": {
+        "type": "object", "properties": {"request": {"type": "string", "minLength": 10}}, "required": ["request"]}}},
+    "required": ["requests"],
+}
+
+
+def requests_for(client: openai.OpenAI, mode: str) -> list[str]:
+    prompt = PROMPT.format(count=4, guide=MODE_GUIDES[mode], style="short", subject="", turns="",
+                           functions="- get_weather: Weather of a city.")
+    reply = client.chat.completions.create(
+        model="sim-small", messages=[{"role": "user", "content": prompt}],
+        response_format={"type": "json_schema", "json_schema": {"name": "r", "schema": REQUESTS_SCHEMA}})
+    return [item["request"] for item in json.loads(reply.choices[0].message.content or "")["requests"]]
+
+
+def test_a_fully_obedient_simulator_writes_requests_for_the_stated_mode(configure: Callable[..., Any], client: openai.OpenAI) -> None:
+    configure(obedience=1.0)
+    assert all(r.endswith(CUES["parallel"]) for r in requests_for(client, "parallel"))
+
+
+def test_without_obedience_the_stated_mode_is_not_followed(configure: Callable[..., Any], client: openai.OpenAI) -> None:
+    configure(obedience=0.0)
+    assert not any(CUES["parallel"] in r for r in requests_for(client, "parallel"))
+
+
+def test_a_request_that_asks_for_parallel_calls_gets_them(configure: Callable[..., Any], client: openai.OpenAI) -> None:
+    configure(obedience=1.0)
+    reply = client.chat.completions.create(model="sim-small", tools=WEATHER_TOOLS, messages=[
+        {"role": "user", "content": f"Weather in Lyon and Oslo. {CUES['parallel']}"}])
+    assert len(reply.choices[0].message.tool_calls or []) >= 2
+
+
+def test_a_request_missing_a_value_gets_a_question(configure: Callable[..., Any], client: openai.OpenAI) -> None:
+    configure(obedience=1.0)
+    reply = client.chat.completions.create(model="sim-small", tools=WEATHER_TOOLS, messages=[
+        {"role": "user", "content": f"I want the weather forecast. {CUES['missing']}"}])
+    assert reply.choices[0].message.tool_calls is None and reply.choices[0].message.content
+
+
+def classify(client: openai.OpenAI, turn: str) -> str:
+    history = f"[user] What is the weather?\n[assistant] {turn}"
+    reply = client.chat.completions.create(
+        model="sim-small", messages=[{"role": "user", "content": f"Read the assistant's last message.\n{history}"}],
+        response_format={"type": "json_schema", "json_schema": {"name": "t", "schema": READ_TURN_SCHEMA}})
+    return str(json.loads(reply.choices[0].message.content or "")["assistant_turn"])
+
+
+def test_a_question_without_a_question_mark_is_read_as_asking(client: openai.OpenAI) -> None:
+    assert classify(client, "Please tell me the city you have in mind.") == "asks_for_missing_value"
+
+
+def test_a_decline_is_read_as_declining(client: openai.OpenAI) -> None:
+    assert classify(client, "I'm sorry, but none of the available functions can help with that.") == "declines"

@@ -1,0 +1,102 @@
+"""Instruction-following: acting on a target mode stated in the prompt (ToolACE §2.2.1).
+
+A model asked to write requests that need parallel calls, dependent calls, a value the user
+leaves out, or no offered function, mostly writes such requests; a model given such a request
+mostly acts on it. The simulator does both with probability ``obedience``, reading the mode from
+the text it receives, as a model would (there is no other channel):
+
+* writing (a JSON answer whose items have a ``request`` text): the prompt's wording of the mode
+  is recognised (:func:`stated_mode`) and each request gets that mode's cue sentence, or, for
+  ``non_tool``, is written about the subject the prompt says no function serves;
+* acting (a tool turn): the last user message's cue (:func:`requested_mode`) makes the turn
+  parallel, a follow-up call after the first results, a question for the missing value, a
+  decline (a request about a subject, opened the way :func:`write_for_mode` writes it) or one
+  call, without the behaviours the request did not ask for.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .seeding import unit_draw
+from .settings import SimulatorSettings
+from .text import words
+
+# How request-writing prompts phrase each mode (ToolACE's multi-mode prompting and its kin).
+_STATED = (
+    ("non_tool", re.compile(r"not served by the functions|none of the offered functions can|no offered function can", re.I)),
+    ("missing", re.compile(r"leaves? out .{0,40}value|missing (value|parameter)|has to ask for it", re.I)),
+    ("dependent", re.compile(r"comes? from an earlier call|depends? on (an|the) earlier|uses? the result of (an|the) earlier", re.I)),
+    ("parallel", re.compile(r"do not depend on each other|made at once|in parallel|at the same time", re.I)),
+    ("single", re.compile(r"exactly one call|exactly one of the functions|a single call", re.I)),
+)
+# What a user writes when a request needs that mode (and what the acting side recognises).
+CUES = {
+    "parallel": "Please look up each of them at the same time.",
+    "dependent": "Then use what the first answer tells you for the next step.",
+    "missing": "I am not sure about one of the details yet.",
+    "single": "That one thing is all I need.",
+}
+NON_TOOL_OPENING = "I need some help with"
+_REQUESTED = (
+    ("parallel", re.compile(r"at the same time|all at once|in parallel|each of them", re.I)),
+    ("dependent", re.compile(r"\bthen use\b|based on what you find|use (the|that) result", re.I)),
+    ("missing", re.compile(r"not sure about|haven't decided|have not decided|don't know (the|which|what)", re.I)),
+    ("non_tool", re.compile(r"^\s*i need some help with\b", re.I)),
+    ("single", re.compile(r"one thing is all i need|just this one", re.I)),
+)
+_SUBJECT = re.compile(r"subject[^:\n]*:\s*(.+)", re.I)
+SUBJECT_WORDS = 14
+
+
+def stated_mode(prompt: str) -> str | None:
+    """The mode a request-writing prompt asks for, if it states one."""
+    return next((mode for mode, pattern in _STATED if pattern.search(prompt)), None)
+
+
+def requested_mode(user_text: str) -> str | None:
+    """The mode a user's request calls for, if it says so."""
+    return next((mode for mode, pattern in _REQUESTED if pattern.search(user_text)), None)
+
+
+def obeys(settings: SimulatorSettings, request_hash: str, what: str, index: int) -> bool:
+    return settings.obedience > 0 and unit_draw(request_hash, "obey", what, index) < settings.obedience
+
+
+def _subject_request(prompt: str) -> str | None:
+    match = _SUBJECT.search(prompt)
+    if not match:
+        return None
+    said = words(match.group(1))[:SUBJECT_WORDS]
+    return f"{NON_TOOL_OPENING} {' '.join(said)}." if said else None
+
+
+def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request_hash: str) -> Any:
+    """`value` (a JSON answer) with its requests written for the prompt's stated mode."""
+    mode = stated_mode(prompt) if settings.obedience > 0 else None
+    if mode is None:
+        return value
+    subject = _subject_request(prompt) if mode == "non_tool" else None
+    position = 0
+
+    def rewrite(node: Any) -> Any:
+        nonlocal position
+        if isinstance(node, list):
+            return [rewrite(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: rewrite(item) for key, item in node.items()}
+        request = out.get("request")
+        if isinstance(request, str):
+            position += 1
+            if obeys(settings, request_hash, "write", position):
+                if mode == "non_tool":
+                    out["request"] = subject or request
+                    if isinstance(out.get("functions"), list):
+                        out["functions"] = []
+                else:
+                    out["request"] = f"{request.rstrip()} {CUES[mode]}"
+        return out
+
+    return rewrite(value)
