@@ -54,8 +54,9 @@ def test_unanswered_call(broken: Dialogue, paths: list[str]) -> None:
 
 def test_a_response_before_its_call_answers_nothing() -> None:
     d = chat(SYSTEM, USER, Message(role="assistant", content="Checking."), response("a"), calling(call("a")), response("a"), ANSWER)
-    # Two faults: the early response answers no open call, and it follows an assistant turn without calls.
-    assert codes(d) == {"sample_unanswered_call", "sample_role_order"}
+    # Three faults: the early response answers no open call, it follows an assistant turn without calls,
+    # and the call comes after that text turn with no user turn between.
+    assert codes(d) == {"sample_unanswered_call", "sample_role_order", "sample_call_after_answer"}
 
 
 def test_response_name_mismatch_is_its_own_code() -> None:
@@ -97,7 +98,7 @@ def test_role_order(turns: list, path: str) -> None:  # type: ignore[type-arg]
         [USER, calling(call("a")), response("a"), ANSWER],  # no system prompt
         # ToolLLM's DFSDT paths interject a user turn after a tool response
         [SYSTEM, USER, calling(call("a")), response("a"), ("user", "Try something different."), calling(call("b")), response("b"), ANSWER],
-        [SYSTEM, USER, ("assistant", "Let me check."), calling(call("a")), response("a"), ANSWER],  # consecutive assistant turns
+        [SYSTEM, USER, calling(call("a")), response("a"), ("assistant", "Got it."), ANSWER],  # consecutive assistant turns
         [SYSTEM, USER, calling(call("a")), response("a"), ANSWER, ("user", "And Paris?"), calling(call("b", "Paris")), response("b"), ANSWER],
     ],
 )
@@ -118,9 +119,10 @@ def test_a_call_after_an_answer_without_a_user_turn_is_flagged() -> None:
     assert [(v.code, v.path) for v in check(d)] == [("sample_call_after_answer", "messages[3]")]
 
 
-def test_a_thought_announcing_the_call_is_not_an_answer() -> None:
-    d = chat(SYSTEM, USER, ("assistant", "Let me look that up:"), calling(call("a")), response("a"), ANSWER)
-    assert check(d) == []
+@pytest.mark.parametrize("text", ["Let me look that up:", "The weather in Paris is sunny.", "Je vérifie."])
+def test_a_text_turn_then_a_call_is_flagged_whatever_the_text_says(text: str) -> None:
+    d = chat(SYSTEM, USER, ("assistant", text), calling(call("a")), response("a"), ANSWER)
+    assert [(v.code, v.path) for v in check(d)] == [("sample_call_after_answer", "messages[3]")]
 
 
 def test_a_call_after_an_answer_is_allowed_where_finish_ends_the_task() -> None:

@@ -14,10 +14,12 @@ code:
   being ``dialogue_missing_field``); a tool message not directly after an assistant turn with
   calls or another tool message; two consecutive user turns. A user turn after tool messages is
   allowed (ToolLLM's DFSDT paths interject one), as are consecutive assistant turns;
-* ``sample_call_after_answer``: an assistant turn with calls after an assistant text turn that
-  ends the task (an answer, not an announcement such as "Let me check." or a text ending in
-  ":"), with no user turn between: a model that has answered waits for the user, it does not
-  call a tool next. (ToolLLM's thought and its call are one assistant message.) Not applied when
+* ``sample_call_after_answer``: an assistant turn with calls after an assistant text turn without
+  calls, with no user turn between. Under chat function calling an assistant turn that does not
+  call ends the model's turn; the next message is the user's. Whatever the text says (an answer,
+  or a thought stored apart from its call), a model could not have produced that order, so it is
+  decided by the structure, never by the wording. (ToolLLM's thought and its call are one
+  assistant message.) Not applied when
   ToolLLM's ``Finish`` is offered: there only ``Finish`` ends the task, every text turn is a
   thought (ToolBench's released paths have such a thought before their ``Finish`` call).
 * ``sample_call_format_mismatch``: calls not written in the format the system prompt declares.
@@ -111,16 +113,6 @@ def role_order(sample: Sample) -> Iterator[Finding]:
         yield f"messages[{first_other}]", f"the first non-system message is {messages[first_other].role!r}, not the user's"
 
 
-# A text turn that announces what comes next rather than ending the task (English heuristic).
-ANNOUNCEMENT = re.compile(
-    r"^\s*(?:(?:ok(?:ay)?|sure|alright|great|got it)\b[,!.]?\s*)?"
-    r"(?:let me|let's|let us|i will|i'll|i need to|i should|i must|i am going to|i'm going to|first|next|now|"
-    r"checking|looking|searching|fetching|one moment|wait)\b"
-    r"|(?::|…|\.\.\.)\s*$",
-    re.IGNORECASE,
-)
-
-
 @rule("sample_call_after_answer")
 def call_after_answer(sample: Sample) -> Iterator[Finding]:
     """An assistant call after an assistant answer (text that ends the task, no call) with no user turn between."""
@@ -136,7 +128,7 @@ def call_after_answer(sample: Sample) -> Iterator[Finding]:
                     yield f"messages[{i}]", (f"a call after the assistant's answer at messages[{answered}] without a user turn: "
                                              "a model's turn ends when it answers without a call")
                     answered = None
-            elif (message.content or "").strip() and not ANNOUNCEMENT.search(message.content or ""):
+            elif (message.content or "").strip():
                 answered = i
 
 
