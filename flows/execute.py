@@ -121,7 +121,7 @@ def summary_of(state: State[Any]) -> dict[str, Any]:
 
 @flow(name="stage", log_prints=False)
 def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
-    """One stage of a run: one task per shard, all submitted at once, then recorded in order.
+    """One stage of a run: one task per shard, all submitted at once, each recorded as it finishes.
     It ends `Failed` when a shard failed or could not start because its input is missing."""
     stats = StatsDB(stats_path)
     shard = configured(config)

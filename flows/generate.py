@@ -10,6 +10,7 @@ from prefect.runtime import flow_run
 
 from flows.execute import execute_run, run_state, run_tags
 from toolfactory.config import load_config
+from toolfactory.lease import root_lease
 from toolfactory.manifest import Manifest, write_manifest
 from toolfactory.planning import new_run_id, plan_run
 from toolfactory.storage import ObjectStore
@@ -30,7 +31,9 @@ def generate(config_path: str | None = None, overrides: list[str] | None = None,
     labels = run_tags(config)
     with get_client(sync_client=True) as client:  # the generated id and the tags show in the UI
         client.update_flow_run(flow_run.id, name=f"generate-{run_id}", tags=sorted({*flow_run.tags, *labels}))
-    manifest = Manifest.create(run_id, config, plan_run(config, run_id, store))
-    write_manifest(store, manifest)
-    with tags(*labels):
-        return run_state(execute_run(manifest, store))
+    # One run at a time on a root, from planning (which reads the pool) to the end (which adds to it).
+    with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
+        manifest = Manifest.create(run_id, config, plan_run(config, run_id, store))
+        write_manifest(store, manifest)
+        with tags(*labels):
+            return run_state(execute_run(manifest, store))

@@ -14,6 +14,7 @@ from prefect import flow, tags
 
 from flows.execute import execute_run, run_state, run_tags
 from toolfactory.config import load_config
+from toolfactory.lease import root_lease
 from toolfactory.manifest import load_manifest, write_manifest
 from toolfactory.operational import check_operational, rerun_config, rerun_record
 from toolfactory.storage import ObjectStore
@@ -25,9 +26,11 @@ def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | No
     locator = load_config(config_path, overrides or ())
     store = ObjectStore.open(locator.storage)
     manifest = load_manifest(store, run_id)
-    if overrides:
-        config = rerun_config(manifest.config, overrides)
-        manifest = manifest.model_copy(update={"config": config.snapshot(), "reruns": [*manifest.reruns, rerun_record(overrides)]})
-        write_manifest(store, manifest)
-    with tags(*run_tags(manifest.run_config()), "rerun"):
-        return run_state(execute_run(manifest, store))
+    config = manifest.run_config()
+    with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
+        if overrides:
+            config = rerun_config(manifest.config, overrides)
+            manifest = manifest.model_copy(update={"config": config.snapshot(), "reruns": [*manifest.reruns, rerun_record(overrides)]})
+            write_manifest(store, manifest)
+        with tags(*run_tags(config), "rerun"):
+            return run_state(execute_run(manifest, store))

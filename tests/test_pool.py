@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,20 @@ def test_the_pool_grows_run_after_run_without_duplicates(prefect_api: str, ray_c
     shown = subprocess.run([TOOLFACTORY, "stats", second["run_id"], "--set", f"storage.root={root}"],
                            capture_output=True, text=True, timeout=60)
     assert "pool tools_by_source: catalog=4" in shown.stdout and "pool parameter_types:" in shown.stdout
+
+
+@pytest.mark.e2e
+def test_two_runs_at_once_on_one_root_keep_the_pool_and_the_datasets_whole(prefect_api: str, tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    overrides = small_run_overrides(root, **{"tools.max_tools": 4, "tasks.instructions_per_tool": 1, "verify.judges": "[]"})
+    args = [str(Path(sys.executable).with_name("toolfactory")), "run", *(a for o in overrides for a in ("--set", o))]
+    env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled"}
+    runs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    outputs = [run.communicate(timeout=900)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    store = ObjectStore.open(load_config(None, [f"storage.root={root}"], environ={}).storage)
+    pooled = [r["id"] for path in pool_files(store, TOOLS) for r in read_records(store, path)]
+    assert len(pooled) == len(set(pooled)) == 4  # the second run found the first's tools known
+    run_ids = sorted(p.name for p in (root / "runs").iterdir())
+    datasets = [{json.dumps(r["messages"]) for r in read_records(store, f"runs/{run_id}/curate/part-00000.parquet")} for run_id in run_ids]
+    assert datasets[0] and not datasets[0] & datasets[1]  # no dialogue kept by both

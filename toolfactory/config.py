@@ -451,6 +451,11 @@ class RunConfig(Section):
     tolerate_transient_failures: float = Field(0.0, ge=0.0, le=1.0)
     """Fraction of a shard's records that may fail on transient LLM errors (after retries) and be
     rejected with their reason; above it the shard fails and a re-run completes it from cache."""
+    root_in_use: Literal["wait", "fail"] = "wait"
+    """When another run holds the storage root (its pool is shared): wait for it, or fail at once
+    with one message naming that run."""
+    root_wait_s: float = Field(43200.0, ge=0)
+    """How long to wait for the storage root before failing (with `root_in_use: wait`)."""
 
 
 class OrchestrationConfig(Section):

@@ -294,3 +294,15 @@ def test_pattern_generator_matches(pattern: str) -> None:
 def test_pattern_generator_respects_length() -> None:
     text = matching_string(r"[a-z]+", random.Random(0), min_length=8, max_length=10)
     assert text is not None and 8 <= len(text) <= 10
+
+
+def test_a_bare_name_is_a_persons_only_in_a_person_like_object() -> None:
+    from toolfactory.simulator.lexicon import FIRST_NAMES
+
+    context = "Extract the top-level domains of these APIs: Weather forecasts, Finance quotes".split()
+    node = {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}}, "required": ["name"]}
+    guest = {"type": "object", "properties": {"name": {"type": "string"}, "email": {"type": "string"}}, "required": ["name"]}
+    for seed in SEEDS:
+        thing = instance_for(node, random.Random(seed), context)["name"]
+        assert thing.split()[0] not in FIRST_NAMES and set(thing.lower().split()) <= {w.strip(",:").lower() for w in context}
+        assert instance_for(guest, random.Random(seed), context)["name"].split()[0] in FIRST_NAMES

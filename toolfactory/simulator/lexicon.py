@@ -233,11 +233,33 @@ NUMBER_HINTS: tuple[tuple[frozenset[str], float, float], ...] = (
 
 
 _PERSON_NAME_WORDS = frozenset({"name", "first", "last", "full", "display", "given", "family"})
+# Words of sibling properties that make a bare `name` a person's (name + email, name + age, …);
+# otherwise a `name` names a thing (a domain, a product, an API) and gets a short title.
+PERSON_CONTEXT = frozenset({
+    "age", "email", "mail", "phone", "mobile", "birthday", "birth", "dob", "gender", "nationality", "passport",
+    "first", "last", "surname", "guest", "passenger", "employee", "patient", "student", "attendee", "contact",
+})
+NAMED_THING = "named-thing"  # the word list of a bare `name` whose object is not a person
+
+
+def thing_name(rng: random.Random, context: Sequence[str]) -> str:
+    """One or two of the prompt's longer words, capitalised ones first ("Weather", "Finance Travel")."""
+    words = list(dict.fromkeys(w.strip(",.:;") for w in context))
+    words = [w for w in words if w.isalpha() and len(w) > 3]
+    pool = [w for w in words if w[0].isupper()] or words or ["General"]
+    return " ".join(w.capitalize() for w in rng.sample(pool, min(len(pool), rng.randint(1, 2))))
+
+
+def describes_person(property_words: Sequence[str]) -> bool:
+    """Whether an object with properties of these words is a person."""
+    return bool(PERSON_CONTEXT & set(property_words))
 
 
 def string_hint(name_words: Sequence[str]) -> StringMaker | None:
     """The string maker for a property whose name has these (lower-case) words, if any."""
     names = set(name_words)
+    if names == {NAMED_THING}:
+        return thing_name
     if "name" in names and names <= _PERSON_NAME_WORDS:
         if names & {"first", "given"}:
             return lambda rng, ctx: rng.choice(FIRST_NAMES)

@@ -434,9 +434,13 @@ class _Generator:
                     break
                 keys.remove(rng.choice(droppable))
         result: dict[str, Any] = {}
+        person = lexicon.describes_person([w for k in props for w in identifier_words(k)])
         for key in keys:
             sub = props.get(key, extra_schema if isinstance(extra_schema, dict) else {})
-            value = self.value(sub, identifier_words(key), depth + 1)
+            words = identifier_words(key)
+            if words == ["name"] and not person:
+                words = [lexicon.NAMED_THING]
+            value = self.value(sub, words, depth + 1)
             if value is not MISSING:
                 result[key] = value
         pattern_props = schema.get("patternProperties") or {}
