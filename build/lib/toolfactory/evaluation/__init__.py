@@ -1,1 +1,0 @@
-"""Evaluation of solution paths: ToolEval pass and win rate (ToolLLM A.5)."""
