@@ -148,6 +148,18 @@ def _first_char(path: Path) -> str:
                 return stripped[0]
 
 
+def load_json_file(path: Path) -> Any:
+    """The parsed content of a file that is one JSON document; :class:`UnreadableFile` otherwise."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnreadableFile(f"{path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise UnreadableFile(f"{path}: not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise UnreadableFile(f"{path}: {TOO_DEEP_MESSAGE}") from None
+
+
 def iter_json_records(path: str | Path) -> Iterator[tuple[int, str, Any]]:
     """(index, where, value) of each record of a JSON list file or a JSONL file.
 

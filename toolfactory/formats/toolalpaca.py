@@ -37,13 +37,13 @@ from toolfactory.formats.base import (
     INVALID_RECORD,
     MISSING_FIELD,
     RECORD_NOT_OBJECT,
-    TOO_DEEP_MESSAGE,
     WRONG_TYPE,
     FormatError,
     Malformed,
     UnreadableFile,
     derive_mode,
     json_text,
+    load_json_file,
     require_path,
     validation_message,
 )
@@ -104,14 +104,7 @@ def to_dialogue(dialogue_id: str, instruction: Any, golden: Any, functions: list
 
 
 def _tools(path: Path) -> list[Any]:
-    try:
-        tools = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UnreadableFile(f"{path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UnreadableFile(f"{path}: not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    except RecursionError:
-        raise UnreadableFile(f"{path}: {TOO_DEEP_MESSAGE}") from None
+    tools = load_json_file(path)
     if not isinstance(tools, list):
         raise UnreadableFile(f"{path}: a ToolAlpaca file is a JSON list of tools")
     return tools

@@ -22,7 +22,6 @@ the file has it.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -40,6 +39,7 @@ from toolfactory.formats.base import (
     Malformed,
     UnreadableFile,
     build_dialogue,
+    load_json_file,
     require_path,
 )
 from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, Message, ToolCall
@@ -130,14 +130,7 @@ def to_dialogue(query_id: str, record: Any) -> Dialogue:
 
 def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
     path = require_path(path)
-    try:
-        answers = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UnreadableFile(f"{path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UnreadableFile(f"{path}: not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    except RecursionError:
-        raise UnreadableFile(f"{path}: {TOO_DEEP_MESSAGE}") from None
+    answers = load_json_file(path)
     if not isinstance(answers, dict):
         raise UnreadableFile(f"{path}: ToolEval's converted answers are one JSON object {{query_id: answer}}")
     for index, (query_id, record) in enumerate(answers.items()):
