@@ -1,0 +1,113 @@
+"""ToolAlpaca's agents against the simulator over HTTP: the error-aware tool executor (Fig. 11),
+the user agent's multi-call instructions (Fig. 8) and the ReAct assistant (Fig. 10)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
+
+import httpx
+import pytest
+from jsonschema import Draft202012Validator
+
+from toolfactory.config import Config, load_config
+from toolfactory.llm import Endpoint, LLMGateway
+from toolfactory.models import Dialogue, Function, Task, Tool, ToolCall
+from toolfactory.simulator import SimulatorSettings, start_simulator
+from toolfactory.stages import ShardContext
+from toolfactory.stages.dialogues.agents import execute
+from toolfactory.stages.dialogues.simulation import simulate
+from toolfactory.stages.tasks.toolalpaca import toolalpaca_tasks
+from toolfactory.stages.verify.policy import for_recipe
+from toolfactory.stages.verify.rules.registry import check, errors
+
+T = TypeVar("T")
+
+FORECAST = Function(
+    name="getForecast",
+    description="The weather forecast for a city over the next days.",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "City name"},
+                       "days": {"type": "integer", "minimum": 1, "maximum": 7, "description": "Days ahead"}},
+        "required": ["city", "days"],
+    },
+    returns={"type": "object", "properties": {"city": {"type": "string"}, "temperatures": {"type": "array", "items": {"type": "number"}}},
+             "required": ["city", "temperatures"]},
+    method="GET", path="/forecast",
+)
+ALERTS = Function(
+    name="getAlerts",
+    description="Active weather alerts for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}, "required": ["city"]},
+    returns={"type": "object", "properties": {"alerts": {"type": "array", "items": {"type": "string"}}}, "required": ["alerts"]},
+    method="GET", path="/alerts",
+)
+WEATHER = Tool(name="Weather", description="Forecasts and alerts for cities worldwide.", functions=[FORECAST, ALERTS])
+QUIET = {"latency_ms": 0, "latency_jitter_ms": 0, "rate_malformed_json": 0, "rate_hallucinated_function": 0,
+         "rate_missing_required": 0, "rate_wrong_type": 0, "rate_parallel_calls": 0, "rate_follow_up_call": 0,
+         "rate_clarify": 0, "rate_decline": 0}
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[Any]:
+    with start_simulator(SimulatorSettings(**QUIET)) as simulator:
+        yield simulator
+
+
+def run(sim: Any, job: Callable[[ShardContext], Awaitable[T]], settings: dict[str, Any] | None = None, *overrides: str) -> T:
+    httpx.post(f"{sim.root_url}/simulator/settings", json={**QUIET, **(settings or {})}).raise_for_status()
+    config: Config = load_config(None, list(overrides), environ={})
+
+    async def go() -> T:
+        async with LLMGateway(Endpoint(sim.base_url, "sk-test"), config.llm) as gateway:
+            return await job(ShardContext(config=config, run_id="r", gateway=gateway))
+
+    return asyncio.run(go())
+
+
+def test_the_executor_answers_a_valid_request_with_a_response_in_the_documented_shape(sim: Any) -> None:
+    call = ToolCall(id="c1", name="getForecast", arguments=json.dumps({"city": "Lyon", "days": 3}))
+    body, llm_calls = run(sim, lambda ctx: execute(FORECAST, call, ctx, WEATHER, api_errors=True))
+    assert llm_calls == 1 and body["status_code"] == 200
+    assert not list(Draft202012Validator(FORECAST.returns).iter_errors(body["response"]))
+
+
+@pytest.mark.parametrize("arguments, named", [({"city": "Lyon"}, "days"), ({"city": "Lyon", "days": 40}, "days"),
+                                              ({"city": 7, "days": 2}, "city")])
+def test_the_executor_answers_a_bad_request_with_the_apis_error(sim: Any, arguments: dict[str, Any], named: str) -> None:
+    call = ToolCall(id="c1", name="getForecast", arguments=json.dumps(arguments))
+    body, llm_calls = run(sim, lambda ctx: execute(FORECAST, call, ctx, WEATHER, api_errors=True))
+    # The model wrote the error (one LLM call), not the pipeline's own check.
+    assert llm_calls == 1
+    assert body["status_code"] in (400, 404, 422) and named in body["error"] and "response" not in body
+
+
+def test_without_api_errors_a_bad_request_is_refused_without_the_model(sim: Any) -> None:
+    call = ToolCall(id="c1", name="getForecast", arguments=json.dumps({"city": "Lyon"}))
+    body, llm_calls = run(sim, lambda ctx: execute(FORECAST, call, ctx, WEATHER))
+    assert llm_calls == 0 and body["status_code"] == 400
+
+
+def test_toolalpaca_dialogues_recover_from_api_errors_and_the_verifier_keeps_them(sim: Any) -> None:
+    tasks = [Task(id=f"t{k}", tools=[WEATHER], instruction=f"What will the weather be in {city} over the next {k % 5 + 2} days?",
+                  relevant_functions=["getForecast"], recipe="toolalpaca")
+             for k, city in enumerate(["Lyon", "Oslo", "Lima", "Kyoto", "Cairo", "Quito", "Hanoi", "Dakar"])]
+
+    async def job(ctx: ShardContext) -> list[Any]:
+        return list(await asyncio.gather(*(simulate(task, ctx) for task in tasks)))
+
+    # Some of the assistant's calls miss a required value or mistype one, as a model may; the
+    # ReAct assistant (the recipe's default) reads the API's error and calls again.
+    results = run(sim, job, {"rate_missing_required": 0.3, "rate_wrong_type": 0.3})
+    recovered = 0
+    for task, (messages, _, _) in zip(tasks, results):
+        tool_bodies = [json.loads(m.content or "{}") for m in messages if m.role == "tool"]
+        failed = [i for i, b in enumerate(tool_bodies) if b["status_code"] >= 400]
+        if failed and any(b["status_code"] == 200 for b in tool_bodies[failed[0] + 1:]):
+            recovered += 1
+            dialogue = Dialogue(id=task.id, task_id=task.id, tools=WEATHER.functions, messages=messages, recipe="toolalpaca")
+            assert not errors(check(dialogue, policy=for_recipe("toolalpaca")))
+            assert errors(check(dialogue, policy=for_recipe("toolace")))  # a recipe that does not keep recovery
+    assert recovered >= 1
