@@ -111,3 +111,43 @@ def test_toolalpaca_dialogues_recover_from_api_errors_and_the_verifier_keeps_the
             assert not errors(check(dialogue, policy=for_recipe("toolalpaca")))
             assert errors(check(dialogue, policy=for_recipe("toolace")))  # a recipe that does not keep recovery
     assert recovered >= 1
+
+
+def _dialogue(sim: Any, settings: dict[str, Any], *overrides: str) -> tuple[list[Any], dict[str, Any]]:
+    task = Task(id="t", tools=[WEATHER], instruction="What will the weather be in Lyon over the next 3 days?", recipe="toolalpaca")
+    messages, _, notes = run(sim, lambda ctx: simulate(task, ctx), settings, *overrides)
+    return messages, notes
+
+
+def test_the_react_assistant_is_stored_as_the_canonical_record(sim: Any) -> None:
+    messages, _ = _dialogue(sim, {})
+    calls = [m for m in messages if m.role == "assistant" and m.tool_calls]
+    final = messages[-1]
+    assert calls and all(c.content for c in calls)  # an Action turn's text is its Thought
+    assert [c.name for m in calls for c in m.tool_calls] == ["getForecast"]
+    # The Final Answer is the turn's text; the Thought before it is reasoning, labels are gone.
+    assert final.role == "assistant" and final.content and final.reasoning and not final.tool_calls
+    assert not any(label in (m.content or "") for m in messages for label in ("Final Answer:", "Action:", "Observation:"))
+
+
+def test_get_details_becomes_the_assistants_question_and_the_users_answer(sim: Any) -> None:
+    messages, notes = _dialogue(sim, {"rate_clarify": 1.0})
+    asked = notes["clarification_turns"]
+    assert asked and messages[asked[0]].role == "assistant" and messages[asked[0]].content
+    assert not messages[asked[0]].tool_calls and messages[asked[0] + 1].role == "user"
+    assert "getDetails" not in {c.name for m in messages for c in m.tool_calls or []}
+    assert any(m.tool_calls for m in messages[asked[0] + 1:])  # the assistant acts on the answer
+
+
+def test_the_native_form_stays_an_option(sim: Any) -> None:
+    messages, _ = _dialogue(sim, {}, "dialogues.assistant_format=native")
+    final = messages[-1]
+    assert [c.name for m in messages for c in m.tool_calls or []] == ["getForecast"]
+    assert final.content and final.reasoning is None
+
+
+def test_the_user_agent_lists_every_function_an_instruction_needs(sim: Any) -> None:
+    tasks = run(sim, lambda ctx: toolalpaca_tasks(WEATHER, 10, ctx))
+    assert len(tasks) == 10
+    assert all(t.relevant_functions and set(t.relevant_functions) <= {"getForecast", "getAlerts"} for t in tasks)
+    assert any(len(t.relevant_functions) > 1 for t in tasks)  # instructions that need several calls
