@@ -151,3 +151,24 @@ def test_the_user_agent_lists_every_function_an_instruction_needs(sim: Any) -> N
     assert len(tasks) == 10
     assert all(t.relevant_functions and set(t.relevant_functions) <= {"getForecast", "getAlerts"} for t in tasks)
     assert any(len(t.relevant_functions) > 1 for t in tasks)  # instructions that need several calls
+
+
+def test_the_openapi_document_keeps_output_descriptions_and_error_responses() -> None:
+    from toolfactory.stages.dialogues.agents import error_statuses
+    from toolfactory.stages.tools.importers import functions_from_openapi
+    from toolfactory.stages.tools.introductions import assemble_openapi
+
+    field = {"name": "city", "type": "string", "description": "City name", "required": True}
+    answer = {"title": "Weather", "version": "1.0", "description": "Forecasts for cities.", "operations": [
+        {"operationId": "getForecast", "method": "get", "path": "/forecast", "summary": "Forecast", "description": "The forecast.",
+         "parameters": [field], "response": [{"name": "summary", "type": "string", "description": "The outlook", "required": True}],
+         "errors": [{"status": 404, "description": "The city is unknown"}]},
+    ]}
+    problems, document = assemble_openapi(answer, {"name": "Weather", "link": "https://w.example.com"},
+                                          {"getForecast": "The outlook of the next days for the city."})
+    assert problems == []
+    responses = document["paths"]["/forecast"]["get"]["responses"]
+    assert responses["200"]["description"] == "The outlook of the next days for the city."
+    assert sorted(responses) == ["200", "400", "404"] and responses["404"]["description"] == "The city is unknown"
+    tool = Tool(name="Weather", functions=functions_from_openapi(document), openapi=document)
+    assert error_statuses(tool, tool.functions[0]) == [400, 404]
