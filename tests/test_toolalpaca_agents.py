@@ -172,3 +172,16 @@ def test_the_openapi_document_keeps_output_descriptions_and_error_responses() ->
     assert sorted(responses) == ["200", "400", "404"] and responses["404"]["description"] == "The city is unknown"
     tool = Tool(name="Weather", functions=functions_from_openapi(document), openapi=document)
     assert error_statuses(tool, tool.functions[0]) == [400, 404]
+
+
+def test_a_question_and_its_answer_export_as_toolalpacas_get_details_step(sim: Any) -> None:
+    from toolfactory.export.toolalpaca import request_of, steps
+
+    messages, notes = _dialogue(sim, {"rate_clarify": 1.0})
+    dialogue = Dialogue(id="d", task_id="t", tools=WEATHER.functions, messages=messages, recipe="toolalpaca", generation=notes)
+    asked = notes["clarification_turns"][0]
+    assert request_of(dialogue) == "What will the weather be in Lyon over the next 3 days?"
+    golden, intermediate = steps(dialogue)
+    assert golden[0] == {"Action": "getDetails", "Action_Input": json.dumps({"Question": messages[asked].content})}
+    assert intermediate[0][1] == messages[asked + 1].content  # the user's answer is the observation
+    assert [step["Action"] for step in golden[1:]] == ["getForecast"]
