@@ -136,7 +136,10 @@ def test_get_details_becomes_the_assistants_question_and_the_users_answer(sim: A
     assert asked and messages[asked[0]].role == "assistant" and messages[asked[0]].content
     assert not messages[asked[0]].tool_calls and messages[asked[0] + 1].role == "user"
     assert "getDetails" not in {c.name for m in messages for c in m.tool_calls or []}
-    assert any(m.tool_calls for m in messages[asked[0] + 1:])  # the assistant acts on the answer
+    # The user agent answers with a concrete value (Fig. 9), which the assistant then uses.
+    answer = messages[asked[0] + 1].content or ""
+    later = [json.loads(c.arguments) for m in messages[asked[0] + 1:] for c in m.tool_calls or []]
+    assert later and any(isinstance(v, str) and v in answer for arguments in later for v in arguments.values())
 
 
 def test_the_native_form_stays_an_option(sim: Any) -> None:

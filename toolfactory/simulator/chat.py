@@ -65,6 +65,7 @@ from .grounding import result_values
 from .prompt_json import schema_in_prompt
 from .instructions import obeys, requested_mode, write_for_mode
 from .reading import read_choices
+from .replies import answer_question
 from .schema_instance import instance_for
 from .seeding import canonical_json, derive_rng, sub_hash
 from .settings import SimulatorSettings
@@ -255,6 +256,7 @@ def _json_answer(
         if value is None:
             value = instance_for(schema, rng, context, true_rate=settings.boolean_true_rate)
         value = read_choices(value, schema, conversation.messages)
+        value = answer_question(value, schema, conversation.messages, rng, context)
         value = write_for_mode(value, conversation.user_text, settings, request_hash)
     return json.dumps(value, ensure_ascii=False)
 
