@@ -116,6 +116,7 @@ def test_toolalpaca_dialogues_recover_from_api_errors_and_the_verifier_keeps_the
             assert all("error" in bodies[i] and "response" not in bodies[i] for i in failed)
             assert errors(check(dialogue, policy=for_recipe("toolace")))  # a recipe that does not keep recovery
     assert recovered and {d.id for d in recovered} <= accepted
+    assert made.profile["error_responses"]["toolalpaca"] >= len(recovered)
 
 
 def _dialogue(sim: Any, settings: dict[str, Any], *overrides: str) -> tuple[list[Any], dict[str, Any]]:

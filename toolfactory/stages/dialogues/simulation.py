@@ -8,7 +8,8 @@ executor, the response compressed when it is long; the assistant goes on until i
 text. When that text comes before any call, the user agent reads it (a structured
 classification: asks for a missing value, declines, answers) and answers a question with
 concrete values (once per user turn); the index of a turn that asked is kept in the record's
-`generation.clarification_turns`, which is what the dialogue's mode is read from. When the task
+`generation.clarification_turns`, which is what the dialogue's mode is read from; tool
+responses that are errors are counted in `generation.error_responses`. When the task
 has more user turns, the user agent asks a follow-up request. `dialogues.max_steps` bounds the assistant turns per user turn.
 """
 
@@ -41,7 +42,7 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
     offered = [fn.openai_tool() for fn in functions]
     messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task.instruction)]
     calls, user_turns = 0, 1
-    notes: dict[str, Any] = {"compressed_responses": 0, "clarifications": 0, "clarification_turns": []}
+    notes: dict[str, Any] = {"compressed_responses": 0, "clarifications": 0, "clarification_turns": [], "error_responses": 0}
     react = task.recipe == "toolalpaca" and settings.assistant_format == "react"
     while True:
         called = asked = False
@@ -93,6 +94,8 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
                                                budget_tokens=settings.response_budget_tokens)
                 if compressed.compressed:
                     notes["compressed_responses"] += 1
+                if int(body.get("status_code") or 0) >= 400:
+                    notes["error_responses"] += 1
                 messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=compressed.text))
         if user_turns >= task.turns:
             return messages, calls, notes
