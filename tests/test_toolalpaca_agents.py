@@ -194,3 +194,16 @@ def test_a_question_and_its_answer_export_as_toolalpacas_get_details_step(sim: A
     assert golden[0] == {"Action": "getDetails", "Action_Input": json.dumps({"Question": messages[asked].content})}
     assert intermediate[0][1] == messages[asked + 1].content  # the user's answer is the observation
     assert [step["Action"] for step in golden[1:]] == ["getForecast"]
+
+
+def test_a_react_turn_is_read_as_its_thought_actions_or_final_answer() -> None:
+    from toolfactory.llm.text_tools import parse_text_calls
+    from toolfactory.stages.dialogues.react import split_final
+
+    assert split_final("Thought: I have the forecast.\nFinal Answer: Lyon will be sunny.") == ("I have the forecast.", "Lyon will be sunny.")
+    assert split_final("Lyon will be sunny.") == (None, "Lyon will be sunny.")
+    # A model that writes its own Observation after the Action is making it up: it is cut.
+    content, calls = parse_text_calls('Thought: I need the forecast.\nAction: getForecast\nAction Input: {"city": "Lyon", "days": 2}\n'
+                                      'Observation: {"city": "Lyon"}\nFinal Answer: sunny', "react", "r1")
+    assert content == "I need the forecast." and [c["function"]["name"] for c in calls] == ["getForecast"]
+    assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Lyon", "days": 2}

@@ -176,14 +176,12 @@ def error_statuses(tool: Tool | None, function: Function) -> list[int]:
     """The error statuses the API documents for the function's operation (4xx/5xx), with 400
     always among them (every API rejects a malformed request); the usual ones when none is
     documented."""
-    documented: list[int] = []
+    operation: Any = None
     if tool is not None and tool.openapi and function.path and function.method:
-        operation = ((tool.openapi.get("paths") or {}).get(function.path) or {}).get(function.method.lower()) or {}
-        for code in (operation.get("responses") or {}) if isinstance(operation, dict) else {}:
-            if str(code).isdigit() and int(code) >= 400:
-                documented.append(int(code))
-    codes = sorted(set(documented) | {400}) if documented else list(DEFAULT_ERROR_STATUSES)
-    return codes
+        operation = ((tool.openapi.get("paths") or {}).get(function.path) or {}).get(function.method.lower())
+    responses = operation.get("responses") if isinstance(operation, dict) else None
+    documented = {int(code) for code in responses or {} if str(code).isdigit() and int(code) >= 400}
+    return sorted(documented | {400}) if documented else list(DEFAULT_ERROR_STATUSES)
 
 
 def api_answer_schema(function: Function, statuses: list[int]) -> dict[str, Any]:
