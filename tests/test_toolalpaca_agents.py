@@ -207,3 +207,25 @@ def test_a_react_turn_is_read_as_its_thought_actions_or_final_answer() -> None:
                                       'Observation: {"city": "Lyon"}\nFinal Answer: sunny', "react", "r1")
     assert content == "I need the forecast." and [c["function"]["name"] for c in calls] == ["getForecast"]
     assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Lyon", "days": 2}
+
+
+def test_recovery_from_an_apis_own_error_status_is_kept_for_toolalpaca() -> None:
+    from toolfactory.models import Message
+
+    bad = ToolCall(id="c1", name="getForecast", arguments=json.dumps({"city": "Lyon", "days": 40}))
+    good = ToolCall(id="c2", name="getForecast", arguments=json.dumps({"city": "Lyon", "days": 4}))
+    messages = [
+        Message(role="system", content="You can use the functions."),
+        Message(role="user", content="What will the weather be in Lyon over the next 40 days?"),
+        Message(role="assistant", content="I need the forecast.", tool_calls=[bad]),
+        Message(role="tool", tool_call_id="c1", name="getForecast",
+                content=json.dumps({"status_code": 422, "error": "days must be between 1 and 7"})),
+        Message(role="assistant", content="The API allows 7 days at most; I will ask for 4.", tool_calls=[good]),
+        Message(role="tool", tool_call_id="c2", name="getForecast",
+                content=json.dumps({"status_code": 200, "response": {"city": "Lyon", "temperatures": [12, 14, 11, 9]}})),
+        Message(role="assistant", content="Lyon will see 12, 14, 11 and 9 degrees over the next four days."),
+    ]
+    dialogue = Dialogue(id="d", task_id="t", tools=WEATHER.functions, messages=messages, recipe="toolalpaca")
+    kept = check(dialogue, policy=for_recipe("toolalpaca"))
+    assert not errors(kept) and any(v.code == "call_argument_range" and v.severity == "warning" for v in kept)
+    assert any(v.code == "call_argument_range" for v in errors(check(dialogue, policy=for_recipe("toolace"))))

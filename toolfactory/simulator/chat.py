@@ -73,11 +73,11 @@ from .text import content_words, estimate_tokens, message_text, topical_answer
 from .text_mode import as_text, ask_with, asks_user, declared_format, structured_body, system_text
 from .tool_turns import (
     ToolHistory,
-    is_error_result,
     Turn,
     clarify_question,
     decide_turn,
     decline_answer,
+    is_error_result,
     plan_calls,
     wants_parallel,
 )

@@ -7,8 +7,8 @@ own depth limit instead. A :class:`Policy` carries those choices for one recipe:
 
 * ``max_steps``: the most function calls (``filter_too_many_steps``); None for no limit;
 * ``keep_error_recovery``: a call answered with an error (the pipeline's ``{"status_code": 400}``
-  or the API's error written by ToolAlpaca's error-aware executor) and later made again correctly is kept, as ToolAlpaca keeps it (that is how a model learns to
-  recover): ``filter_parse_error`` then flags only errors that were never recovered, and the
+  or the API's error written by ToolAlpaca's error-aware executor) and later made again
+  correctly is kept, as ToolAlpaca keeps it (that is how a model learns to recover): ``filter_parse_error`` then flags only errors that were never recovered, and the
   validity findings on the recovered call itself are warnings, not errors.
 
 `toolfactory verify` on external data applies validity only unless a policy is asked for; the
