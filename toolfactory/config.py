@@ -368,6 +368,14 @@ class DialoguesConfig(Section):
     """Real HTTP calls instead of the tool-executor LLM, for tools whose base URL is in
     `http.allowlist` (ToolLLM called the real APIs): no redirects, a timeout, a size limit, never
     private addresses unless `allow_private`; header secrets from `headers_from_env`."""
+    api_errors: list[Literal["toolalpaca", "toolllm", "toolace"]] = Field(default_factory=lambda: ["toolalpaca"])
+    """Recipes whose tool executor validates each request as the API would and answers bad inputs
+    and edge cases with the API's error, status and message (ToolAlpaca Fig. 11); for the others an
+    invalid call gets a 400 without an LLM call."""
+    assistant_format: Literal["react", "native"] = "react"
+    """toolalpaca: the assistant agent as the paper's ReAct prompt (Thought / Action / Action
+    Input / Observation / Final Answer, with `getDetails` to ask the user for a missing value,
+    Fig. 10), or native function calling; both are stored as the same canonical record."""
     response_budget_tokens: int = Field(1024, ge=16)
     """Tool responses longer than this go back to the assistant compressed: the `returns`
     schema's keys kept, then cut (ToolLLM A.2)."""

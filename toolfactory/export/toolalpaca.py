@@ -29,8 +29,12 @@ ToolAlpaca's released ``eval_simulated.json``, plus the training ``Instances`` t
   ``[[Action, Action_Input, log], observation]`` (LangChain's agent-action triple; ``log`` is
   `` <thought>\\nAction: …\\nAction Input: …``) and the final answer as ``output``.
 
-ToolAlpaca instances answer one request: multi-turn records are skipped (``not_single_turn``),
-and records without calls (``no_calls``), which ToolAlpaca's ``build_dataset.py`` drops.
+A question the assistant asked for a missing value (a turn the simulation recorded in
+``generation.clarification_turns``) and the user's answer are ToolAlpaca's ``getDetails`` step:
+``{"Action": "getDetails", "Action_Input": "{\"Question\": …}"}`` with the user's answer as its
+observation, as in the released golden answers. ToolAlpaca instances answer one request: other
+multi-turn records are skipped (``not_single_turn``), and records without calls (``no_calls``),
+which ToolAlpaca's ``build_dataset.py`` drops.
 """
 
 from __future__ import annotations
@@ -121,12 +125,40 @@ def function_description(function: Function) -> str:
             f" - Format: application/json\n - Structure: {structure(function.returns)}")
 
 
+ASK_USER = "getDetails"
+
+
+def clarifications(dialogue: Dialogue) -> set[int]:
+    """Indexes of the assistant questions for a missing value that the next message answers."""
+    asked = {int(i) for i in dialogue.generation.get("clarification_turns") or () if isinstance(i, int)}
+    messages = dialogue.messages
+    return {i for i in asked if i + 1 < len(messages) and messages[i].role == "assistant" and not messages[i].tool_calls
+            and messages[i + 1].role == "user"}
+
+
+def request_of(dialogue: Dialogue) -> str:
+    """The request of a record that answers one: its first user turn, the others being answers to
+    the assistant's questions (getDetails); else :class:`Skip` (``not_single_turn``)."""
+    answers = {i + 1 for i in clarifications(dialogue)}
+    users = [i for i, m in enumerate(dialogue.messages) if m.role == "user"]
+    if not users or any(i not in answers for i in users[1:]):
+        return single_request(dialogue)
+    return dialogue.messages[users[0]].content or ""
+
+
 def steps(dialogue: Dialogue) -> tuple[list[dict[str, str]], list[list[Any]]]:
-    """(Golden_Answers steps, Instances intermediate_steps) of every call, in order."""
+    """(Golden_Answers steps, Instances intermediate_steps) of every call and getDetails question, in order."""
     answers = responses(dialogue)
     golden: list[dict[str, str]] = []
     intermediate: list[list[Any]] = []
-    for message in dialogue.messages:
+    asked = clarifications(dialogue)
+    for index, message in enumerate(dialogue.messages):
+        if index in asked:
+            question = json.dumps({"Question": message.content or ""}, ensure_ascii=False)
+            golden.append({"Action": ASK_USER, "Action_Input": question})
+            log = f" {message.reasoning or ''}\nAction: {ASK_USER}\nAction Input: {question}"
+            intermediate.append([[ASK_USER, question, log], dialogue.messages[index + 1].content or ""])
+            continue
         for k, call in enumerate(message.tool_calls or []):
             golden.append({"Action": call.name, "Action_Input": call.arguments})
             thought = (message.content or "") if k == 0 else ""
@@ -199,7 +231,7 @@ class ToolAlpacaExporter(Exporter):
         self.entries: dict[str, dict[tuple[str, ...], _Entry]] = {s: {} for s in self.splits}
 
     def write(self, split: str, dialogue: Dialogue) -> None:
-        request = single_request(dialogue)
+        request = request_of(dialogue)
         if not all_calls(dialogue):
             raise Skip(NO_CALLS, "ToolAlpaca's instances are made of calls")
         entries = self.entries[split]

@@ -154,17 +154,21 @@ class LLMGateway:
         tool_choice: str | dict[str, Any] | None = None,
         response_format: dict[str, Any] | None = None,
         sample: int = 0,
+        call_format: str | None = None,
     ) -> Message:
         """One assistant message (``content`` and/or ``tool_calls``) for `role`'s model.
 
         The content is the answer only: a model's reasoning is taken out of it (and kept under
         ``reasoning`` when ``llm.keep_reasoning``). In text tool-calling mode the calls written
-        in the content come back as ``tool_calls``, as from a native call."""
+        in the content come back as ``tool_calls``, as from a native call. `call_format` asks for
+        text mode in that format whatever the role's setting (an agent whose prompt is written
+        for one format, like ToolAlpaca's ReAct assistant)."""
         params = self._llm.role(role)
-        text_tools = bool(tools) and self._llm.tool_calling_for(role) == "text"
+        text_tools = bool(tools) and (call_format is not None or self._llm.tool_calling_for(role) == "text")
+        text_format = call_format or self._llm.text_call_format
         request: dict[str, Any] = {
             "model": params.model,
-            "messages": text_messages(messages, tools or [], self._llm.text_call_format) if text_tools else list(messages),
+            "messages": text_messages(messages, tools or [], text_format) if text_tools else list(messages),
         }
         # Only what the role's model accepts is sent: reasoning models refuse `temperature`
         # and (OpenAI's) `max_tokens`, so each is configurable per role, and the cache key is
@@ -191,7 +195,7 @@ class LLMGateway:
             message["reasoning"] = reasoning
         if text_tools and content:
             try:
-                message["content"], message["tool_calls"] = parse_text_calls(content, self._llm.text_call_format, request_id)
+                message["content"], message["tool_calls"] = parse_text_calls(content, text_format, request_id)
             except CallFormatError as exc:
                 raise self._failure(role, "llm_malformed_tool_call", f"calls written as text do not parse: {exc}") from None
         elif reply.get("tool_calls"):

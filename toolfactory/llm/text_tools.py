@@ -25,6 +25,7 @@ from toolfactory.render import CallFormatError, ParsedCall, parse_calls, parse_t
 from toolfactory.render.dialogue import RESULT_WRAPPERS
 
 TOOL_FORMAT = "json"  # the description format: the one models see most, and lossless
+_OBSERVATION = re.compile(r"^[ \t]*Observation[ \t]*:", re.MULTILINE)
 _HERMES = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 
 
@@ -84,7 +85,13 @@ def parse_text_calls(text: str, fmt: str, request_id: str) -> tuple[str | None, 
     """(the turn's own text, its calls as OpenAI ``tool_calls``) of a text-mode answer.
 
     Raises :class:`CallFormatError` when the text holds call syntax that does not parse; ids
-    are derived from the request and the call's position, so a cached answer gets the same."""
+    are derived from the request and the call's position, so a cached answer gets the same.
+    In the react format, what follows a line starting ``Observation:`` is dropped: a model that
+    goes on past its Action is making up the result, which ReAct agents cut with a stop
+    sequence at that line."""
+    if fmt == "react":
+        made_up = _OBSERVATION.search(text)
+        text = text[: made_up.start()].rstrip() if made_up else text
     try:
         content, calls = parse_turn(text, fmt)
     except CallFormatError:

@@ -4,8 +4,11 @@ Decision order for each choice (the knobs are :class:`SimulatorSettings` fields;
 is a seeded draw against that rate, see :mod:`.tool_turns`):
 
 1. no function tool may be called (no `tools`, or `tool_choice` "none") -> text (step 5);
-2. the last message is a tool result -> another tool call if the conversation has had fewer
-   than 3 tool-call turns and the `rate_follow_up_call` draw hits (preferably a function not
+2. the last message is a tool result -> when it is an error (a JSON body with a 4xx/5xx
+   `status_code` or an `error` key), the failed function is called again with new arguments,
+   as a model retries after reading the error (fewer than 3 tool-call turns); otherwise another
+   tool call if the conversation has had fewer than 3 tool-call turns and the
+   `rate_follow_up_call` draw hits (preferably a function not
    called yet that the request or the results relate to, then the one most of whose
    parameters the results can fill, e.g. search -> book), else text (step 5);
 3. `tool_choice` forces a call ("required", a named function, allowed tools in "required"
@@ -16,7 +19,9 @@ is a seeded draw against that rate, see :mod:`.tool_turns`):
    no tool result and no earlier assistant text (a model asks or declines once, then acts on
    the user's reply): the `rate_decline` draw -> a decline, then the `rate_clarify` draw ->
    a question asking for one required parameter of the function that would be called (a
-   call after all if it requires none);
+   call after all if it requires none). When a function offered is one that asks the user
+   (its description says so, like ToolAlpaca's `getDetails`), the question is a call to it,
+   and it is never called otherwise;
 4. a tool call: the function sharing most words with the last user message (or the only one
    `tool_choice` allows), with arguments generated from its `parameters` schema. Top-level
    arguments named like a key of an earlier tool result take that value when it validates
@@ -27,7 +32,8 @@ is a seeded draw against that rate, see :mod:`.tool_turns`):
 5. text: after tool results a short summary quoting them, else a sentence reusing the user's
    words (or the decline / question of step 3); with a JSON `response_format` the text is
    instead a JSON value (an instance of the given schema, or a small object for
-   `json_object`).
+   `json_object`; a choice between an API's success and error responses is answered by
+   validating the quoted request, see :mod:`.api_requests`).
 
 Content faults (see :mod:`.faults`) are then applied (to the first call of a parallel turn).
 Everything random is drawn from the request hash and the choice index, so the same request
@@ -45,6 +51,7 @@ from typing import Any
 
 from . import faults as fault_lib
 from . import profiles
+from .api_requests import api_answer
 from .errors import SimulatorError
 from .functions import (
     FunctionSpec,
@@ -58,17 +65,19 @@ from .grounding import result_values
 from .prompt_json import schema_in_prompt
 from .instructions import obeys, requested_mode, write_for_mode
 from .reading import read_choices
+from .replies import answer_question
 from .schema_instance import instance_for
 from .seeding import canonical_json, derive_rng, sub_hash
 from .settings import SimulatorSettings
 from .text import content_words, estimate_tokens, message_text, topical_answer
-from .text_mode import as_text, declared_format, structured_body
+from .text_mode import as_text, ask_with, asks_user, declared_format, structured_body, system_text
 from .tool_turns import (
     ToolHistory,
     Turn,
     clarify_question,
     decide_turn,
     decline_answer,
+    is_error_result,
     plan_calls,
     wants_parallel,
 )
@@ -153,7 +162,9 @@ def parse_conversation(body: dict[str, Any]) -> Conversation:
             break
         trailing.insert(0, message)
     rounds, calls = _earlier_calls(messages)
+    failed = [call_names.get(str(m.get("tool_call_id")), m.get("name") or "") for m in trailing if is_error_result(m.get("content"))]
     history = ToolHistory(
+        failed=next((name for name in failed if name), None),
         rounds=rounds,
         results_seen=any(m["role"] in RESULT_ROLES for m in messages),
         trailing_results=bool(trailing),
@@ -239,8 +250,13 @@ def _json_answer(
     if schema is None:
         value: Any = {"answer": text, "keywords": [w.lower() for w in context[:5]]}
     else:
-        value = instance_for(schema, rng, context, true_rate=settings.boolean_true_rate)
+        value = api_answer(
+            schema, conversation.messages, lambda branch: instance_for(branch, rng, context, true_rate=settings.boolean_true_rate)
+        )
+        if value is None:
+            value = instance_for(schema, rng, context, true_rate=settings.boolean_true_rate)
         value = read_choices(value, schema, conversation.messages)
+        value = answer_question(value, schema, conversation.messages, rng, context)
         value = write_for_mode(value, conversation.user_text, settings, request_hash)
     return json.dumps(value, ensure_ascii=False)
 
@@ -375,7 +391,10 @@ def complete_chat(
         text_format = None
     conversation = parse_conversation(body)
     functions = parse_functions(body)
-    callable_ = callable_functions(body, functions)
+    # A function that asks the user for what is missing is no API: a model calls it only to
+    # ask (step 3's question), never to serve the request.
+    asker = next((spec for spec in callable_functions(body, functions) if asks_user(spec)), None)
+    callable_ = [spec for spec in callable_functions(body, functions) if not asks_user(spec)]
     forced = call_is_forced(body)
     # A request the user says needs a mode (see .instructions) is acted on when obeyed.
     intent = requested_mode(conversation.user_text) if settings.obedience else None
@@ -416,7 +435,10 @@ def complete_chat(
         )
         if turn is Turn.CLARIFY and question is None:
             turn = Turn.CALL
-        if turn is Turn.CALL:
+        if turn is Turn.CLARIFY and asker is not None and question is not None:
+            message, produced = ask_with(asker, question, index, request_hash)
+            finish = "tool_calls"
+        elif turn is Turn.CALL:
             parallel = wants_parallel(body, settings, request_hash, index)
             if intent is not None and obeys(settings, request_hash, "act", index):
                 parallel = intent == "parallel" and body.get("parallel_tool_calls") is not False
@@ -452,7 +474,7 @@ def complete_chat(
             message, finish, produced, body, settings, request_hash, index, json_in_prompt=json_in_prompt
         )
         if text_format is not None:
-            message = as_text(message, text_format, request_hash)
+            message = as_text(message, text_format, request_hash, system_text(body))
             finish = "stop" if finish == "tool_calls" else finish
         completion_tokens += estimate_tokens(produced)
         choices.append(

@@ -10,12 +10,14 @@ native tools, and writes the calls it makes in the declared format (ToolACE §2.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from toolfactory.models import ToolCall
 from toolfactory.render import PARSABLE_TOOL_FORMATS, RenderError, parse_system_prompt, parse_turn, render_turn
 from toolfactory.render.dialogue import CALL_FORMAT_STATEMENTS, RESULT_WRAPPERS
 
+from .functions import FunctionSpec
 from .seeding import sub_hash
 
 _DECLARATION = "Function call format: "
@@ -72,14 +74,52 @@ def structured_body(body: dict[str, Any], fmt: str) -> dict[str, Any] | None:
     return {**body, "messages": messages, "tools": [f.openai_tool() for f in functions]}
 
 
-def as_text(message: dict[str, Any], fmt: str, request_hash: str) -> dict[str, Any]:
-    """An answer's native calls written as text in `fmt`."""
+_ASKS_USER = re.compile(r"\bask(s|ing)?\b.*\buser\b", re.IGNORECASE | re.DOTALL)
+_FINAL = "Final Answer"
+
+
+def system_text(body: dict[str, Any]) -> str:
+    messages = body.get("messages") or []
+    first = messages[0] if messages and isinstance(messages[0], dict) else {}
+    return first.get("content") if first.get("role") == "system" and isinstance(first.get("content"), str) else ""
+
+
+def asks_user(spec: FunctionSpec) -> bool:
+    """A function that asks the user a question (its description says so) and takes one text."""
+    texts = [name for name, prop in spec.properties().items() if isinstance(prop, dict) and prop.get("type") == "string"]
+    return bool(_ASKS_USER.search(spec.description)) and len(texts) == 1
+
+
+def ask_with(spec: FunctionSpec, question: str, index: int, request_hash: str) -> tuple[dict[str, Any], str]:
+    """The call that asks `question` through an ask-the-user function."""
+    name = next(name for name, prop in spec.properties().items() if isinstance(prop, dict) and prop.get("type") == "string")
+    arguments = json.dumps({name: question}, ensure_ascii=False)
+    call = {"id": "call_" + sub_hash(request_hash, "ask", index)[:24], "type": "function",
+            "function": {"name": spec.name, "arguments": arguments}}
+    return {"role": "assistant", "content": None, "tool_calls": [call], "refusal": None}, arguments
+
+
+def _thought(message: dict[str, Any]) -> str:
+    """What a ReAct model thinks before its actions: which function it uses and why."""
+    names = [c["function"]["name"] for c in message.get("tool_calls") or []]
+    if not names:
+        return "I now have the information needed to answer."
+    return f"I should use {' and '.join(dict.fromkeys(names))} to get what the request needs."
+
+
+def as_text(message: dict[str, Any], fmt: str, request_hash: str, system: str = "") -> dict[str, Any]:
+    """An answer's native calls written as text in `fmt`. A ReAct prompt's model writes a Thought
+    before its actions, and, when the prompt asks for a "Final Answer", ends with one."""
     calls = [ToolCall(id=sub_hash(request_hash, "text", i)[:8], name=c["function"]["name"], arguments=c["function"]["arguments"])
              for i, c in enumerate(message.get("tool_calls") or [])]
+    react = fmt == "react"
     if not calls:
+        if react and _FINAL in system and message.get("content"):
+            return {**message, "content": f"Thought: {_thought(message)}\n{_FINAL}: {message['content']}"}
         return message
+    content = message.get("content") or (_thought(message) if react else None)
     try:
-        text = render_turn(message.get("content"), calls, fmt)
+        text = render_turn(content, calls, fmt)
     except RenderError:
         # A damaged call (fault injection: broken JSON arguments) cannot be written in the
         # format: write it as a model would, in the format's shape with the text it has.

@@ -13,6 +13,7 @@ never changes an answer.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -52,6 +53,23 @@ class ToolHistory:
     asked_before: bool = False  # an earlier assistant text turn (a model asks or declines once)
     values: ResultValues = field(default_factory=dict)  # see grounding.result_values
     calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # name -> arguments
+    failed: str | None = None  # a function whose trailing result is an error
+
+
+def is_error_result(content: Any) -> bool:
+    """Whether a tool result is an API error: a JSON object with a 4xx/5xx `status_code`, or an
+    `error` key and no success status."""
+    text = content if isinstance(content, str) else ""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(body, dict):
+        return False
+    status = body.get("status_code")
+    if isinstance(status, int):
+        return status >= 400
+    return "error" in body
 
 
 def behaviour_hit(request_hash: str, behaviour: str, choice: int, rate: float) -> bool:
@@ -85,6 +103,8 @@ def decide_turn(
         return _as_requested(intent, history)
     if history.trailing_results:
         deeper = history.rounds < MAX_TOOL_ROUNDS
+        if history.failed is not None and deeper:
+            return Turn.CALL  # a model reads the error and tries again
         follow = behaviour_hit(request_hash, "follow_up", choice, settings.rate_follow_up_call)
         return Turn.CALL if deeper and follow else Turn.TEXT
     if forced:
@@ -197,7 +217,10 @@ def plan_calls(
     earlier results (best first), or, if there are none, repeat the first function with other
     argument values; a repeat that cannot get different values is dropped.
     """
-    if history.trailing_results:
+    retried = [spec for spec in functions if spec.name == history.failed]
+    if retried:
+        first = retried[0]
+    elif history.trailing_results:
         first = _follow_up_function(functions, context, history, rng)
     elif len(functions) == 1:
         first = functions[0]

@@ -6,8 +6,17 @@
   Fig. 9); in multi-turn dialogues it asks a follow-up request.
 * The tool executor plays the API: given the function's documentation (and OpenAPI document when
   there is one) and the call, it returns a response that fits the `returns` schema (Fig. 11).
-  An invalid call gets the error a real API would give, without an LLM call; a tool whose base
-  URL is in `dialogues.http.allowlist` is called for real instead (:mod:`.http_executor`).
+  For the recipes in `dialogues.api_errors` (toolalpaca) it is the paper's error-aware executor:
+  it validates the request against the documentation and answers either the success or the
+  error a real API would give to bad inputs and edge cases (missing or invalid parameters,
+  values out of range), as a status code and a message; the choice is the model's (the answer's
+  schema offers both), which is what gives the assistant errors to recover from. Otherwise an
+  invalid call gets a 400 without an LLM call. A call that cannot reach any API (an unknown
+  function, arguments that are not JSON) always gets the 400 without an LLM call; a tool whose
+  base URL is in `dialogues.http.allowlist` is called for real instead (:mod:`.http_executor`).
+  A response is stored as ``{"status_code": 200, "response": …}``, an error as
+  ``{"status_code": 4xx, "error": "<message>"}``; the executor's explanation is not stored (it
+  is the simulator's note, not the API's answer).
 """
 
 from __future__ import annotations
@@ -30,6 +39,26 @@ Description: {description}
 Parameters: {parameters}{documentation}
 Request arguments: {arguments}"""
 
+API_EXECUTOR_PROMPT = """\
+As an API simulator, your task is to process API requests and generate appropriate responses
+based on the provided API documentation. Please adhere to the following guidelines:
+1. Validate the HTTP method and parameters in the request according to the documentation.
+2. Generate a response that strictly adheres to the documented response format, in JSON.
+3. Responses should contain realistic data. Avoid using placeholders.
+4. Handle edge cases by providing appropriate error responses: a request with a missing or
+   invalid parameter, or a value out of range, gets the error status code and message the API
+   would send, never a made-up success.
+5. For requests without any length limit, ensure to return at least 3 samples in the response.
+Output: the status code; for a success the response body, for an error the error message; and a
+brief explanation of the response.
+API Details:
+Name: {tool}
+Function: {name}: {description}
+Parameters: {parameters}
+Error responses: {errors}{documentation}
+Request Details:
+{request}"""
+
 READ_TURN_PROMPT = """\
 You are the user in the conversation below. Read the AI assistant's last message and say what it
 does: it asks you for a value it needs before it can act, it declines (none of its functions can
@@ -39,6 +68,14 @@ Conversation:
 {history}"""
 
 TURN_KINDS = ("asks_for_missing_value", "declines", "answers")
+
+ADDITIONAL_INFORMATION_PROMPT = """\
+As a user, you ask the AI assistant some questions, but the assistant believes you have missed
+crucial information. Please respond to the AI assistant's inquiries with specific and direct
+answers using text or formatted text. Avoid using placeholders. If a file is necessary, please
+provide the contents of the file in your response.
+Conversation:
+{history}"""
 
 FOLLOW_UP_PROMPT = """\
 You are the user in the conversation below with an AI assistant that can use tools. Write your
@@ -84,6 +121,15 @@ async def read_turn(messages: list[Message], ctx: ShardContext) -> tuple[str, st
     return str(answer["assistant_turn"]), str(answer["reply"])
 
 
+async def user_details(messages: list[Message], ctx: ShardContext) -> str:
+    """The user's answer to the assistant's question for missing information (Fig. 9)."""
+    answer = await ctx.gateway.structured(
+        "user", [{"role": "user", "content": ADDITIONAL_INFORMATION_PROMPT.format(history=history_text(messages))}], TEXT_SCHEMA,
+        name="user_details",
+    )
+    return str(answer["message"])
+
+
 async def user_follow_up(messages: list[Message], ctx: ShardContext) -> str:
     """The user's next request in a multi-turn dialogue."""
     answer = await ctx.gateway.structured(
@@ -92,14 +138,23 @@ async def user_follow_up(messages: list[Message], ctx: ShardContext) -> str:
     return str(answer["message"])
 
 
-def call_error(function: Function | None, name: str, arguments: str) -> str | None:
-    """The error a real API would return for this call, or None when the call is valid."""
+def unsendable(function: Function | None, name: str, arguments: str) -> str | None:
+    """Why this call cannot be sent to any API (unknown function, arguments that are not JSON)."""
     if function is None:
         return f"unknown function {name!r}"
     try:
-        values = json.loads(arguments or "{}")
+        json.loads(arguments or "{}")
     except json.JSONDecodeError as exc:
         return f"arguments are not valid JSON: {exc.msg}"
+    return None
+
+
+def call_error(function: Function | None, name: str, arguments: str) -> str | None:
+    """The error a real API would return for this call, or None when the call is valid."""
+    problem = unsendable(function, name, arguments)
+    if problem is not None or function is None:
+        return problem
+    values = json.loads(arguments or "{}")
     error = next(iter(Draft202012Validator(function.parameters).iter_errors(values)), None)
     return None if error is None else f"invalid arguments: {error.message}"
 
@@ -114,15 +169,66 @@ def openapi_operation(tool: Tool | None, function: Function) -> str:
     return f"\nOpenAPI operation ({function.method} {function.path}): {json.dumps(operation, ensure_ascii=False)[:4000]}"
 
 
-async def execute(function: Function | None, call: ToolCall, ctx: ShardContext, tool: Tool | None = None) -> tuple[dict[str, Any], int]:
-    """The tool's response body to `call`, and the LLM calls it took (0 for an invalid call, and
-    for a real HTTP call to an allowlisted API: see `dialogues.http`)."""
-    error = call_error(function, call.name, call.arguments)
+DEFAULT_ERROR_STATUSES = (400, 404, 422)
+
+
+def error_statuses(tool: Tool | None, function: Function) -> list[int]:
+    """The error statuses the API documents for the function's operation (4xx/5xx), with 400
+    always among them (every API rejects a malformed request); the usual ones when none is
+    documented."""
+    operation: Any = None
+    if tool is not None and tool.openapi and function.path and function.method:
+        operation = ((tool.openapi.get("paths") or {}).get(function.path) or {}).get(function.method.lower())
+    responses = operation.get("responses") if isinstance(operation, dict) else None
+    documented = {int(code) for code in responses or {} if str(code).isdigit() and int(code) >= 400}
+    return sorted(documented | {400}) if documented else list(DEFAULT_ERROR_STATUSES)
+
+
+def api_answer_schema(function: Function, statuses: list[int]) -> dict[str, Any]:
+    """A success in the shape of `returns`, or an error with one of the API's error statuses."""
+    explanation = {"type": "string", "minLength": 3}
+    return {
+        "oneOf": [
+            {"type": "object", "properties": {"status_code": {"const": 200}, "response": function.returns, "explanation": explanation},
+             "required": ["status_code", "response", "explanation"], "additionalProperties": False},
+            {"type": "object", "properties": {"status_code": {"enum": statuses}, "error": {"type": "string", "minLength": 3},
+                                              "explanation": explanation},
+             "required": ["status_code", "error", "explanation"], "additionalProperties": False},
+        ]
+    }
+
+
+async def execute_with_errors(function: Function, call: ToolCall, ctx: ShardContext, tool: Tool | None) -> dict[str, Any]:
+    """ToolAlpaca's executor (Fig. 11): the model validates the request and answers it with the
+    success or the error the API would give."""
+    statuses = error_statuses(tool, function)
+    request = f"{function.method or 'POST'} {function.path or '/' + function.name}\nArguments: {call.arguments or '{}'}"
+    prompt = API_EXECUTOR_PROMPT.format(
+        tool=tool.name if tool is not None else function.name, name=function.name, description=function.description,
+        parameters=json.dumps(function.parameters), errors=", ".join(map(str, statuses)),
+        documentation=openapi_operation(tool, function), request=request,
+    )
+    answer = await ctx.gateway.structured("tool", [{"role": "user", "content": prompt}], api_answer_schema(function, statuses),
+                                          name="api_response")
+    if int(answer["status_code"]) < 400:
+        return {"status_code": 200, "response": answer["response"]}
+    return {"status_code": int(answer["status_code"]), "error": answer["error"]}
+
+
+async def execute(function: Function | None, call: ToolCall, ctx: ShardContext, tool: Tool | None = None,
+                  *, api_errors: bool = False) -> tuple[dict[str, Any], int]:
+    """The tool's response body to `call`, and the LLM calls it took (0 for a call rejected
+    without the model, and for a real HTTP call to an allowlisted API: see `dialogues.http`).
+    `api_errors`: the model plays the API's validation too (see the module doc)."""
+    error = unsendable(function, call.name, call.arguments) if api_errors else call_error(function, call.name, call.arguments)
     if error is not None or function is None:
         return {"status_code": 400, "error": error}, 0
     http = ctx.config.dialogues.http
     if tool is not None and http.allowlist and calls_for_real(tool, function, http):
-        return await call_http(tool, function, call, http), 0
+        if call_error(function, call.name, call.arguments) is None:
+            return await call_http(tool, function, call, http), 0
+    if api_errors:
+        return await execute_with_errors(function, call, ctx, tool), 1
     prompt = TOOL_EXECUTOR_PROMPT.format(
         name=function.name, description=function.description, parameters=json.dumps(function.parameters),
         documentation=openapi_operation(tool, function), arguments=call.arguments,

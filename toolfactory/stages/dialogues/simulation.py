@@ -1,12 +1,15 @@
 """Multi-agent simulation of one task (ToolAlpaca §3.2; ToolACE §2.2 Algorithm 1).
 
-The user agent opens with the task's instruction. The assistant acts (native function calls,
-with formal thinking and self-consistency for toolace); each call is answered by the tool
+The user agent opens with the task's instruction. The assistant acts: for toolalpaca, by default,
+the paper's ReAct agent (:mod:`.react`), whose ``getDetails`` question the user agent answers
+(Fig. 9) and whose Final Answer ends the user turn; otherwise native function calls (with formal
+thinking and self-consistency for toolace); each call is answered by the tool
 executor, the response compressed when it is long; the assistant goes on until it answers in
 text. When that text comes before any call, the user agent reads it (a structured
 classification: asks for a missing value, declines, answers) and answers a question with
 concrete values (once per user turn); the index of a turn that asked is kept in the record's
-`generation.clarification_turns`, which is what the dialogue's mode is read from. When the task
+`generation.clarification_turns`, which is what the dialogue's mode is read from; tool
+responses that are errors are counted in `generation.error_responses`. When the task
 has more user turns, the user agent asks a follow-up request. `dialogues.max_steps` bounds the assistant turns per user turn.
 """
 
@@ -17,8 +20,9 @@ from typing import Any
 
 from toolfactory.models import Message, Task
 from toolfactory.stages.base import ShardContext
-from toolfactory.stages.dialogues.agents import execute, read_turn, user_follow_up
-from toolfactory.stages.dialogues.assistant import act
+from toolfactory.stages.dialogues.agents import execute, read_turn, user_details, user_follow_up
+from toolfactory.stages.dialogues.assistant import Action, act
+from toolfactory.stages.dialogues.react import react_step
 from toolfactory.stages.dialogues.compression import compress_response
 
 SYSTEM_PROMPT = (
@@ -38,14 +42,33 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
     offered = [fn.openai_tool() for fn in functions]
     messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task.instruction)]
     calls, user_turns = 0, 1
-    notes: dict[str, Any] = {"compressed_responses": 0, "clarifications": 0, "clarification_turns": []}
+    notes: dict[str, Any] = {"compressed_responses": 0, "clarifications": 0, "clarification_turns": [], "error_responses": 0}
+    react = task.recipe == "toolalpaca" and settings.assistant_format == "react"
     while True:
         called = asked = False
         for _ in range(settings.max_steps):
-            action = await act(messages, offered, ctx, think=toolace and settings.formal_thinking,
-                               samples=settings.self_consistency if toolace else 1)
-            calls += action.llm_calls
-            messages.append(action.message)
+            if react:
+                step = await react_step(messages, functions, ctx)
+                calls += step.llm_calls
+                messages.append(step.message)
+                if step.asks is not None:
+                    # getDetails: the user agent answers the question (Fig. 9), once per user turn.
+                    if asked:
+                        break
+                    notes["clarification_turns"].append(len(messages) - 1)
+                    messages.append(Message(role="user", content=await user_details(messages, ctx)))
+                    calls += 1
+                    asked = True
+                    notes["clarifications"] += 1
+                    continue
+                action = Action(step.message, step.llm_calls)
+            else:
+                action = await act(messages, offered, ctx, think=toolace and settings.formal_thinking,
+                                   samples=settings.self_consistency if toolace else 1)
+                calls += action.llm_calls
+                messages.append(action.message)
+            if react and not action.message.tool_calls:
+                break
             if not action.message.tool_calls:
                 if called or asked:
                     break
@@ -61,7 +84,8 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
             called = True
             # The calls of one turn (parallel calls) are answered together, recorded in order.
             answers = await asyncio.gather(*(
-                execute(by_name.get(call.name), call, ctx, task.tool_for(call.name)) for call in action.message.tool_calls
+                execute(by_name.get(call.name), call, ctx, task.tool_for(call.name), api_errors=task.recipe in settings.api_errors)
+                for call in action.message.tool_calls
             ))
             for call, (body, used) in zip(action.message.tool_calls, answers):
                 calls += used
@@ -70,6 +94,8 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
                                                budget_tokens=settings.response_budget_tokens)
                 if compressed.compressed:
                     notes["compressed_responses"] += 1
+                if int(body.get("status_code") or 0) >= 400:
+                    notes["error_responses"] += 1
                 messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=compressed.text))
         if user_turns >= task.turns:
             return messages, calls, notes

@@ -43,6 +43,8 @@ class DialoguesStage:
             out.count("user_turns", str(sum(m.role == "user" for m in record.messages)))
             if record.generation.get("compressed_responses"):
                 out.count("compressed_responses", record.recipe, record.generation["compressed_responses"])
+            if record.generation.get("error_responses"):
+                out.count("error_responses", record.recipe, record.generation["error_responses"])
         return out
 
     async def _dialogue(self, task: Task, ctx: ShardContext) -> list[Record]:

@@ -1,8 +1,10 @@
 """toolalpaca recipe: the user agent writes instructions for one tool (ToolAlpaca §3.2, Fig. 8).
 
 The user agent sees a tool's name, description and functions and writes concrete, varied
-requests that never name the API; each instruction states the function it needs, constrained to
-the tool's real functions by the answer's JSON Schema.
+requests that never name the API. As in Fig. 8, instructions that need several calls are
+preferred: each instruction lists the functions it needs (one or more, possibly one function
+called several times), constrained to the tool's real functions by the answer's JSON Schema;
+they become the task's relevant functions, in the order given.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ Imagine you are a person who wants to use the features of the API below in daily
 Guidelines:
 1. Each request is one or two sentences. Mix questions, first-person statements and imperatives.
 2. Never mention the API's name.
-3. Use only features the API offers; for each request give the function that serves it.
+3. Use only features the API offers. Requests that need several API calls are better (several
+   functions, or one function called more than once); for each request list the functions it
+   needs, in the order they would be called.
 4. Use concrete values (real places, dates, names, amounts), never placeholders such as "a city"
    or "this item".
 5. Vary the verbs and the wording from one request to the next.
@@ -51,15 +55,19 @@ def instruction_schema(tool: Tool, count: int) -> dict[str, Any]:
                     "type": "object",
                     "properties": {
                         "instruction": {"type": "string", "minLength": 10},
-                        "function": {"type": "string", "enum": [fn.name for fn in tool.functions]},
+                        "functions": {
+                            "type": "array",
+                            "minItems": 1,
+                            "maxItems": 5,
+                            "items": {"type": "string", "enum": [fn.name for fn in tool.functions]},
+                        },
                     },
-                    "required": ["instruction", "function"],
+                    "required": ["instruction", "functions"],
                 },
             }
         },
         "required": ["instructions"],
     }
-
 
 
 async def toolalpaca_tasks(tool: Tool, count: int, ctx: ShardContext) -> list[Task]:
@@ -74,7 +82,7 @@ async def toolalpaca_tasks(tool: Tool, count: int, ctx: ShardContext) -> list[Ta
             id=stable_id(tool.id, str(ctx.config.run.seed), str(k)),
             tools=[tool],
             instruction=item["instruction"],
-            relevant_functions=[item["function"]],
+            relevant_functions=list(dict.fromkeys(item["functions"])),
             recipe="toolalpaca",
             mode=OPEN_MODE,
         )

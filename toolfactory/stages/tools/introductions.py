@@ -2,7 +2,9 @@
 
 From an API directory entry (name, link, one-line introduction, category) the designer model
 writes, in three steps: a description of the API and its features; the documentation of its
-functions; and its OpenAPI 3 document. Each answer is JSON in a fixed shape (see
+functions; and its OpenAPI 3 document, which keeps what the paper's documents carry: each
+function's output description on its success response, and an error response per documented
+status (what the error-aware tool executor answers with). Each answer is JSON in a fixed shape (see
 :mod:`.fields`); the OpenAPI document is assembled from the third answer and must pass
 openapi-spec-validator, cover every documented function and let a user obtain every id a
 function needs (a search or list function). An answer that fails is re-asked with the problems
@@ -81,7 +83,8 @@ Please write the OpenAPI specification of the API below, following these guideli
 3. Complement the function's inputs with details, e.g. `enum` for valid values and `format` for
    dates; give every parameter a description.
 4. Describe the successful response in detail in `response`: every returned field, with nested
-   `properties` for objects and lists of objects.
+   `properties` for objects and lists of objects. In `errors`, give the status codes of the errors
+   the endpoint returns (e.g. 400 for invalid input, 404 for an unknown id) and when each occurs.
 5. If an endpoint needs fields unknown to the user, like IDs, they must be returned by the
    relevant 'search', 'list' or similar endpoints.
 6. Cover every function documented below.
@@ -126,6 +129,13 @@ _PATH = r"^(/([a-z0-9_.-]+|\{[a-z][a-z0-9_]*\}))+$"
 _TEMPLATE = re.compile(r"\{([^{}]+)\}")
 
 
+ERROR_STATUSES = (400, 401, 403, 404, 409, 422, 429)
+# The body of every documented error: what the tool executor answers for one (ToolAlpaca Fig. 11).
+ERROR_BODY: dict[str, Any] = {
+    "type": "object", "properties": {"error": {"type": "string", "description": "What went wrong"}}, "required": ["error"],
+}
+
+
 def openapi_schema(operation_ids: list[str]) -> dict[str, Any]:
     """The third answer's shape; operation ids are the documented function names."""
     return with_field_defs({
@@ -148,8 +158,14 @@ def openapi_schema(operation_ids: list[str]) -> dict[str, Any]:
                         "description": {"type": "string", "minLength": 5},
                         "parameters": fields_schema(0, 8),
                         "response": fields_schema(1, 10),
+                        "errors": {
+                            "type": "array", "minItems": 1, "maxItems": 4,
+                            "items": {"type": "object",
+                                      "properties": {"status": {"enum": list(ERROR_STATUSES)}, "description": {"type": "string", "minLength": 5}},
+                                      "required": ["status", "description"]},
+                        },
                     },
-                    "required": ["operationId", "method", "path", "summary", "description", "parameters", "response"],
+                    "required": ["operationId", "method", "path", "summary", "description", "parameters", "response", "errors"],
                 },
             },
         },
@@ -197,7 +213,7 @@ async def document_entry(item: SourceItem, ctx: ShardContext) -> list[Tool | Rej
     built: dict[str, Tool] = {}
 
     def check(answer: dict[str, Any]) -> list[tuple[str, str]]:
-        problems, document = assemble_openapi(answer, entry)
+        problems, document = assemble_openapi(answer, entry, outputs)
         if problems:
             return problems
         tool = Tool(
@@ -217,6 +233,7 @@ async def document_entry(item: SourceItem, ctx: ShardContext) -> list[Tool | Rej
             built["tool"] = tool
         return problems
 
+    outputs = {fn["name"]: fn["output"] for fn in documented["functions"]}
     await gateway.structured(
         "designer",
         [{"role": "user", "content": OPENAPI_PROMPT.format(
@@ -234,11 +251,15 @@ def _distinct_functions(answer: dict[str, Any]) -> list[tuple[str, str]]:
     return [("tool_duplicate_function", f"function names used twice: {twice}")] if twice else []
 
 
-def assemble_openapi(answer: dict[str, Any], entry: dict[str, str]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+def assemble_openapi(answer: dict[str, Any], entry: dict[str, str],
+                     outputs: dict[str, str] | None = None) -> tuple[list[tuple[str, str]], dict[str, Any]]:
     """The OpenAPI 3 document of a third-step answer, and its problems (empty when it validates).
 
     A parameter named in the path template is a path parameter; the others are query
-    parameters of GET and DELETE and the JSON request body of the other methods.
+    parameters of GET and DELETE and the JSON request body of the other methods. As in the
+    paper's documents, the success response is described by the function documentation's
+    output (`outputs`, by function name), and every documented error status has its response
+    (a 400 for invalid input at least).
     """
     problems: list[tuple[str, str]] = []
     paths: dict[str, dict[str, Any]] = {}
@@ -265,11 +286,14 @@ def assemble_openapi(answer: dict[str, Any], entry: dict[str, str]) -> tuple[lis
             operation["parameters"] = parameters
         if body:
             operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": object_schema(body, where, problems)}}}
+        output = (outputs or {}).get(where) or "Successful response"
         operation["responses"] = {
-            "200": {"description": "Successful response",
+            "200": {"description": output,
                     "content": {"application/json": {"schema": object_schema(op["response"], f"{where} response", problems)}}},
-            "400": {"description": "Invalid input"},
         }
+        errors = {str(e["status"]): e["description"] for e in op.get("errors") or []}
+        for status, description in sorted({"400": "Invalid input", **errors}.items()):
+            operation["responses"][status] = {"description": description, "content": {"application/json": {"schema": ERROR_BODY}}}
         if op["method"] in paths.get(op["path"], {}):
             problems.append(("tool_openapi_invalid", f"{op['method'].upper()} {op['path']} is used by two operations"))
         paths.setdefault(op["path"], {})[op["method"]] = operation

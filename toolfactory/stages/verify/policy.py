@@ -6,9 +6,9 @@ a recipe keeps it: ToolAlpaca drops dialogues of more than five steps, ToolLLM's
 own depth limit instead. A :class:`Policy` carries those choices for one recipe:
 
 * ``max_steps``: the most function calls (``filter_too_many_steps``); None for no limit;
-* ``keep_error_recovery``: a call answered with the pipeline's error (``{"status_code": 400}``)
-  and later made again correctly is kept, as ToolAlpaca keeps it (that is how a model learns to
-  recover): ``filter_parse_error`` then flags only errors that were never recovered, and the
+* ``keep_error_recovery``: a call answered with an error (the pipeline's ``{"status_code": 400}``
+  or the API's error written by ToolAlpaca's error-aware executor) and later made again
+  correctly is kept, as ToolAlpaca keeps it (that is how a model learns to recover): ``filter_parse_error`` then flags only errors that were never recovered, and the
   validity findings on the recovered call itself are warnings, not errors.
 
 `toolfactory verify` on external data applies validity only unless a policy is asked for; the
@@ -67,9 +67,23 @@ def error_text(content: str | None) -> str | None:
     return None
 
 
+def api_error(content: str | None) -> bool:
+    """Whether a tool message is an error answer: the pipeline's 400, or any 4xx/5xx the tool
+    executor gave as the API's error (``{"status_code": 422, "error": …}``)."""
+    if not content or '"status_code"' not in content:
+        return False
+    try:
+        body = json.loads(content)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    status = body.get("status_code") if isinstance(body, dict) else None
+    return isinstance(status, int) and status >= 400 and "error" in body
+
+
 def recovered_calls(sample: "Sample") -> dict[str, int]:
-    """{call path: index of its error response} for each call answered with the pipeline's error
-    and followed by a call to the same function that got a real response."""
+    """{call path: index of its error response} for each call answered with an error (the
+    pipeline's or the API's, :func:`api_error`) and followed by a call to the same function that
+    got a real response."""
     by_id = {call.call.id: call for call in sample.calls}
     failed: list[tuple[int, str, str]] = []  # (response index, call path, function)
     answered: list[tuple[int, str]] = []  # (response index, function) of real responses
@@ -77,7 +91,7 @@ def recovered_calls(sample: "Sample") -> dict[str, int]:
         call = by_id.get(message.tool_call_id or "") if message.role == "tool" else None
         if call is None:
             continue
-        if error_text(message.content) is None:
+        if not api_error(message.content):
             answered.append((i, call.name))
         else:
             failed.append((i, call.path, call.name))
