@@ -1,10 +1,12 @@
 """Self-consistency with and without early stopping, side by side (ToolACE §2.2.2).
 
-    python -m benchmarks.self_consistency [--tools 12] [--samples 3] [--latency-ms 20] [--set section.field=value …]
+    python -m benchmarks.self_consistency [--tools 12] [--samples 3] [--latency-ms 20] [--obedience 0.9]
+                                          [--set section.field=value …]
 
 The toolace tasks of the first `--tools` catalog tools are made once; their dialogues are then
 made twice through the real gateway against the simulator (cache off, the quickstart's faults and
-behaviours): sampling every one of `--samples` decisions, and stopping as soon as the vote is
+behaviours, and `--obedience`: how often the simulator follows a mode the prompt states):
+sampling every one of `--samples` decisions, and stopping as soon as the vote is
 decided. Reported for each: dialogues kept by the dialogues stage and by the verify stage's rule
 layer, decisions sampled, LLM calls of the stage, calls per kept dialogue, wall time; and the
 share of tasks whose outcome (kept or dropped, and the messages when kept) is the same in both.
@@ -62,12 +64,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tools", type=int, default=12)
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--obedience", type=float, default=0.9)
     parser.add_argument("--out", default="benchmarks/results/self_consistency.json")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args(argv)
     root = tempfile.mkdtemp(prefix="toolfactory-bench-sc-")
     common = [f"storage.root={root}", "llm.cache=false", f"llm.simulator.latency_ms={args.latency_ms}",
-              "llm.simulator.latency_jitter_ms=0", "tasks.recipes={toolace: 1}", f"dialogues.self_consistency={args.samples}",
+              "llm.simulator.latency_jitter_ms=0", f"llm.simulator.obedience={args.obedience}", "tasks.recipes={toolace: 1}", f"dialogues.self_consistency={args.samples}",
               *args.overrides]
     tools = [t.model_dump() for t in load_seed_catalog()[: args.tools]]
     results: dict[str, dict[str, Any]] = {}

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
