@@ -195,7 +195,7 @@ def test_tasks_after_the_probe_are_made_just_beyond_the_target_s_ability(sim: An
     assert probe["tasks"] == 8 and probe.get("passed", 0) == 0
     before = {k: v for k, v in weak.profile["complexity_before"].items()}
     easiest = {dim: min(int(k.split("=")[1]) for k in before if k.startswith(dim + "=")) for dim in ("apis", "calls", "turns")}
-    assert dict(weak.profile["complexity_guided"]) == easiest  # nothing passed: the easiest level seen
+    assert set(weak.profile["complexity_guided"]) == {f"{d}={v}" for d, v in easiest.items()}  # nothing passed: the easiest level seen
     after = [t for t in weak.records if isinstance(t, Task)][8:]
     assert after and all(task_complexity(t).turns == easiest["turns"] and t.mode == "single" for t in after)
     assert all(task_complexity(t).apis <= easiest["apis"] for t in after)
@@ -207,8 +207,8 @@ def test_tasks_after_the_probe_are_made_just_beyond_the_target_s_ability(sim: An
     strong = guided_tasks(sim, tools, tmp_path / "strong", {"obedience": 1.0}, "tasks.modes={non_tool: 1}")
     assert strong.profile["complexity_probe"]["passed"] == 8
     shown = {k for k in strong.profile["complexity_before"] if k.startswith("apis=")}
-    assert strong.profile["complexity_guided"]["apis"] == max(int(k.split("=")[1]) for k in shown) + 1
-    assert strong.profile["complexity_guided"]["turns"] == 3
+    assert f"apis={max(int(k.split('=')[1]) for k in shown) + 1}" in strong.profile["complexity_guided"]
+    assert "turns=3" in strong.profile["complexity_guided"]
     # Without a target model nothing is probed.
     plain = run_stage(sim, TasksStage(), ShardSpec("tasks", 0, (), {"part": 0, "parts": 1}), [t.model_dump() for t in tools[:4]],
                       tmp_path, {}, "tasks.recipes={toolace: 1}")

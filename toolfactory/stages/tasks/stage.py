@@ -87,8 +87,10 @@ class TasksStage:
                 for value, n in values.items():
                     out.count("complexity_before", f"{name}={value}", n)
             if guide is not None:
+                # One count per shard and dimension (`apis=5`): summed over shards, the stats
+                # show how often each level was chosen, not a meaningless sum of levels.
                 for name, value in complexity_guide.summary(guide).items():
-                    out.count("complexity_guided", name, value)
+                    out.count("complexity_guided", f"{name}={value}")
         rest = [a for a in anchors if a not in probes]
         guided = await map_records(self.name, rest, tasks_for, as_record)
         out.merge(guided)
