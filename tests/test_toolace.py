@@ -126,6 +126,7 @@ def test_each_sample_thinks_on_its_own_and_early_stopping_saves_calls(sim: Any, 
     assert drawn < sum(d.generation["decision_samples_planned"] for d in kept)
     assert drawn < sum(by_id[d.id].generation["decision_samples"] for d in kept)
     assert sum(d.llm_calls for d in kept) < sum(by_id[d.id].llm_calls for d in kept)
+    assert early.profile["decision_samples"]["drawn"] < early.profile["decision_samples"]["planned"]
     # Every sample has its own formal thinking: two calls per sample, besides the executor's.
     for d in kept:
         executed = sum(m.role == "tool" for m in d.messages)
