@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_quickstart_file_is_valid_and_documents_every_section() -> None:
     config = load_config(REPO / "configs" / "quickstart.yaml", environ={})
     assert config.llm.provider == "simulator"
-    assert set(config.llm.roles) == {"user", "assistant", "tool", "judge", "designer"}
+    assert set(config.llm.roles) == {"user", "assistant", "tool", "judge", "designer", "target"}
     text = (REPO / "configs" / "quickstart.yaml").read_text()
     for section in Config.model_fields:
         assert f"\n{section}:" in text

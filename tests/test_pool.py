@@ -112,7 +112,7 @@ def test_the_pool_grows_run_after_run_without_duplicates(prefect_api: str, ray_c
     assert len(first_pool) >= 5 and by_source == {"catalog", "synthesized"}
     assert all(t.provenance["pool_run"] == first["run_id"] for t in first_pool)
     first_tree = [DomainNode.model_validate(r) for r in read_records(store, tree_file)]
-    assert {len(n.path) for n in first_tree} == {1, 2, 3}
+    assert {len(n.path) for n in first_tree} == {1, 2, 3, 4}
 
     # Publishing again (a re-run of a finished run) writes the same pool file.
     before = (root / tools_file).read_bytes()

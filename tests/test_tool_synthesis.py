@@ -182,11 +182,17 @@ def catalog_items() -> list[dict[str, Any]]:
     return [SourceItem(id=t.id, format="catalog", origin="c", raw=t.model_dump()).model_dump() for t in load_seed_catalog()[:8]]
 
 
-def test_speciation_builds_a_three_level_tree_and_grows_a_known_one(sim: Any, tmp_path: Path) -> None:
+def test_speciation_builds_a_four_level_tree_from_documents_and_grows_a_known_one(sim: Any, tmp_path: Path) -> None:
     out = run_stage(sim, DomainsStage(), ShardSpec("domains", 0, (), {}), catalog_items(), tmp_path)
     nodes = [n for n in out.records if isinstance(n, DomainNode)]
     tree = ContextTree(nodes)
-    assert {len(n.path) for n in nodes} == {1, 2, 3} and len(tree) == len(nodes)
+    # Domain, subdomain, fine-grained domain, functionality: the paper's levels.
+    assert {len(n.path) for n in nodes} == {1, 2, 3, 4} and len(tree) == len(nodes)
+    # Whole paths down to functionalities come from reading the documents, more from the model.
+    by_origin = {origin: {len(n.path) for n in nodes if n.origin == origin} for origin in ("document", "model")}
+    assert by_origin["document"] == {1, 2, 3, 4} and by_origin["model"] >= {2, 3, 4}
+    assert all(n.description.startswith("From: ") for n in nodes if n.origin == "document" and len(n.path) < 4)
+    assert out.profile["new_nodes_by_origin"] == Counter(n.origin for n in nodes)
     for node in nodes:  # every node hangs under a parent of the tree
         assert len(node.path) == 1 or node.path[:-1] in tree
     assert out.profile["new_nodes_by_depth"] == Counter(str(len(n.path)) for n in nodes)

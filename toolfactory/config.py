@@ -43,7 +43,7 @@ QUICKSTART_SIMULATOR = {
     # Resamples (self-consistency, judge votes) often repeat the first answer, as at a low temperature.
     "sample_variation": 0.3,
 }
-ROLES = ("user", "assistant", "tool", "judge", "designer")
+ROLES = ("user", "assistant", "tool", "judge", "designer", "target")
 
 
 class Section(BaseModel):
@@ -90,6 +90,7 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "tool": {"max_tokens": 768},
     "judge": {"temperature": 0.7, "max_tokens": 768},  # votes must be able to differ
     "designer": {"max_tokens": 2048},  # whole API definitions and OpenAPI documents
+    "target": {"temperature": 0.0},  # the model being trained, probed for what it can do (greedy)
 }
 
 
@@ -106,11 +107,12 @@ class LLMConfig(Section):
     """Name of the environment variable that holds the API key (read on the worker)."""
     api_key_secret_block: str | None = None
     """Name of a Prefect Secret block holding the API key; takes precedence over `api_key_env`."""
-    roles: dict[Literal["user", "assistant", "tool", "judge", "designer"], RoleConfig] = Field(
+    roles: dict[Literal["user", "assistant", "tool", "judge", "designer", "target"], RoleConfig] = Field(
         default_factory=dict
     )
     """Model and sampling parameters per role: user, assistant, tool (executor), judge, designer
-    (writes tool documentation and synthesizes APIs)."""
+    (writes tool documentation and synthesizes APIs), target (the model the data is for, probed
+    by `tasks.complexity`)."""
     embedding_model: str = "sim-embedding"
     """Model for `/v1/embeddings` (retrieval evaluation, query complexity)."""
     embedding_backend: Literal["endpoint", "local"] = "endpoint"
@@ -254,10 +256,12 @@ class SynthesisConfig(Section):
     """Documents sampled (seeded) for extracting the context tree each run."""
     documents_per_prompt: int = Field(12, ge=1)
     """Documents shown in one domain-extraction prompt."""
-    domains_per_prompt: int = Field(3, ge=1, le=20)
-    """Top-level domains asked for per extraction prompt."""
     children_per_node: int = Field(3, ge=1, le=20)
-    """Children asked for when a node of the tree is expanded (subdomains, functionalities)."""
+    """Children asked for when a node of the tree is expanded (subdomains, fine-grained domains,
+    functionalities)."""
+    expand_per_level: int = Field(6, ge=1, le=200)
+    """Nodes of each level (a seeded sample of those named this run) whose children the model
+    generates; the documents' own paths and functionalities are always kept."""
     complexity_weights: list[float] = Field(default_factory=lambda: [0.4, 0.35, 0.25], min_length=1)
     """Weight of complexity level k+1: an API covering k+1 functionalities of one subtree."""
     operations_per_api: int = Field(2, ge=0, le=5)
@@ -305,6 +309,27 @@ def _proportions(value: dict[str, float]) -> dict[str, float]:
     return value
 
 
+class ComplexityGuideConfig(Section):
+    """toolace: self-guided complexity (ToolACE §2.2): the target model's pass/fail on a sample of
+    tasks sets the APIs, calls and turns of the tasks made after, just beyond what it handles."""
+
+    target_model: str | None = None
+    """The model the data is for, asked through the gateway as the `target` role (its
+    `llm.roles.target` settings). Unset: no guidance (there is nothing to measure)."""
+    enabled: bool = True
+    """Guide toolace tasks when `target_model` is set."""
+    probe_tools: int = Field(4, ge=1, le=100)
+    """Anchor tools of each tasks shard whose toolace tasks are made unguided and given to the
+    target; the shard's other toolace anchors get guided tasks."""
+    pass_threshold: float = Field(0.5, gt=0.0, le=1.0)
+    """Share of probe tasks of one level the target must pass for that level to be within its
+    ability."""
+    max_apis: int = Field(12, ge=1, le=50)
+    max_calls: int = Field(4, ge=1, le=10)
+    max_turns: int = Field(3, ge=1, le=6)
+    """Bounds of the guided APIs offered, calls needed and user turns."""
+
+
 class TasksConfig(Section):
     """The tasks stage: sampled tool sets and user instructions, by recipe."""
 
@@ -320,19 +345,22 @@ class TasksConfig(Section):
         default_factory=lambda: {"single_tool": 0.4, "intra_category": 0.3, "intra_collection": 0.3}
     )
     """toolllm: share of I1 (single tool), I2 (tools of one category), I3 (tools of one collection)."""
-    modes: dict[Literal["single", "parallel", "multiple", "dependent", "non_tool", "missing_params"], float] = Field(
+    modes: dict[Literal["single", "parallel", "multiple", "dependent", "non_tool", "missing_params", "insufficient_info"], float] = Field(
         default_factory=lambda: {"single": 0.3, "parallel": 0.2, "multiple": 0.15, "dependent": 0.15,
                                  "non_tool": 0.1, "missing_params": 0.1}
     )
     """toolace: share of target modes: single call, parallel calls, multiple (one of several similar
-    functions), dependent calls, non_tool (no suitable tool: the assistant declines) and
-    missing_params (the assistant asks for a missing required value)."""
+    functions), dependent calls, non_tool (no suitable tool: the assistant declines),
+    missing_params (the assistant asks for a missing required value, the user gives it, the
+    assistant calls) and insufficient_info (the assistant asks, and the dialogue ends there: the
+    paper's second non-tool case; not in the default mix yet)."""
     multi_turn: float = Field(0.2, ge=0.0, le=1.0)
     """toolace: share of dialogues with 2–3 user turns."""
     max_tools_per_set: int = Field(3, ge=2, le=5)
     """Multi-tool sets hold 2 to this many tools (ToolLLM samples 2–5)."""
     max_apis_per_tool: int = Field(3, ge=1, le=10)
     """APIs sampled from each tool of a multi-tool set (ToolLLM: at most 3)."""
+    complexity: ComplexityGuideConfig = Field(default_factory=ComplexityGuideConfig)
 
     @field_validator("recipes", "scenarios", "modes")
     @classmethod
@@ -350,7 +378,11 @@ class DialoguesConfig(Section):
     whether every required value is known; kept in `reasoning`, never in exported text."""
     self_consistency: int = Field(3, ge=1, le=9)
     """toolace: samples of each assistant decision; a decision is kept when at least two agree
-    (whether to call, which functions, which argument values), by majority. 1 = off."""
+    (whether to call, which functions, which argument values, compared as a user would), by
+    majority; each sample makes its own formal-thinking decision. 1 = off."""
+    self_consistency_early_stop: bool = True
+    """toolace: stop sampling a decision once the vote over all `self_consistency` samples can no
+    longer change (with 3, two agreeing samples); the kept decisions are the same, with fewer calls."""
     on_disagreement: Literal["drop", "mask"] = "drop"
     """toolace: what happens to a turn whose samples do not agree: drop the dialogue, or keep the
     first sample with the turn masked (`masked: true`, for a loss mask)."""
@@ -418,8 +450,12 @@ class CurateConfig(Section):
     complexity_quantiles: list[float] = Field(default_factory=lambda: [1 / 3, 2 / 3], min_length=2, max_length=2)
     """Cut points of the easy / medium / hard subsets over query complexity (ToolACE eq. 1)."""
     clusters: int = Field(30, ge=1, le=1000)
-    """k of the k-means clustering of the run's APIs (diversity; ToolACE used 30)."""
-    mode_targets: dict[Literal["single", "parallel", "multiple", "dependent", "non_tool", "missing_params"], float] = Field(
+    """k of the k-means clustering of the APIs (diversity; ToolACE used 30)."""
+    clusters_scope: Literal["pool", "run"] = "pool"
+    """`pool`: clusters fitted once on every function of the pool and kept in it
+    (`<root>/pool/clusters/`, per embedding model and k), so cluster numbers and the
+    low/medium/high subsets mean the same from night to night; `run`: the run's APIs alone."""
+    mode_targets: dict[Literal["single", "parallel", "multiple", "dependent", "non_tool", "missing_params", "insufficient_info"], float] = Field(
         default_factory=dict
     )
     """Target mode mix; the accepted dialogues are down-sampled toward it (the rest rejected as
@@ -493,6 +529,14 @@ class Config(Section):
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     curate: CurateConfig = Field(default_factory=CurateConfig)
     export: ExportConfig = Field(default_factory=ExportConfig)
+
+    @model_validator(mode="after")
+    def _target_role(self) -> Config:
+        # One setting names the target model; the gateway reaches it as the `target` role.
+        target = self.tasks.complexity.target_model
+        if target is not None and self.llm.roles["target"].model != target:
+            self.llm.roles["target"] = self.llm.roles["target"].model_copy(update={"model": target})
+        return self
 
     def stats_path(self) -> str:
         if self.stats.path:

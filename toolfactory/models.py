@@ -81,11 +81,12 @@ class Tool(Record):
 
 class DomainNode(Record):
     """A node of the API context tree (ToolACE §2.1 speciation): domain → subdomain →
-    fine-grained functionality, identified by its path."""
+    fine-grained domain → functionality, identified by its path."""
 
     id: str = ""
     path: list[str]
     description: str = ""
+    origin: str = ""  # "document": named by reading a document; "model": generated as a child
 
     def model_post_init(self, __context: Any) -> None:
         if not self.id:

@@ -19,7 +19,7 @@ def test_config_and_models_come_from_the_manifest(built: Built) -> None:
     settings = dict(built.page.rows("config"))
     assert settings["LLM provider"] == "simulator" and settings["storage root"] == built.store.url
     models = {row[0]: row[1:] for row in built.page.rows("models")}
-    assert models["judge"] == ["model-judge", "$2 / $8"] and set(models) == {"user", "assistant", "tool", "judge", "designer"}
+    assert models["judge"] == ["model-judge", "$2 / $8"] and set(models) == {"user", "assistant", "tool", "judge", "designer", "target"}
 
 
 def test_a_simulated_run_opens_with_the_warning(built: Built) -> None:

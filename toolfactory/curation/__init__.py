@@ -4,6 +4,7 @@
 ``complexity``  query-level complexity (eq. 1), easy/medium/hard subsets, the mode mix and
                 steering it toward target proportions;
 ``diversity``   k-means clusters of the run's APIs, their coverage, low/medium/high subsets;
+``pool_clusters`` clusters fitted once on the whole pool and kept in it, for every later run;
 ``records``     what these read of a dialogue (its query, the functions it uses);
 ``embeddings``  de-duplicated, batched embedding requests through the gateway.
 """

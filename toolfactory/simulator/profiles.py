@@ -140,7 +140,7 @@ CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
     "vllm-hermes": {},
     "vllm-no-tool-parser": {"llm.tool_calling": "text"},
     "reasoning": {
-        **{f"llm.roles.{role}.{field}": value for role in ("user", "assistant", "tool", "judge", "designer")
+        **{f"llm.roles.{role}.{field}": value for role in ("user", "assistant", "tool", "judge", "designer", "target")
            for field, value in (("max_tokens_parameter", "max_completion_tokens"), ("temperature", None), ("top_p", None))},
     },
     "plain-text": {"llm.tool_calling": "text", "llm.structured_output": "prompt"},

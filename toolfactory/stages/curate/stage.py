@@ -8,8 +8,10 @@ existed when the run was planned). It
   `duplicate_dialogue`; MinHash LSH), within the run and against earlier runs;
 * scores query complexity (1 − cosine between the query and the tools it uses, through the
   endpoint's `/v1/embeddings`) with easy / medium / hard levels by quantile;
-* clusters the run's APIs (k-means) and records each dialogue's clusters, the coverage, and the
-  low / medium / high diversity subsets it belongs to;
+* assigns the run's APIs to clusters of the whole pool (k-means centroids fitted once on every
+  function of the pool and kept in `<root>/pool/clusters/`, :mod:`toolfactory.curation.pool_clusters`;
+  `curate.clusters_scope: run` clusters the run's APIs alone) and records each dialogue's
+  clusters, the coverage, and the low / medium / high diversity subsets it belongs to;
 * optionally down-samples toward a target mode mix (`curate_mode_steering` for the rest).
 
 Its output is the dataset: exports, retriever data and the report read it.
@@ -33,7 +35,8 @@ from toolfactory.curation import (
     subsets,
     turns,
 )
-from toolfactory.models import Dialogue
+from toolfactory.curation.pool_clusters import assign_clusters, pool_centroids
+from toolfactory.models import Dialogue, Function, Tool
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
 
 
@@ -47,7 +50,10 @@ class CurateStage:
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
         accepted = planning.outputs("verify")
-        return [ShardSpec(self.name, 0, accepted, {"pool_dialogues": list(planning.pool_dialogues)})] if accepted else []
+        # The whole pool's tools: earlier runs' files and this run's pool shard.
+        pool_tools = [*planning.pool_tools, *planning.outputs("pool")]
+        params = {"pool_dialogues": list(planning.pool_dialogues), "pool_tools": pool_tools}
+        return [ShardSpec(self.name, 0, accepted, params)] if accepted else []
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
         settings = ctx.config.curate
@@ -64,7 +70,7 @@ class CurateStage:
                                f"mode {d.mode} above its share of curate.mode_targets")
             dialogues = kept
         if dialogues:
-            await self._score(dialogues, ctx, out)
+            await self._score(dialogues, shard, ctx, out)
         out.records.extend(dialogues)
         for d in dialogues:
             out.count("modes", d.mode)
@@ -90,13 +96,32 @@ class CurateStage:
                 kept.append(d)
         return kept
 
-    async def _score(self, dialogues: list[Dialogue], ctx: ShardContext, out: StageOutput) -> None:
+    async def _pool_clusters(self, dialogues: list[Dialogue], shard: ShardSpec, ctx: ShardContext) -> tuple[dict[str, int], int]:
+        """The run's functions assigned to the pool's clusters, and their number."""
+        settings, model = ctx.config.curate, ctx.config.llm.embedding_model
+        functions = offered_functions(dialogues)
+
+        def whole_pool() -> list[Function]:  # read only when the pool has no centroids yet
+            pool = [fn for path in shard.params.get("pool_tools", []) if ctx.store is not None
+                    for r in ctx.read(path) for fn in Tool.model_validate(r).functions]
+            return [*pool, *functions]
+
+        centroids = await pool_centroids(ctx.store, whole_pool, ctx.gateway, model=model, k=settings.clusters,
+                                         seed=ctx.config.run.seed or 0, run_id=ctx.run_id)
+        if centroids is None:
+            return {}, 1
+        return await assign_clusters(functions, centroids, ctx.gateway), centroids.k
+
+    async def _score(self, dialogues: list[Dialogue], shard: ShardSpec, ctx: ShardContext, out: StageOutput) -> None:
         settings, model, seed = ctx.config.curate, ctx.config.llm.embedding_model, ctx.config.run.seed or 0
         values = await query_complexity(dialogues, ctx.gateway, model)
         low, high = settings.complexity_quantiles
         levels = subsets(values, (low, high), keys=[d.id for d in dialogues])
-        clusters = await cluster_apis(offered_functions(dialogues), ctx.gateway, model, settings.clusters, seed)
-        k = len(set(clusters.values())) or 1
+        if settings.clusters_scope == "pool":
+            clusters, k = await self._pool_clusters(dialogues, shard, ctx)
+        else:
+            clusters = await cluster_apis(offered_functions(dialogues), ctx.gateway, model, settings.clusters, seed)
+            k = len(set(clusters.values())) or 1
         cluster_sets = [dialogue_clusters(d, clusters) for d in dialogues]
         subsets_of = diversity_subsets(cluster_sets, k, seed)
         for i, d in enumerate(dialogues):

@@ -4,22 +4,25 @@
   tools it needs and whether every required value is known. The thinking is asked for as a
   structured answer, passed to the action as context, and kept in the message's `reasoning`;
   exports leave it out.
-* Self-consistency: the action is sampled N times (distinct `sample` indexes). It is kept when
-  at least two samples make the same decision (whether to call, which functions, which argument
-  values), choosing the majority; otherwise the turn is dropped or masked, as configured.
+* Self-consistency (§2.2.2, Algorithm 1 lines 6–11): the decision is sampled up to N times, each
+  sample with its own formal thinking (distinct `sample` indexes), so the samples are
+  independent decisions as in the paper. It is kept when at least two samples make the same
+  decision (whether to call, which functions, which argument values), choosing the majority;
+  otherwise the turn is dropped or masked, as configured. Values are compared as a user reads
+  them (:mod:`.decisions`). Sampling stops as soon as the outcome is decided: with N=3, two
+  agreeing samples are a majority the third cannot change, so the third is never asked.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolfactory.errors import LLMFailure
 from toolfactory.models import Message, ToolCall
 from toolfactory.stages.base import ShardContext
+from toolfactory.stages.dialogues.decisions import Tally, decision_key
 
 THINKING_PROMPT = """\
 Before you act, think formally about the conversation below, for an assistant that can call the
@@ -54,6 +57,8 @@ class Disagreement(LLMFailure):
 class Action:
     message: Message
     llm_calls: int
+    missing_values: list[str] = field(default_factory=list)  # what the chosen sample's thinking found missing
+    samples: int = 1  # decisions sampled (fewer than asked when agreement came early)
 
 
 def _calls(reply: dict[str, Any]) -> list[ToolCall]:
@@ -61,16 +66,6 @@ def _calls(reply: dict[str, Any]) -> list[ToolCall]:
         ToolCall(id=c.get("id") or f"call_{i}", name=c["function"]["name"], arguments=c["function"].get("arguments") or "")
         for i, c in enumerate(reply.get("tool_calls") or [])
     ]
-
-
-def decision_key(calls: list[ToolCall]) -> str:
-    """What must agree between samples: the calls' names and argument values (order-free)."""
-    def value(text: str) -> Any:
-        try:
-            return json.loads(text or "{}")
-        except json.JSONDecodeError:
-            return text
-    return json.dumps(sorted(json.dumps([c.name, value(c.arguments)], sort_keys=True) for c in calls))
 
 
 def wire(messages: list[Message]) -> list[dict[str, Any]]:
@@ -89,50 +84,72 @@ def wire(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-async def act(messages: list[Message], offered: list[dict[str, Any]], ctx: ShardContext, *, think: bool, samples: int) -> Action:
-    """The assistant's next message, after thinking and self-consistency when asked for."""
+@dataclass
+class _Sample:
+    reply: dict[str, Any]
+    reasoning: str | None
+    missing_values: list[str]
+    llm_calls: int
+
+
+async def _think(messages: list[Message], offered: list[dict[str, Any]], ctx: ShardContext, sample: int) -> dict[str, Any]:
     from toolfactory.stages.dialogues.agents import history_text
 
-    settings = ctx.config.dialogues
-    calls = 0
-    reasoning = None
-    context = wire(messages)
+    names = [tool["function"]["name"] for tool in offered]
+    return dict(await ctx.gateway.structured(
+        "assistant",
+        [{"role": "user", "content": THINKING_PROMPT.format(functions=", ".join(names), history=history_text(messages))}],
+        thinking_schema(names), name="formal_thinking", sample=sample,
+    ))
+
+
+async def _sample(messages: list[Message], offered: list[dict[str, Any]], ctx: ShardContext, *, think: bool, k: int) -> _Sample:
+    """One independent decision: its own formal thinking (when on), then the action."""
+    context, reasoning, missing, calls = wire(messages), None, [], 0
     if think:
-        names = [tool["function"]["name"] for tool in offered]
-        thought = await ctx.gateway.structured(
-            "assistant",
-            [{"role": "user", "content": THINKING_PROMPT.format(functions=", ".join(names), history=history_text(messages))}],
-            thinking_schema(names), name="formal_thinking",
-        )
+        thought = await _think(messages, offered, ctx, k)
         calls += 1
+        missing = [str(v) for v in thought["missing_values"]]
         reasoning = (f"Request: {thought['request']} Functions needed: {', '.join(thought['functions_needed']) or 'none'}. "
-                     f"Missing values: {', '.join(thought['missing_values']) or 'none'}.")
+                     f"Missing values: {', '.join(missing) or 'none'}.")
         # The analysis joins the system prompt, so the conversation still ends where it did
         # (after the user's words or the tool results the assistant must act on).
         system = context[0] if context and context[0]["role"] == "system" else {"role": "system", "content": ""}
         noted = {**system, "content": f"{system['content']}\n\nYour analysis of the current state: {reasoning}".strip()}
         context = [noted, *(context[1:] if context and context[0]["role"] == "system" else context)]
-    # The first sample is the plain request; later ones differ by their sample index. They are
-    # independent, so they are sent together.
-    replies = await asyncio.gather(*(
-        ctx.gateway.chat("assistant", context, tools=offered, tool_choice="auto", sample=k) for k in range(samples)
-    ))
-    calls += samples
-    keys = [decision_key(_calls(r)) for r in replies]
+    reply = await ctx.gateway.chat("assistant", context, tools=offered, tool_choice="auto", sample=k)
+    return _Sample(reply, reasoning, missing, calls + 1)
+
+
+async def act(messages: list[Message], offered: list[dict[str, Any]], ctx: ShardContext, *, think: bool, samples: int) -> Action:
+    """The assistant's next message, after thinking and self-consistency when asked for."""
+    settings = ctx.config.dialogues
+    early = settings.self_consistency_early_stop
+    tally = Tally(samples)
+    drawn: list[_Sample] = []
+    # Two samples are the fewest that can agree, so they are sent together; then one at a
+    # time until the outcome is decided (or all at once when stopping early is off).
+    while not tally.complete and not (early and tally.decided):
+        batch = (min(2, samples) if not drawn else 1) if early else samples
+        got = await asyncio.gather(*(_sample(messages, offered, ctx, think=think, k=len(drawn) + j) for j in range(batch)))
+        for item in got:
+            drawn.append(item)
+            tally.add(decision_key(_calls(item.reply)))
+    calls = sum(item.llm_calls for item in drawn)
     chosen, masked = 0, None
     if samples > 1:
-        key, votes = Counter(keys).most_common(1)[0]
-        if votes >= 2:
-            chosen = keys.index(key)
+        winner = tally.winner()
+        if winner is not None:
+            chosen = winner
         elif settings.on_disagreement == "mask":
             masked = True
         else:
             raise Disagreement(samples)
-    reply = replies[chosen]
-    tool_calls = _calls(reply)
+    pick = drawn[chosen]
+    tool_calls = _calls(pick.reply)
     # The model's own reasoning is there only with llm.keep_reasoning; it follows the formal
     # thinking, and like it stays out of the turn's text.
-    reasoning = "\n".join(part for part in (reasoning, reply.get("reasoning")) if part) or None
-    message = Message(role="assistant", content=reply.get("content") or None, reasoning=reasoning,
+    reasoning = "\n".join(part for part in (pick.reasoning, pick.reply.get("reasoning")) if part) or None
+    message = Message(role="assistant", content=pick.reply.get("content") or None, reasoning=reasoning,
                       tool_calls=tool_calls or None, masked=masked)
-    return Action(message, calls)
+    return Action(message, calls, pick.missing_values, len(drawn))

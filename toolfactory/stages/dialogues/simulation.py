@@ -8,9 +8,13 @@ executor, the response compressed when it is long; the assistant goes on until i
 text. When that text comes before any call, the user agent reads it (a structured
 classification: asks for a missing value, declines, answers) and answers a question with
 concrete values (once per user turn); the index of a turn that asked is kept in the record's
-`generation.clarification_turns`, which is what the dialogue's mode is read from; tool
-responses that are errors are counted in `generation.error_responses`. When the task
-has more user turns, the user agent asks a follow-up request. `dialogues.max_steps` bounds the assistant turns per user turn.
+`generation.clarification_turns`, which is what the dialogue's mode is read from, with the
+missing values the assistant's formal thinking named (`generation.missing_values`); tool
+responses that are errors are counted in `generation.error_responses`. A task made
+for ``insufficient_info`` (ToolACE §2.2.1: "the information is not enough to call a tool", one
+of its two non-tool cases) ends at the assistant's question: asking is the turn's action. When
+the task has more user turns, the user agent asks a follow-up request. `dialogues.max_steps`
+bounds the assistant turns per user turn.
 """
 
 from __future__ import annotations
@@ -42,8 +46,10 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
     offered = [fn.openai_tool() for fn in functions]
     messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task.instruction)]
     calls, user_turns = 0, 1
-    notes: dict[str, Any] = {"compressed_responses": 0, "clarifications": 0, "clarification_turns": [], "error_responses": 0}
+    notes: dict[str, Any] = {"compressed_responses": 0, "clarifications": 0, "clarification_turns": [], "error_responses": 0,
+                             "missing_values": {}, "decision_samples": 0, "decision_samples_planned": 0}
     react = task.recipe == "toolalpaca" and settings.assistant_format == "react"
+    samples = settings.self_consistency if toolace else 1
     while True:
         called = asked = False
         for _ in range(settings.max_steps):
@@ -63,9 +69,10 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
                     continue
                 action = Action(step.message, step.llm_calls)
             else:
-                action = await act(messages, offered, ctx, think=toolace and settings.formal_thinking,
-                                   samples=settings.self_consistency if toolace else 1)
+                action = await act(messages, offered, ctx, think=toolace and settings.formal_thinking, samples=samples)
                 calls += action.llm_calls
+                notes["decision_samples"] += action.samples
+                notes["decision_samples_planned"] += samples
                 messages.append(action.message)
             if react and not action.message.tool_calls:
                 break
@@ -74,12 +81,19 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
                     break
                 kind, reply = await read_turn(messages, ctx)
                 calls += 1
-                if kind != "asks_for_missing_value" or not reply.strip():
+                if kind != "asks_for_missing_value":
                     break
-                notes["clarification_turns"].append(len(messages) - 1)
+                turn = len(messages) - 1
+                notes["clarification_turns"].append(turn)
+                notes["clarifications"] += 1
+                if action.missing_values:
+                    notes["missing_values"][str(turn)] = action.missing_values
+                if task.mode == "insufficient_info":
+                    return messages, calls, notes  # the question is the dialogue's last turn
+                if not reply.strip():
+                    break
                 messages.append(Message(role="user", content=reply))
                 asked = True
-                notes["clarifications"] += 1
                 continue
             called = True
             # The calls of one turn (parallel calls) are answered together, recorded in order.

@@ -41,6 +41,9 @@ class DialoguesStage:
             if record.target_mode is not None:
                 out.count("target_modes", record.target_mode)
             out.count("user_turns", str(sum(m.role == "user" for m in record.messages)))
+            if record.generation.get("decision_samples_planned"):  # self-consistency: samples drawn of those planned
+                out.count("decision_samples", "drawn", record.generation["decision_samples"])
+                out.count("decision_samples", "planned", record.generation["decision_samples_planned"])
             if record.generation.get("compressed_responses"):
                 out.count("compressed_responses", record.recipe, record.generation["compressed_responses"])
             if record.generation.get("error_responses"):

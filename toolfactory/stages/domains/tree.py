@@ -1,4 +1,6 @@
-"""The API context tree (ToolACE §2.1): domain → subdomain → fine-grained functionality.
+"""The API context tree (ToolACE §2.1): domain → coarse subdomain → fine-grained domain →
+functionality (the paper's 30 domains, 390 subdomains, 3,398 fine-grained domains and their
+functionalities).
 
 Nodes are :class:`DomainNode` records identified by their path (compared without case), so
 trees extracted in different runs merge by union: the tree of a run is the pool's tree (the
@@ -12,7 +14,7 @@ from collections.abc import Iterable
 
 from toolfactory.models import DomainNode
 
-DEPTH = 3  # domain, subdomain, functionality
+DEPTH = 4  # domain, subdomain, fine-grained domain, functionality
 
 
 def _key(path: Iterable[str]) -> tuple[str, ...]:
@@ -53,7 +55,7 @@ class ContextTree:
         return [n for k, n in sorted(self._nodes.items()) if len(k) == depth]
 
     def sample_subtree(self, rng: random.Random, size: int) -> tuple[DomainNode, list[DomainNode]] | None:
-        """Adaptation: a subdomain and up to `size` of its functionalities, chosen at random;
+        """Adaptation: a fine-grained domain and up to `size` of its functionalities, chosen at random;
         None while the tree has no functionality yet."""
         parents = [n for n in self.at_depth(DEPTH - 1) if self.children(n.path)]
         if not parents:

@@ -12,6 +12,12 @@ The pool is one shard; the stage reads it in as many parts as there were tools s
 holds every n-th tool), and every part sees the whole pool for the samplers. The profile counts
 recipes, scenarios, modes, and every pool tool and API offered (`tool_uses`, `api_uses`:
 the stats show how many distinct ones, the coverage of the pool).
+
+Self-guided complexity (`tasks.complexity`, toolace, when a target model is set): the part's
+first `probe_tools` toolace anchors make their tasks unguided; the target model is evaluated on
+them (:mod:`.complexity_guide`) and the part's other toolace anchors make tasks one step beyond
+its ability. The profile holds both distributions (`complexity_before`, `complexity_after`, per
+dimension and value), the probe's pass rate and the guided complexity.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from toolfactory.models import Rejected, Task, Tool
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
 from toolfactory.stages.records import map_records
+from toolfactory.stages.tasks import complexity_guide
 from toolfactory.stages.tasks.sampling import sample_tool_set, weighted
 from toolfactory.stages.tasks.toolace import toolace_tasks
 from toolfactory.stages.tasks.toolalpaca import toolalpaca_tasks
@@ -45,9 +52,14 @@ class TasksStage:
         if shard.params["part"] == 0:
             out.count("coverage", "pool_tools", len(pool))
 
-        async def tasks_for(anchor: Tool) -> list[Task | Rejected]:
+        guide: complexity_guide.Complexity | None = None
+
+        def recipe_of(anchor: Tool) -> tuple[random.Random, str]:
             rng = random.Random(f"{ctx.config.run.seed}:tasks:{anchor.id}")
-            recipe = weighted(rng, settings.recipes)
+            return rng, weighted(rng, settings.recipes)
+
+        async def tasks_for(anchor: Tool) -> list[Task | Rejected]:
+            rng, recipe = recipe_of(anchor)
             count = settings.instructions_per_tool
             if recipe == "toolalpaca":
                 return list(await toolalpaca_tasks(anchor, count, ctx))
@@ -55,9 +67,38 @@ class TasksStage:
                 tool_set = sample_tool_set(hierarchy, anchor, weighted(rng, settings.scenarios), rng,
                                            max_tools=settings.max_tools_per_set, max_apis=settings.max_apis_per_tool)
                 return await toolllm_tasks(tool_set, count, rng, ctx, out)
-            return list(await toolace_tasks(anchor, hierarchy, count, rng, ctx))
+            return list(await toolace_tasks(anchor, hierarchy, count, rng, ctx, guide))
 
-        out.merge(await map_records(self.name, anchors, tasks_for, lambda t: (t.id, t.model_dump())))
+        def as_record(t: Task) -> tuple[str, dict[str, Any]]:
+            return t.id, t.model_dump()
+
+        probes: list[Tool] = []
+        if settings.complexity.enabled and settings.complexity.target_model:
+            probes = [a for a in anchors if recipe_of(a)[1] == "toolace"][: settings.complexity.probe_tools]
+        if probes:
+            probed = await map_records(self.name, probes, tasks_for, as_record)
+            out.merge(probed)
+            before = [t for t in probed.records if isinstance(t, Task)]
+            results = await complexity_guide.evaluate(before, ctx)
+            guide = complexity_guide.guided(results, settings.complexity)
+            out.count("complexity_probe", "tasks", len(results))
+            out.count("complexity_probe", "passed", sum(ok for _, ok in results))
+            for name, values in complexity_guide.distribution(before).items():
+                for value, n in values.items():
+                    out.count("complexity_before", f"{name}={value}", n)
+            if guide is not None:
+                # One count per shard and dimension (`apis=5`): summed over shards, the stats
+                # show how often each level was chosen, not a meaningless sum of levels.
+                for name, value in complexity_guide.summary(guide).items():
+                    out.count("complexity_guided", f"{name}={value}")
+        rest = [a for a in anchors if a not in probes]
+        guided = await map_records(self.name, rest, tasks_for, as_record)
+        out.merge(guided)
+        if guide is not None:
+            after = [t for t in guided.records if isinstance(t, Task) and t.recipe == "toolace"]
+            for name, values in complexity_guide.distribution(after).items():
+                for value, n in values.items():
+                    out.count("complexity_after", f"{name}={value}", n)
         for task in out.records:
             assert isinstance(task, Task)
             out.count("recipes", task.recipe)

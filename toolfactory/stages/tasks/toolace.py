@@ -6,6 +6,10 @@ similar functions. Each task gets a target mode (``tasks.modes``), a number of u
 ``non_tool`` the offered tools come from another domain than the request's subject, so no
 offered tool fits; for ``multiple`` several similar functions are offered and one serves.
 Whether the dialogue really has its target mode is checked by the verify stage.
+
+With a guided complexity (:mod:`.complexity_guide`) the task is made at it: that many APIs
+offered (more same-domain tools, or fewer functions), a mode that needs that many calls (the
+no-call modes keep their share), the request told how many calls it needs, and that many turns.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 from toolfactory.models import Task, Tool, stable_id
 from toolfactory.stages.base import ShardContext
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
+from toolfactory.stages.tasks.complexity_guide import NO_CALL_MODES, Complexity
 from toolfactory.stages.tasks.sampling import other_domain_tools, sample_tool_set, weighted
 
 MODE_GUIDES = {
@@ -28,6 +33,9 @@ MODE_GUIDES = {
     "non_tool": "is about the subject below, which none of the offered functions can serve",
     "missing_params": "needs a function but leaves out exactly one value the function requires, so "
                       "the assistant has to ask for it",
+    # The same request; the dialogue ends at the assistant's question (see dialogues.simulation).
+    "insufficient_info": "needs a function but leaves out exactly one value the function requires, so "
+                         "the assistant has to ask for it",
 }
 
 # Language styles the user agent writes in (ToolACE's templates for similarity-guided
@@ -46,7 +54,7 @@ STYLES = (
 PROMPT = """\
 You play a user who talks to an assistant that can call the functions below. Write {count}
 different opening requests. Each request {guide}. Style: {style}. {turns}
-Use concrete values (names, places, dates, amounts) instead of placeholders, never name a
+{calls}Use concrete values (names, places, dates, amounts) instead of placeholders, never name a
 function, and for each request list the functions it needs (none if no function fits).
 {subject}Functions offered to the assistant:
 {functions}"""
@@ -81,10 +89,30 @@ def _schema(count: int, names: list[str]) -> dict[str, Any]:
     }
 
 
-async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng: random.Random, ctx: ShardContext) -> list[Task]:
+def _guided_modes(modes: dict[str, float], calls: int) -> dict[str, float]:
+    """The configured mode shares, kept to the modes whose requests need `calls` calls."""
+    fits = {m: w for m, w in modes.items() if m in NO_CALL_MODES or (m in ("parallel", "dependent")) == (calls >= 2)}
+    return fits if sum(fits.values()) > 0 else modes
+
+
+def _with_api_count(tools: list[Tool], count: int) -> list[Tool]:
+    """The tools cut to `count` functions in all (the anchor's first), tools left empty dropped."""
+    out, left = [], count
+    for tool in tools:
+        if left <= 0:
+            break
+        out.append(tool.model_copy(update={"functions": tool.functions[:left]}))
+        left -= len(out[-1].functions)
+    return out
+
+
+async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng: random.Random, ctx: ShardContext,
+                        guide: Complexity | None = None) -> list[Task]:
     settings = ctx.config.tasks
-    mode = weighted(rng, settings.modes)
+    mode = weighted(rng, _guided_modes(settings.modes, guide.calls) if guide else settings.modes)
     turns = rng.randint(2, 3) if rng.random() < settings.multi_turn else 1
+    if guide is not None:
+        turns = guide.turns
     style = rng.choice(STYLES)
     subject = ""
     if mode == "non_tool":
@@ -96,10 +124,14 @@ async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng:
     else:
         offered = sample_tool_set(hierarchy, anchor, "same_domain", rng, max_tools=settings.max_tools_per_set,
                                   max_apis=settings.max_apis_per_tool).tools
+        if guide is not None:
+            wide = sample_tool_set(hierarchy, anchor, "same_domain", rng, max_tools=5, max_apis=10).tools
+            offered = _with_api_count(wide, guide.apis)
     names = [fn.name for tool in offered for fn in tool.functions]
     prompt = PROMPT.format(
         count=count, guide=MODE_GUIDES[mode], style=style, subject=subject, functions=_functions_text(offered),
         turns=f"The conversation will have {turns} user turns; write only the first request now." if turns > 1 else "",
+        calls=f"Each request needs {guide.calls} function calls in all.\n" if guide and guide.calls >= 2 and mode in ("parallel", "dependent") else "",
     )
     answer = await ctx.gateway.structured("user", [{"role": "user", "content": prompt}], _schema(count, names), name="requests")
     return [

@@ -2,7 +2,7 @@
 
 Each new API is made in three moves:
 
-* adaptation: a subtree of the context tree is sampled, a subdomain and k of its fine-grained
+* adaptation: a subtree of the context tree is sampled, a fine-grained domain and k of its
   functionalities, where the complexity level k follows ``synthesis.complexity_weights`` (more
   functionalities, a more complex API with more specific functions);
 * evolution: an example API is sampled from the example buffer, and the designer model adapts it
@@ -131,8 +131,8 @@ def build_tool(answer: dict[str, Any], subdomain: DomainNode, provenance: dict[s
         name=answer["name"],
         description=answer["description"],
         category=domain,
-        collections=[f"{domain} / {sub}"],
-        domain_path=[domain, sub],
+        collections=[f"{domain} / {sub}"],  # the coarse subdomain groups tools as a collection
+        domain_path=list(subdomain.path),
         source="synthesized",
         provenance=provenance,
         functions=functions,
@@ -168,7 +168,7 @@ async def synthesize(shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardC
         nested = level > 1 or "change_parameter_types" in operations
         prompt = EVOLVE_PROMPT.format(
             domain=subdomain.path[0],
-            subdomain=subdomain.path[1],
+            subdomain=" > ".join(subdomain.path[1:]),
             functionalities="\n".join(f"- {leaf.path[-1]}: {leaf.description}" for leaf in leaves),
             operations="\n".join(f"- {OPERATIONS[op]}" for op in operations) or "- keep its style",
             level=len(leaves),

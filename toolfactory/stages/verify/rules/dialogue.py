@@ -31,7 +31,7 @@ import re
 import unicodedata
 from typing import Iterator
 
-from toolfactory.stages.dialogues.modes import matches_target
+from toolfactory.stages.dialogues.modes import NO_CALL_MODES, matches_target
 from toolfactory.stages.verify.rules.registry import Finding, Sample, rule
 
 MAX_ANSWER_CHARS = 4000  # longest assistant text accepted (characters)
@@ -58,7 +58,7 @@ def no_function_call(sample: Sample) -> Iterator[Finding]:
     made for (`target_mode`) when it has one, else the one its source states."""
     dialogue = sample.dialogue
     mode = dialogue.target_mode if dialogue.target_mode is not None else dialogue.mode
-    if mode != "non_tool" and not sample.calls:
+    if mode not in NO_CALL_MODES and not sample.calls:
         yield "messages", f"mode {mode!r} needs a function call"
 
 
