@@ -28,8 +28,9 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium not found and not installable here (needs root and apt-get): the report's browser test will skip"; fi
 
+# Two workers (pytest-xdist): the flow runs stay together on one, the rest share both.
 test: $(STAMP) browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.gateway

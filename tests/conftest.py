@@ -56,11 +56,21 @@ def shared_data() -> Path:
     return REAL_DATA
 
 
+# Tests that run whole flows (a Prefect server, a local Ray, a driver's processes) run one after
+# another on one pytest-xdist worker (`make test` runs two): two of them at once on a 2-core
+# machine only slow each other down, while the quick tests fill the other worker.
+FLOW_FIXTURES = {"prefect_api", "ray_cluster"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests that read the released data, so that `-m real_data` selects them."""
+    """Mark the tests that read the released data, so that `-m real_data` selects them, and put
+    the tests that run flows into one xdist group."""
     for item in items:
-        if "shared_data" in getattr(item, "fixturenames", ()):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "shared_data" in fixtures:
             item.add_marker(pytest.mark.real_data)
+        if fixtures & FLOW_FIXTURES or item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.xdist_group("flows"))
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +78,7 @@ def prefect_api() -> Iterator[str]:
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=60):
+    with prefect_test_harness(server_startup_timeout=180):
         yield str(PREFECT_API_URL.value())
 
 
