@@ -280,6 +280,9 @@ class PoolConfig(Section):
     skip_known: bool = False
     """Reject tools already in the pool from earlier runs (`tool_known_in_pool`) instead of
     using them again; the pool itself never holds a tool twice either way."""
+    collection_size: int = Field(6, ge=2, le=100)
+    """Tools without a collection (ToolBench imports) are clustered within their category into
+    collections of about this many tools, for ToolLLM's I3 sets."""
 
 
 class ToolsConfig(Section):
@@ -303,6 +306,17 @@ def _proportions(value: dict[str, float]) -> dict[str, float]:
     if not value or sum(value.values()) <= 0 or any(v < 0 for v in value.values()):
         raise ValueError("proportions must be >= 0 with a positive sum")
     return value
+
+
+class ApiFilterConfig(Section):
+    """Probing APIs before instructions are written for them (ToolLLM A.1)."""
+
+    enabled: bool = True
+    """toolllm: probe the APIs of each sampled tool set first: each API is called once (for real when
+    its tool is in `dialogues.http.allowlist`, else by the tool executor) and dropped when it fails,
+    times out, answers slowly or answers with nothing useful (empty, HTML, an error message)."""
+    max_latency_s: float = Field(5.0, gt=0)
+    """A real API that takes longer than this to answer its probe is dropped (`api_probe_slow`)."""
 
 
 class TasksConfig(Section):
@@ -333,6 +347,8 @@ class TasksConfig(Section):
     """Multi-tool sets hold 2 to this many tools (ToolLLM samples 2–5)."""
     max_apis_per_tool: int = Field(3, ge=1, le=10)
     """APIs sampled from each tool of a multi-tool set (ToolLLM: at most 3)."""
+    api_filter: ApiFilterConfig = Field(default_factory=ApiFilterConfig)
+    """API filtering by a probe call (ToolLLM A.1)."""
 
     @field_validator("recipes", "scenarios", "modes")
     @classmethod
@@ -369,8 +385,16 @@ class DialoguesConfig(Section):
     `http.allowlist` (ToolLLM called the real APIs): no redirects, a timeout, a size limit, never
     private addresses unless `allow_private`; header secrets from `headers_from_env`."""
     response_budget_tokens: int = Field(1024, ge=16)
-    """Tool responses longer than this go back to the assistant compressed: the `returns`
-    schema's keys kept, then cut (ToolLLM A.2)."""
+    """Tool responses longer than this go back to the assistant compressed: the important keys
+    kept, then cut (ToolLLM A.2)."""
+    compression_keys: Literal["llm", "returns_schema"] = "llm"
+    """toolllm: the keys a long response keeps: those the `designer` model picks once per API from
+    its documentation and response example (A.2), or every key its `returns` schema documents
+    (the other recipes always use the `returns` schema)."""
+    response_items: int = Field(20, ge=0, le=100)
+    """toolllm: the tool executor is asked for responses of a real API's size, each list a full page
+    of this many items (ToolLLM's APIs were real, and long enough to need A.2's compression);
+    0 leaves list lengths to the executor."""
 
 
 class VerifyConfig(Section):

@@ -4,8 +4,9 @@ Every tool of the pool anchors `tasks.instructions_per_tool` instructions. Its r
 (seeded by the run and the tool) from `tasks.recipes`:
 
 * toolalpaca (:mod:`.toolalpaca`): the user agent writes requests for the one tool (Fig. 8);
-* toolllm (:mod:`.toolllm`): an I1/I2/I3 tool set (`tasks.scenarios`) and instructions with
-  their relevant APIs from a prompt with three seed examples (ToolLLM §2.2);
+* toolllm (:mod:`.toolllm`): an I1/I2/I3 tool set (`tasks.scenarios`), its APIs probed first
+  (:mod:`.api_filter`, ToolLLM A.1), and instructions with their relevant APIs from a prompt
+  with three seed examples (ToolLLM §2.2);
 * toolace (:mod:`.toolace`): same-domain APIs, a target mode, turns and language style (§2.2).
 
 The pool is one shard; the stage reads it in as many parts as there were tools shards (part i
@@ -23,6 +24,7 @@ from toolfactory.models import Rejected, Task, Tool
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
 from toolfactory.stages.records import map_records
+from toolfactory.stages.tasks.api_filter import ApiFilter
 from toolfactory.stages.tasks.sampling import sample_tool_set, weighted
 from toolfactory.stages.tasks.toolace import toolace_tasks
 from toolfactory.stages.tasks.toolalpaca import toolalpaca_tasks
@@ -44,6 +46,7 @@ class TasksStage:
         out = StageOutput()
         if shard.params["part"] == 0:
             out.count("coverage", "pool_tools", len(pool))
+        api_filter = ApiFilter(ctx, out) if settings.api_filter.enabled else None
 
         async def tasks_for(anchor: Tool) -> list[Task | Rejected]:
             rng = random.Random(f"{ctx.config.run.seed}:tasks:{anchor.id}")
@@ -54,10 +57,14 @@ class TasksStage:
             if recipe == "toolllm":
                 tool_set = sample_tool_set(hierarchy, anchor, weighted(rng, settings.scenarios), rng,
                                            max_tools=settings.max_tools_per_set, max_apis=settings.max_apis_per_tool)
-                return await toolllm_tasks(tool_set, count, rng, ctx, out)
+                return await toolllm_tasks(tool_set, count, rng, ctx, out, api_filter)
             return list(await toolace_tasks(anchor, hierarchy, count, rng, ctx))
 
-        out.merge(await map_records(self.name, anchors, tasks_for, lambda t: (t.id, t.model_dump())))
+        try:
+            out.merge(await map_records(self.name, anchors, tasks_for, lambda t: (t.id, t.model_dump())))
+        finally:
+            if api_filter is not None:
+                await api_filter.aclose()
         for task in out.records:
             assert isinstance(task, Task)
             out.count("recipes", task.recipe)
