@@ -83,11 +83,12 @@ class RoleConfig(Section):
 
 
 # The user agent samples widely for varied requests; the judge decides deterministically; the
-# tool executor needs room for list-shaped API responses.
+# tool executor needs room for list-shaped API responses, more than ToolLLM A.2's 1,024-token
+# budget, or a response the paper would compress could never be produced in one answer.
 ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "user": {"temperature": 0.9},
     "assistant": {},
-    "tool": {"max_tokens": 768},
+    "tool": {"max_tokens": 2048},
     "judge": {"temperature": 0.7, "max_tokens": 768},  # votes must be able to differ
     "designer": {"max_tokens": 2048},  # whole API definitions and OpenAPI documents
 }
@@ -391,7 +392,7 @@ class DialoguesConfig(Section):
     """toolllm: the keys a long response keeps: those the `designer` model picks once per API from
     its documentation and response example (A.2), or every key its `returns` schema documents
     (the other recipes always use the `returns` schema)."""
-    response_items: int = Field(20, ge=0, le=100)
+    response_items: int = Field(40, ge=0, le=100)
     """toolllm: the tool executor is asked for responses of a real API's size, each list a full page
     of this many items (ToolLLM's APIs were real, and long enough to need A.2's compression);
     0 leaves list lengths to the executor."""
