@@ -232,3 +232,12 @@ def test_verify_exits_2_with_one_message_for_a_file_of_another_format(tmp_path: 
     result = subprocess.run([TOOLFACTORY, "verify", str(path), "--format", "xlam", "--out", str(tmp_path / "r")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "is it another format?" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_eval_with_fewer_than_four_votes_is_one_message(tmp_path: Path) -> None:
+    paths = tmp_path / "paths.jsonl"
+    paths.write_text("")
+    result = subprocess.run([TOOLFACTORY, "eval", str(paths), "--format", "openai", "--votes", "3",
+                             "--set", f"storage.root={tmp_path / 'data'}"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "--votes must be at least 4" in _one_message(result)
