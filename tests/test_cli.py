@@ -154,7 +154,9 @@ def test_eval_command_judges_toolbench_answers_through_the_simulator(tmp_path: P
     report = json.loads((tmp_path / "e/eval.json").read_text())
     assert report["pass"]["paths"] == 4 and report["format_errors"] == 1  # one answer file has no train_messages
     assert all(len(p["votes"]) == 4 and p["finish"] == "give_answer" for p in report["paths"])
-    assert report["win"]["pairs"] == 4 and report["win"]["tie"] == 4  # each path against itself
+    # Each path against itself: two passing or two failing copies tie; an unsure one is not compared (A.5).
+    unsure = sum(p["label"] == "unsure" for p in report["paths"])
+    assert report["win"]["not_compared"] == unsure and report["win"]["pairs"] == report["win"]["tie"] == 4 - unsure
 
 
 def _one_message(result: subprocess.CompletedProcess[str]) -> str:

@@ -24,8 +24,8 @@ from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutp
 from toolfactory.stages.dialogues.agents import execute
 from toolfactory.stages.dialogues.api_pages import for_executor
 from toolfactory.stages.dialogues.compression import compress_response, estimate_tokens
-from toolfactory.stages.dialogues.response_keys import important_keys, restrict
 from toolfactory.stages.dialogues.modes import shown_mode
+from toolfactory.stages.dialogues.response_keys import important_keys, restrict
 from toolfactory.stages.dialogues.search import opening_messages, solve
 from toolfactory.stages.dialogues.simulation import simulate
 from toolfactory.stages.records import map_records
