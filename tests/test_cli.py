@@ -154,7 +154,9 @@ def test_eval_command_judges_toolbench_answers_through_the_simulator(tmp_path: P
     report = json.loads((tmp_path / "e/eval.json").read_text())
     assert report["pass"]["paths"] == 4 and report["format_errors"] == 1  # one answer file has no train_messages
     assert all(len(p["votes"]) == 4 and p["finish"] == "give_answer" for p in report["paths"])
-    assert report["win"]["pairs"] == 4 and report["win"]["tie"] == 4  # each path against itself
+    # Each path against itself: two passing or two failing copies tie; an unsure one is not compared (A.5).
+    unsure = sum(p["label"] == "unsure" for p in report["paths"])
+    assert report["win"]["not_compared"] == unsure and report["win"]["pairs"] == report["win"]["tie"] == 4 - unsure
 
 
 def _one_message(result: subprocess.CompletedProcess[str]) -> str:
@@ -232,3 +234,12 @@ def test_verify_exits_2_with_one_message_for_a_file_of_another_format(tmp_path: 
     result = subprocess.run([TOOLFACTORY, "verify", str(path), "--format", "xlam", "--out", str(tmp_path / "r")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "is it another format?" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_eval_with_fewer_than_four_votes_is_one_message(tmp_path: Path) -> None:
+    paths = tmp_path / "paths.jsonl"
+    paths.write_text("")
+    result = subprocess.run([TOOLFACTORY, "eval", str(paths), "--format", "openai", "--votes", "3",
+                             "--set", f"storage.root={tmp_path / 'data'}"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "--votes must be at least 4" in _one_message(result)

@@ -9,10 +9,12 @@ import pytest
 
 from toolfactory.config import load_config
 from toolfactory.evaluation.tooleval import (
+    check_votes,
     finish_type,
     majority,
     pass_label,
     pass_rate,
+    precondition,
     win_label,
     win_rate,
     PassResult,
@@ -95,7 +97,8 @@ def test_win_votes_swap_positions_so_a_swapped_comparison_mirrors(sim: Any) -> N
 
 def test_rates_count_ties_as_half_a_win() -> None:
     results = [WinResult("1", "win"), WinResult("2", "tie"), WinResult("3", "lose"), WinResult("4", "win")]
-    assert win_rate(results) == {"pairs": 4, "win": 2, "tie": 1, "lose": 1, "win_rate": 0.625}
+    assert win_rate(results) == {"pairs": 4, "win": 2, "tie": 1, "lose": 1, "not_compared": 0, "by_pass_label": 0,
+                                 "win_rate": 0.625}
     passes = [PassResult("1", True, "give_answer", "pass"), PassResult("2", False, "give_up", "fail")]
     assert pass_rate(passes)["pass_rate"] == 0.5
 
@@ -106,3 +109,48 @@ def test_a_path_compared_with_itself_always_ties(sim: Any) -> None:
     results = with_gateway(sim, lambda gw: asyncio.gather(*(win_label(p, p, gw, votes=4) for p in paths)))
     assert all(r.outcome == "tie" for r in results)
     assert win_rate(results)["win_rate"] == 0.5
+
+
+def test_precondition_a_passing_path_beats_a_failing_one() -> None:
+    assert precondition("pass", "fail") == "win"
+    assert precondition("fail", "pass") == "lose"
+    assert precondition("pass", "pass") is None and precondition("fail", "fail") is None
+    assert precondition("unsure", "pass") == "not_compared" and precondition("fail", "unsure") == "not_compared"
+
+
+def test_win_label_asks_the_judge_only_when_both_paths_pass_or_both_fail(sim: Any) -> None:
+    [a] = valid_dialogues(1, seed=10)
+    b = a.model_copy(deep=True)
+    b.id, b.messages[-1].content = "other", "Done."
+
+    async def compare(gw: LLMGateway) -> list[WinResult]:
+        def judge_requests() -> int:
+            usage = gw.meter.role("judge")
+            return usage.calls + usage.cache_hits
+
+        calls = judge_requests()
+        decided = [await win_label(a, b, gw, labels=("pass", "fail")), await win_label(a, b, gw, labels=("fail", "pass")),
+                   await win_label(a, b, gw, labels=("unsure", "pass"))]
+        assert judge_requests() == calls  # no judge request for a pair the labels decide
+        judged = [await win_label(a, b, gw, labels=("pass", "pass")), await win_label(a, b, gw, labels=("fail", "fail"))]
+        return decided + judged
+
+    results = with_gateway(sim, compare)
+    assert [r.outcome for r in results[:3]] == ["win", "lose", "not_compared"]
+    assert all(r.decided_by == "pass_label" and r.votes == [] for r in results[:3])
+    assert all(r.decided_by == "judge" and len(r.votes) == 4 for r in results[3:])
+    summary = win_rate(results)
+    assert summary["not_compared"] == 1 and summary["pairs"] == 4 and summary["by_pass_label"] == 2
+
+
+def test_fewer_than_four_votes_is_refused_with_one_message(sim: Any) -> None:
+    from toolfactory.evaluation.run import evaluate
+
+    paths = valid_dialogues(1, seed=11)
+    for votes in (1, 3):
+        with pytest.raises(ValueError, match="--votes must be at least 4") as caught:
+            check_votes(votes)
+        with pytest.raises(ValueError, match="--votes must be at least 4"):
+            with_gateway(sim, lambda gw: evaluate(paths, gw, votes))
+        assert str(caught.value).count("\n") == 0
+    check_votes(4)

@@ -238,7 +238,7 @@ def evaluate(
     fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, toolbench, xlam or toolalpaca."),
     against: Optional[str] = typer.Option(None, help="Paths to compare with, for the win rate."),
     against_format: Optional[str] = typer.Option(None, help="Format of --against (default: --format)."),
-    votes: int = typer.Option(4, min=1, help="Judge votes per decision (ToolEval uses at least 4)."),
+    votes: int = typer.Option(4, help="Judge votes per decision, at least 4 (ToolEval A.5)."),
     out: str = typer.Option("eval-report", "--out", "-o", help="Folder for eval.json."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
@@ -246,7 +246,13 @@ def evaluate(
     """ToolEval: pass rate of solution paths and, with --against, win rate (judge: the `judge` role)."""
     from toolfactory.evaluation.run import evaluate as run_eval
     from toolfactory.evaluation.run import read_paths, write_report
+    from toolfactory.evaluation.tooleval import check_votes
 
+    try:
+        check_votes(votes)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     resolved = _config(config, overrides)
     try:
         paths, errors = read_paths(path, fmt)
@@ -260,7 +266,9 @@ def evaluate(
     target = write_report(report, out)
     typer.echo(f"pass rate {report['pass']['pass_rate']} over {report['pass']['paths']} paths ({len(errors)} unreadable)")
     if "win" in report:
-        typer.echo(f"win rate {report['win']['win_rate']} over {report['win']['pairs']} pairs ({report['win']['unpaired']} unpaired)")
+        win = report["win"]
+        typer.echo(f"win rate {win['win_rate']} over {win['pairs']} pairs ({win['by_pass_label']} decided by pass labels, "
+                   f"{win['not_compared']} not compared: a path unsure; {win['unpaired']} unpaired)")
     typer.echo(f"report: {target}")
 
 

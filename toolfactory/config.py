@@ -83,11 +83,12 @@ class RoleConfig(Section):
 
 
 # The user agent samples widely for varied requests; the judge decides deterministically; the
-# tool executor needs room for list-shaped API responses.
+# tool executor needs room for list-shaped API responses, more than ToolLLM A.2's 1,024-token
+# budget, or a response the paper would compress could never be produced in one answer.
 ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "user": {"temperature": 0.9},
     "assistant": {},
-    "tool": {"max_tokens": 768},
+    "tool": {"max_tokens": 2048},
     "judge": {"temperature": 0.7, "max_tokens": 768},  # votes must be able to differ
     "designer": {"max_tokens": 2048},  # whole API definitions and OpenAPI documents
     "target": {"temperature": 0.0},  # the model being trained, probed for what it can do (greedy)
@@ -284,6 +285,9 @@ class PoolConfig(Section):
     skip_known: bool = False
     """Reject tools already in the pool from earlier runs (`tool_known_in_pool`) instead of
     using them again; the pool itself never holds a tool twice either way."""
+    collection_size: int = Field(6, ge=2, le=100)
+    """Tools without a collection (ToolBench imports) are clustered within their category into
+    collections of about this many tools, for ToolLLM's I3 sets."""
 
 
 class ToolsConfig(Section):
@@ -330,6 +334,17 @@ class ComplexityGuideConfig(Section):
     """Bounds of the guided APIs offered, calls needed and user turns."""
 
 
+class ApiFilterConfig(Section):
+    """Probing APIs before instructions are written for them (ToolLLM A.1)."""
+
+    enabled: bool = True
+    """toolllm: probe the APIs of each sampled tool set first: each API is called once (for real when
+    its tool is in `dialogues.http.allowlist`, else by the tool executor) and dropped when it fails,
+    times out, answers slowly or answers with nothing useful (empty, HTML, an error message)."""
+    max_latency_s: float = Field(5.0, gt=0)
+    """A real API that takes longer than this to answer its probe is dropped (`api_probe_slow`)."""
+
+
 class TasksConfig(Section):
     """The tasks stage: sampled tool sets and user instructions, by recipe."""
 
@@ -361,6 +376,8 @@ class TasksConfig(Section):
     max_apis_per_tool: int = Field(3, ge=1, le=10)
     """APIs sampled from each tool of a multi-tool set (ToolLLM: at most 3)."""
     complexity: ComplexityGuideConfig = Field(default_factory=ComplexityGuideConfig)
+    api_filter: ApiFilterConfig = Field(default_factory=ApiFilterConfig)
+    """API filtering by a probe call (ToolLLM A.1)."""
 
     @field_validator("recipes", "scenarios", "modes")
     @classmethod
@@ -409,8 +426,16 @@ class DialoguesConfig(Section):
     Input / Observation / Final Answer, with `getDetails` to ask the user for a missing value,
     Fig. 10), or native function calling; both are stored as the same canonical record."""
     response_budget_tokens: int = Field(1024, ge=16)
-    """Tool responses longer than this go back to the assistant compressed: the `returns`
-    schema's keys kept, then cut (ToolLLM A.2)."""
+    """Tool responses longer than this go back to the assistant compressed: the important keys
+    kept, then cut (ToolLLM A.2)."""
+    compression_keys: Literal["llm", "returns_schema"] = "llm"
+    """toolllm: the keys a long response keeps: those the `designer` model picks once per API from
+    its documentation and response example (A.2), or every key its `returns` schema documents
+    (the other recipes always use the `returns` schema)."""
+    response_items: int = Field(40, ge=0, le=100)
+    """toolllm: the tool executor is asked for responses of a real API's size, each list a full page
+    of this many items (ToolLLM's APIs were real, and long enough to need A.2's compression);
+    0 leaves list lengths to the executor."""
 
 
 class VerifyConfig(Section):

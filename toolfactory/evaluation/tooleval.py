@@ -2,10 +2,13 @@
 
 Pass rate: the judge first decides whether the instruction is solvable with the tools offered,
 then labels the path pass / fail / unsure by the A.5 rules for its finish type (a final answer,
-or giving up). Win rate: two paths for one instruction are compared on the A.5 criteria; the
-order of the two is swapped between votes to cancel the judge's position bias. Every decision is
-a majority of at least `votes` structured answers (A.5 uses ≥ 4); a tie is "unsure" for pass and
-"tie" for win. Judges run through the gateway's `judge` role, so any OpenAI-compatible model works.
+or giving up). Win rate: two paths for one instruction are first compared by their pass labels
+(A.5: "a passing candidate is better than a failing one", and only paths labelled pass or fail
+are compared), and only when both pass or both fail does the judge compare them on the A.5
+criteria; the order of the two is swapped between votes to cancel the judge's position bias.
+Every decision is a majority of `votes` structured answers, at least :data:`MIN_VOTES` (A.5 uses
+≥ 4); a tie is "unsure" for pass and "tie" for win. Judges run through the gateway's `judge`
+role, so any OpenAI-compatible model works.
 """
 
 from __future__ import annotations
@@ -21,6 +24,18 @@ from toolfactory.models import Dialogue
 from toolfactory.stages.verify.judges import render
 
 FinishType = Literal["give_answer", "give_up"]
+PassLabel = Literal["pass", "fail", "unsure"]
+WinOutcome = Literal["win", "tie", "lose", "not_compared"]
+
+# A.5: "we generate multiple (≥ 4) predictions for each solution path and take a majority vote".
+MIN_VOTES = 4
+
+
+def check_votes(votes: int) -> None:
+    """Refuse a vote count below A.5's minimum, with the one message every entry point shows."""
+    if votes < MIN_VOTES:
+        raise ValueError(f"--votes must be at least {MIN_VOTES} (ToolEval takes a majority of at least "
+                         f"{MIN_VOTES} judge answers per decision), got {votes}")
 
 _SYSTEM = "You evaluate how an AI assistant used tools to handle a user's instruction. Answer in the JSON asked for."
 
@@ -76,8 +91,20 @@ class PassResult:
 @dataclass
 class WinResult:
     id: str
-    outcome: Literal["win", "tie", "lose"]  # for the first path
-    votes: list[str] = field(default_factory=list)  # per vote, for the first path
+    outcome: WinOutcome  # for the first path
+    votes: list[str] = field(default_factory=list)  # per judge vote, for the first path
+    decided_by: Literal["judge", "pass_label"] = "judge"
+
+
+def precondition(first: PassLabel, second: PassLabel) -> WinOutcome | None:
+    """A.5's rule before any comparison, for the first path: a passing path wins over a failing
+    one; a pair with an "unsure" path is not compared (A.5 compares only paths labelled pass or
+    fail); None when both pass or both fail, which is the judge's to decide."""
+    if "unsure" in (first, second):
+        return "not_compared"
+    if first != second:
+        return "win" if first == "pass" else "lose"
+    return None
 
 
 def instruction_of(dialogue: Dialogue) -> str:
@@ -111,7 +138,7 @@ async def _votes(gateway: LLMGateway, prompt: str, schema: dict[str, Any], name:
     return list(await asyncio.gather(*(gateway.structured("judge", messages, schema, name=name, sample=i) for i in range(votes))))
 
 
-async def pass_label(dialogue: Dialogue, gateway: LLMGateway, votes: int = 4) -> PassResult:
+async def pass_label(dialogue: Dialogue, gateway: LLMGateway, votes: int = MIN_VOTES) -> PassResult:
     tools = ", ".join(f.name for f in dialogue.tools if f.name != "Finish")
     solvable_votes = await _votes(gateway, _SOLVABLE.format(instruction=instruction_of(dialogue), tools=tools), SOLVABLE_SCHEMA, "tooleval_solvable", votes)
     solvable = majority(["yes" if v["solvable"] else "no" for v in solvable_votes], tie="yes") == "yes"
@@ -125,8 +152,18 @@ async def pass_label(dialogue: Dialogue, gateway: LLMGateway, votes: int = 4) ->
     return PassResult(dialogue.id, solvable, finish, majority(labels, tie="unsure"), labels)  # type: ignore[arg-type]
 
 
-async def win_label(first: Dialogue, second: Dialogue, gateway: LLMGateway, votes: int = 4) -> WinResult:
-    """Compare two paths for one instruction; even votes see the first path as A, odd ones as B."""
+async def win_label(
+    first: Dialogue, second: Dialogue, gateway: LLMGateway, votes: int = MIN_VOTES,
+    labels: tuple[PassLabel, PassLabel] | None = None,
+) -> WinResult:
+    """Compare two paths for one instruction; even votes see the first path as A, odd ones as B.
+
+    With `labels` (the pass labels of the two paths) A.5's :func:`precondition` decides first, and
+    the judge is asked only when both paths pass or both fail."""
+    if labels is not None:
+        decided = precondition(*labels)
+        if decided is not None:
+            return WinResult(first.id, decided, [], "pass_label")
     instruction = instruction_of(first)
     prompts = [
         _WIN_CRITERIA.format(instruction=instruction, first=render(a), second=render(b))
@@ -151,8 +188,11 @@ def pass_rate(results: list[PassResult]) -> dict[str, Any]:
 
 
 def win_rate(results: list[WinResult]) -> dict[str, Any]:
+    """Win rate over the compared pairs; pairs with an "unsure" path are counted apart."""
     counts = Counter(r.outcome for r in results)
-    total = len(results)
+    total = len(results) - counts.get("not_compared", 0)
     # As ToolLLM's Table 4: a tie counts half as a win.
     return {"pairs": total, **{k: counts.get(k, 0) for k in ("win", "tie", "lose")},
+            "not_compared": counts.get("not_compared", 0),
+            "by_pass_label": sum(r.decided_by == "pass_label" and r.outcome != "not_compared" for r in results),
             "win_rate": round((counts.get("win", 0) + counts.get("tie", 0) / 2) / total, 4) if total else None}

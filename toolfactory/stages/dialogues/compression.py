@@ -117,6 +117,12 @@ def keep_documented(value: Any, schema: Any, root: Any = None) -> Any:
     return value
 
 
+def documented(schema: Any, root: Any = None) -> JsonSchema:
+    """`schema` with its local `$ref`s (against `root`) followed and its `allOf`/`anyOf`/`oneOf`
+    properties merged: what it documents, as pruning reads it."""
+    return _documented(schema, schema if root is None else root, 0)
+
+
 def _documented(schema: Any, root: Any, depth: int) -> JsonSchema:
     """`schema` with local `$ref`s followed and the properties of `allOf`/`anyOf`/`oneOf`
     branches merged: a key any branch documents is documented."""

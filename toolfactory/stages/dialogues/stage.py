@@ -8,18 +8,24 @@
 
 Every dialogue records the mode its messages show, and its task's target mode when the task had
 one (toolace); the verify stage rejects a dialogue whose shown mode is not its target. Long tool
-responses reach the assistant compressed (:mod:`.compression`).
+responses reach the assistant compressed (:mod:`.compression`); for toolllm the executor answers
+with a real API's page size (:mod:`.api_pages`) and a long response keeps the keys the `designer`
+model picked for its API (:mod:`.response_keys`, ToolLLM A.2).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any, ClassVar
 
 from toolfactory.models import Dialogue, Function, Message, Record, Rejected, Task, ToolCall, ToolRef, stable_id
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.dialogues.agents import execute
-from toolfactory.stages.dialogues.compression import compress_response
+from toolfactory.stages.dialogues.api_pages import for_executor
+from toolfactory.stages.dialogues.compression import compress_response, estimate_tokens
 from toolfactory.stages.dialogues.modes import shown_mode
+from toolfactory.stages.dialogues.response_keys import important_keys, restrict
 from toolfactory.stages.dialogues.search import opening_messages, solve
 from toolfactory.stages.dialogues.simulation import simulate
 from toolfactory.stages.records import map_records
@@ -33,7 +39,9 @@ class DialoguesStage:
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
         tasks = [Task.model_validate(data) for data in inputs]
-        out = await map_records(self.name, tasks, lambda t: self._dialogue(t, ctx), lambda t: (t.id, t.model_dump()))
+        # A.2 decides once per API which keys its long responses keep: shared by the shard's tasks.
+        strategies: dict[str, asyncio.Future[list[str] | None]] = {}
+        out = await map_records(self.name, tasks, lambda t: self._dialogue(t, ctx, strategies), lambda t: (t.id, t.model_dump()))
         for record in out.records:
             assert isinstance(record, Dialogue)
             out.count("recipes", record.recipe)
@@ -50,9 +58,9 @@ class DialoguesStage:
                 out.count("error_responses", record.recipe, record.generation["error_responses"])
         return out
 
-    async def _dialogue(self, task: Task, ctx: ShardContext) -> list[Record]:
+    async def _dialogue(self, task: Task, ctx: ShardContext, strategies: dict[str, asyncio.Future[list[str] | None]]) -> list[Record]:
         if task.recipe == "toolllm":
-            found = await self._search(task, ctx)
+            found = await self._search(task, ctx, strategies)
             if isinstance(found, Rejected):
                 return [found]
             messages, calls, generation = found
@@ -74,17 +82,33 @@ class DialoguesStage:
         dialogue.mode = shown_mode(dialogue)
         return [dialogue]
 
-    async def _search(self, task: Task, ctx: ShardContext) -> tuple[list[Message], int, dict[str, Any]] | Rejected:
+    async def _search(self, task: Task, ctx: ShardContext, strategies: dict[str, asyncio.Future[list[str] | None]],
+                      ) -> tuple[list[Message], int, dict[str, Any]] | Rejected:
         settings = ctx.config.dialogues
         compressed = 0
+        kept_keys: dict[str, list[str] | None] = {}
 
         async def chat(messages: list[dict[str, Any]], *, tools: list[dict[str, Any]], sample: int) -> dict[str, Any]:
             return await ctx.gateway.chat("assistant", messages, tools=tools, tool_choice="auto", sample=sample)
 
+        async def kept_schema(function: Function) -> dict[str, Any]:
+            if settings.compression_keys != "llm":
+                return function.returns
+            tool = task.tool_for(function.name)
+            key = f"{tool.id if tool else ''}/{function.name}"
+            if key not in strategies:
+                strategies[key] = asyncio.ensure_future(important_keys(function, tool, ctx.gateway))
+            keys = kept_keys[function.name] = await strategies[key]
+            return restrict(function.returns, keys) if keys else function.returns
+
         async def run_call(function: Function, call: ToolCall) -> str:
             nonlocal compressed
-            body, _ = await execute(function, call, ctx, task.tool_for(function.name))
-            result = compress_response(body, function.returns, within="response", budget_tokens=settings.response_budget_tokens)
+            tool = task.tool_for(function.name)
+            body, _ = await execute(for_executor(function, settings.response_items), call, ctx, tool)
+            returns = function.returns
+            if estimate_tokens(json.dumps(body, ensure_ascii=False)) > settings.response_budget_tokens:
+                returns = await kept_schema(function)  # asked only for APIs whose responses need it
+            result = compress_response(body, returns, within="response", budget_tokens=settings.response_budget_tokens)
             compressed += result.compressed
             return result.text
 
@@ -95,7 +119,9 @@ class DialoguesStage:
             max_calls=settings.search_max_calls,
         )
         summary = {key: value for key, value in result.metadata().items() if key != "tree"}
-        generation = {"search": summary, "compressed_responses": compressed}
+        generation: dict[str, Any] = {"search": summary, "compressed_responses": compressed}
+        if kept_keys:
+            generation["response_keys"] = kept_keys  # A.2's choice for each API whose responses were long
         if result.finish_type != "give_answer" and not settings.keep_failed_searches:
             return Rejected(id=stable_id("dialogue", task.id), stage=self.name, reasons=["search_failed"],
                             detail=f"{result.method} ended with {result.finish_type} ({result.limit or 'no limit hit'}) "

@@ -10,6 +10,9 @@ run was planned). In order, each tool is
   ``tool_known_in_pool`` with ``tools.pool.skip_known``);
 * otherwise kept as ``new``; new tools join the pool when the run publishes it.
 
+Kept tools without a collection get one derived by clustering within their category
+(:mod:`.collections`), so that ToolLLM's I3 sets can be drawn from imports too.
+
 The shard's profile is what the stats show of the pool: tools and functions by source, tools by
 top-level domain, parameter types, nesting depth and functions per tool.
 """
@@ -20,6 +23,7 @@ from typing import Any, ClassVar
 
 from toolfactory.models import Tool
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.pool.collections import DERIVED, derive_collections
 from toolfactory.stages.pool.dedup import NearDuplicates, signature
 from toolfactory.stages.tools.fields import nesting_depth, parameter_types
 
@@ -59,6 +63,13 @@ class PoolStage:
             names[key] = f"{tool.name} ({tool.source})"
             tool.provenance = {**tool.provenance, "pool": KNOWN if known else "new"}
             out.records.append(tool)
+        kept = [t for t in out.records if isinstance(t, Tool)]
+        derived = derive_collections(kept, size=settings.collection_size)
+        for tool in kept:
+            if tool.id in derived:
+                tool.collections = derived[tool.id]
+                tool.provenance = {**tool.provenance, "collections": DERIVED}
+            out.count("collections", DERIVED if tool.id in derived else ("source" if tool.collections else "none"))
             profile(out, tool)
         return out
 

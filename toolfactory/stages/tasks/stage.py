@@ -4,8 +4,9 @@ Every tool of the pool anchors `tasks.instructions_per_tool` instructions. Its r
 (seeded by the run and the tool) from `tasks.recipes`:
 
 * toolalpaca (:mod:`.toolalpaca`): the user agent writes requests for the one tool (Fig. 8);
-* toolllm (:mod:`.toolllm`): an I1/I2/I3 tool set (`tasks.scenarios`) and instructions with
-  their relevant APIs from a prompt with three seed examples (ToolLLM §2.2);
+* toolllm (:mod:`.toolllm`): an I1/I2/I3 tool set (`tasks.scenarios`), its APIs probed first
+  (:mod:`.api_filter`, ToolLLM A.1), and instructions with their relevant APIs from a prompt
+  with three seed examples (ToolLLM §2.2);
 * toolace (:mod:`.toolace`): same-domain APIs, a target mode, turns and language style (§2.2).
 
 The pool is one shard; the stage reads it in as many parts as there were tools shards (part i
@@ -30,6 +31,7 @@ from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutp
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
 from toolfactory.stages.records import map_records
 from toolfactory.stages.tasks import complexity_guide
+from toolfactory.stages.tasks.api_filter import ApiFilter
 from toolfactory.stages.tasks.sampling import sample_tool_set, weighted
 from toolfactory.stages.tasks.toolace import toolace_tasks
 from toolfactory.stages.tasks.toolalpaca import toolalpaca_tasks
@@ -51,6 +53,7 @@ class TasksStage:
         out = StageOutput()
         if shard.params["part"] == 0:
             out.count("coverage", "pool_tools", len(pool))
+        api_filter = ApiFilter(ctx, out) if settings.api_filter.enabled else None
 
         guide: complexity_guide.Complexity | None = None
 
@@ -66,39 +69,43 @@ class TasksStage:
             if recipe == "toolllm":
                 tool_set = sample_tool_set(hierarchy, anchor, weighted(rng, settings.scenarios), rng,
                                            max_tools=settings.max_tools_per_set, max_apis=settings.max_apis_per_tool)
-                return await toolllm_tasks(tool_set, count, rng, ctx, out)
+                return await toolllm_tasks(tool_set, count, rng, ctx, out, api_filter)
             return list(await toolace_tasks(anchor, hierarchy, count, rng, ctx, guide))
 
         def as_record(t: Task) -> tuple[str, dict[str, Any]]:
             return t.id, t.model_dump()
 
-        probes: list[Tool] = []
-        if settings.complexity.enabled and settings.complexity.target_model:
-            probes = [a for a in anchors if recipe_of(a)[1] == "toolace"][: settings.complexity.probe_tools]
-        if probes:
-            probed = await map_records(self.name, probes, tasks_for, as_record)
-            out.merge(probed)
-            before = [t for t in probed.records if isinstance(t, Task)]
-            results = await complexity_guide.evaluate(before, ctx)
-            guide = complexity_guide.guided(results, settings.complexity)
-            out.count("complexity_probe", "tasks", len(results))
-            out.count("complexity_probe", "passed", sum(ok for _, ok in results))
-            for name, values in complexity_guide.distribution(before).items():
-                for value, n in values.items():
-                    out.count("complexity_before", f"{name}={value}", n)
+        try:
+            probes: list[Tool] = []
+            if settings.complexity.enabled and settings.complexity.target_model:
+                probes = [a for a in anchors if recipe_of(a)[1] == "toolace"][: settings.complexity.probe_tools]
+            if probes:
+                probed = await map_records(self.name, probes, tasks_for, as_record)
+                out.merge(probed)
+                before = [t for t in probed.records if isinstance(t, Task)]
+                results = await complexity_guide.evaluate(before, ctx)
+                guide = complexity_guide.guided(results, settings.complexity)
+                out.count("complexity_probe", "tasks", len(results))
+                out.count("complexity_probe", "passed", sum(ok for _, ok in results))
+                for name, values in complexity_guide.distribution(before).items():
+                    for value, n in values.items():
+                        out.count("complexity_before", f"{name}={value}", n)
+                if guide is not None:
+                    # One count per shard and dimension (`apis=5`): summed over shards, the stats
+                    # show how often each level was chosen, not a meaningless sum of levels.
+                    for name, value in complexity_guide.summary(guide).items():
+                        out.count("complexity_guided", f"{name}={value}")
+            rest = [a for a in anchors if a not in probes]
+            guided = await map_records(self.name, rest, tasks_for, as_record)
+            out.merge(guided)
             if guide is not None:
-                # One count per shard and dimension (`apis=5`): summed over shards, the stats
-                # show how often each level was chosen, not a meaningless sum of levels.
-                for name, value in complexity_guide.summary(guide).items():
-                    out.count("complexity_guided", f"{name}={value}")
-        rest = [a for a in anchors if a not in probes]
-        guided = await map_records(self.name, rest, tasks_for, as_record)
-        out.merge(guided)
-        if guide is not None:
-            after = [t for t in guided.records if isinstance(t, Task) and t.recipe == "toolace"]
-            for name, values in complexity_guide.distribution(after).items():
-                for value, n in values.items():
-                    out.count("complexity_after", f"{name}={value}", n)
+                after = [t for t in guided.records if isinstance(t, Task) and t.recipe == "toolace"]
+                for name, values in complexity_guide.distribution(after).items():
+                    for value, n in values.items():
+                        out.count("complexity_after", f"{name}={value}", n)
+        finally:
+            if api_filter is not None:
+                await api_filter.aclose()
         for task in out.records:
             assert isinstance(task, Task)
             out.count("recipes", task.recipe)

@@ -4,7 +4,9 @@ A sampled tool set (I1 single tool, I2 intra-category, I3 intra-collection) is s
 documentation of its APIs and three in-context seed examples drawn from the project's own seed
 pool (single-tool seeds for I1, multi-tool seeds for I2/I3). The model writes detailed requests,
 each with the APIs it needs. As in the paper, relevant APIs that are not in the sampled set
-(hallucinated) are dropped and counted, and an instruction left with none is rejected.
+(hallucinated) are dropped and counted, and an instruction left with none is rejected. Before
+any of this, the set's APIs are probed and only the working ones kept (:mod:`.api_filter`, A.1);
+a set left with no working API is rejected (`task_no_working_api`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from toolfactory.catalog.seeds import load_instruction_seeds, render_seed
 from toolfactory.models import Rejected, Task, stable_id
 from toolfactory.stages.base import ShardContext, StageOutput
 from toolfactory.stages.dialogues.modes import OPEN_MODE
+from toolfactory.stages.tasks.api_filter import ApiFilter
 from toolfactory.stages.tasks.sampling import ToolSet
 
 PROMPT = """\
@@ -74,7 +77,19 @@ def _apis_text(tool_set: ToolSet) -> str:
     return "\n".join(lines)
 
 
-async def toolllm_tasks(tool_set: ToolSet, count: int, rng: random.Random, ctx: ShardContext, out: StageOutput) -> list[Task | Rejected]:
+async def toolllm_tasks(tool_set: ToolSet, count: int, rng: random.Random, ctx: ShardContext, out: StageOutput,
+                        api_filter: ApiFilter | None = None) -> list[Task | Rejected]:
+    if api_filter is not None:
+        working = await api_filter.working(tool_set.tools)
+        if not working:
+            anchor = tool_set.tools[0]
+            return [Rejected(id=stable_id("toolllm", anchor.id, str(ctx.config.run.seed), "no_working_api"), stage="tasks",
+                             reasons=["task_no_working_api"], record={"tools": [t.model_dump() for t in tool_set.tools]},
+                             detail="every API of the sampled tool set failed its probe (ToolLLM A.1)")]
+        if working != tool_set.tools:
+            # The set records the scenario it really has once its failing tools are gone.
+            scenario = tool_set.scenario if len(working) > 1 else "single_tool"
+            tool_set = ToolSet(working, scenario)
     seeds = load_instruction_seeds()
     pool = seeds.single_tool if tool_set.scenario == "single_tool" else seeds.multi_tool
     examples = rng.sample(pool, min(3, len(pool)))

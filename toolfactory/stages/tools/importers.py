@@ -142,6 +142,18 @@ def _returns_by_api(examples: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _toolbench_collections(raw: dict[str, Any]) -> list[str]:
+    """The RapidAPI collections a ToolBench entry names (``collection_name``, ``collection`` or
+    ``collections``, as crawls that kept them write them); tools without are clustered later."""
+    found: list[str] = []
+    for key in ("collection_name", "collection", "collections"):
+        value = raw.get(key)
+        for name in value if isinstance(value, list) else [value]:
+            if isinstance(name, str) and name.strip() and name.strip() not in found:
+                found.append(name.strip())
+    return found
+
+
 def _from_toolbench(raw: Any) -> list[Tool]:
     tool_name = raw.get("tool_name") or raw.get("name")
     if not tool_name:
@@ -173,6 +185,7 @@ def _from_toolbench(raw: Any) -> list[Tool]:
         description=(raw.get("tool_description") or "").strip(),
         category=category,
         domain_path=[category],
+        collections=_toolbench_collections(raw),
         source="toolbench",
         provenance=provenance,
         functions=functions,

@@ -48,7 +48,8 @@ def split_source(path: Path, fmt: str) -> list[Any]:
         return list(entries if isinstance(entries, list) else [entries])
     if fmt == "toolbench":
         if isinstance(data, list):  # a query file: tools are spread over its api_lists
-            return _toolbench_tools_from_queries(data)
+            # ToolBench drew each G3 (intra-collection) query's tools from one RapidAPI collection.
+            return _toolbench_tools_from_queries(data, intra_collection=path.name.upper().startswith("G3"))
         data.setdefault("category_name", path.parent.name)
         return [data]
     if fmt == "toolalpaca":
@@ -61,10 +62,16 @@ def split_source(path: Path, fmt: str) -> list[Any]:
     raise ConfigError(f"tools.files.format: unknown format {fmt!r}")
 
 
-def _toolbench_tools_from_queries(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _toolbench_tools_from_queries(queries: list[dict[str, Any]], *, intra_collection: bool = False) -> list[dict[str, Any]]:
+    """The tools of a query file with every API its queries list. With `intra_collection` (a G3
+    file) the tools of one query share a collection, named after the first query that groups them."""
     tools: dict[str, dict[str, Any]] = {}
     apis: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    groups: dict[frozenset[str], str] = {}
     for query in queries:
+        names = frozenset(api.get("tool_name", "") for api in query.get("api_list", []))
+        if intra_collection and len(names) > 1 and names not in groups:
+            groups[names] = f"ToolBench G3 query {query.get('query_id', len(groups))}"
         for api in query.get("api_list", []):
             name = api.get("tool_name", "")
             tools.setdefault(name, {"tool_name": name, "tool_description": "", "category_name": api.get("category_name", "")})
@@ -75,7 +82,9 @@ def _toolbench_tools_from_queries(queries: list[dict[str, Any]]) -> list[dict[st
                 "required_parameters": api.get("required_parameters", []),
                 "optional_parameters": api.get("optional_parameters", []),
             }
-    return [{**tool, "api_list": list(apis[name].values())} for name, tool in tools.items()]
+    collections = {name: [c for members, c in groups.items() if name in members] for name in tools}
+    return [{**tool, "api_list": list(apis[name].values()), **({"collections": collections[name]} if collections[name] else {})}
+            for name, tool in tools.items()]
 
 
 def _with_response_examples(tools: list[Any], folder: Path) -> list[Any]:
