@@ -1,0 +1,34 @@
+"""The preflight task: the first thing a run does once its endpoint is up (toolfactory.preflight).
+
+Its table goes to the run's log and to a Prefect artifact; a need the endpoint cannot serve
+fails the task, and with it the run, with the one message that names the field to change, before
+any stage starts. It is never retried: the same requests would get the same answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+
+from toolfactory.config import Config
+from toolfactory.llm import resolve_endpoint
+from toolfactory.preflight import Preflight, check_endpoint
+
+
+@task(name="preflight", retries=0, persist_result=False)
+def preflight(config: Config, base_url: str | None, choose: bool = True) -> Preflight:
+    report = asyncio.run(check_endpoint(config, resolve_endpoint(config.llm, base_url), choose=choose))
+    logger = get_run_logger()
+    logger.info("%s", report.table())
+    for field, value in report.choices.items():
+        logger.info("preflight chose %s: %s", field, value)
+    create_markdown_artifact(
+        f"# Preflight: {'ok' if report.ok else 'failed'}\n\n```\n{report.table()}\n```\n"
+        + (f"\n**{report.problems[0]}**\n" if report.problems else ""),
+        key="toolfactory-preflight",
+        description="What the endpoint serves for each role, and the modes chosen",
+    )
+    report.raise_for_problems()
+    return report
