@@ -9,7 +9,7 @@ from prefect.client.orchestration import get_client
 from prefect.runtime import flow_run
 
 from flows.execute import execute_run, run_state, run_tags
-from flows.preflight import preflight
+from flows.preflight import preflight, refused_state
 from flows.runtime import llm_endpoint
 from toolfactory.config import load_config
 from toolfactory.lease import root_lease
@@ -37,6 +37,8 @@ def generate(config_path: str | None = None, overrides: list[str] | None = None,
         # Before the run takes the root or plans anything: an endpoint that cannot serve the run
         # stops it here, with the field to change.
         checked = preflight(config, base_url)
+        if not checked.ok:
+            return refused_state(checked)  # type: ignore[return-value]
         # One run at a time on a root, from planning (which reads the pool) to the end (which adds to it).
         with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
             manifest = Manifest.create(run_id, config, plan_run(config, run_id, store), checked.record())

@@ -1,18 +1,25 @@
 """The preflight task: the first thing a run does once its endpoint is up (toolfactory.preflight).
 
-Its table goes to the run's log and to a Prefect artifact; a need the endpoint cannot serve
-fails the task, and with it the run, with the one message that names the field to change, before
-any stage starts. It is never retried: the same requests would get the same answers.
+Its table goes to the run's log and to a Prefect artifact. A need the endpoint cannot serve ends
+the run before any stage starts: the flow returns :func:`refused_state`, a `Failed` state whose
+message is the one message naming the field to change and whose result is the
+:class:`PreflightFailed` the CLI reports (exit 2) — returned, not raised, so that the log shows
+that message and no traceback. The task is never retried: the same requests would get the same
+answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from typing import Any
+
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.states import Failed, State
 
 from toolfactory.config import Config
+from toolfactory.errors import PreflightFailed
 from toolfactory.llm import resolve_endpoint
 from toolfactory.preflight import Preflight, check_endpoint
 
@@ -30,5 +37,11 @@ def preflight(config: Config, base_url: str | None, choose: bool = True) -> Pref
         key="toolfactory-preflight",
         description="What the endpoint serves for each role, and the modes chosen",
     )
-    report.raise_for_problems()
+    if report.problems:
+        logger.error("preflight: %s", report.problems[0])
     return report
+
+
+def refused_state(report: Preflight) -> State[Any]:
+    """The final state of a run that preflight stopped."""
+    return Failed(message=report.problems[0], data=PreflightFailed(report.problems[0], report.table()))

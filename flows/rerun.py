@@ -13,7 +13,7 @@ from typing import Any
 from prefect import flow, tags
 
 from flows.execute import execute_run, run_state, run_tags
-from flows.preflight import preflight
+from flows.preflight import preflight, refused_state
 from flows.runtime import llm_endpoint
 from toolfactory.config import load_config
 from toolfactory.lease import root_lease
@@ -35,7 +35,9 @@ def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | No
     with llm_endpoint(config) as base_url:
         # The endpoint may have changed since the run began: check it serves the modes the run was
         # made with (never choosing others, which would make the missing shards differently).
-        preflight(config, base_url, choose=False)
+        checked = preflight(config, base_url, choose=False)
+        if not checked.ok:
+            return refused_state(checked)  # type: ignore[return-value]
         with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
             if overrides:
                 write_manifest(store, manifest)

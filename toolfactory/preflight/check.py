@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolfactory.config import Config
-from toolfactory.errors import PreflightFailed
 from toolfactory.llm import Endpoint, RequestCache
 from toolfactory.preflight.choices import STRUCTURED_OUTPUT, TOOL_CALLING
 from toolfactory.preflight.needs import run_needs
@@ -45,10 +44,6 @@ class Preflight:
     def record(self) -> dict[str, Any]:
         """What the run's manifest keeps."""
         return {"endpoint": self.endpoint, "choices": dict(self.choices), "probes": [p.to_dict() for p in self.probes]}
-
-    def raise_for_problems(self) -> None:
-        if self.problems:
-            raise PreflightFailed(self.problems[0], self.table())
 
 
 async def check_endpoint(config: Config, endpoint: Endpoint, *, choose: bool = True) -> Preflight:

@@ -34,6 +34,7 @@ WEATHER_TOOL = {
         },
     },
 }
+MIN_RETRIES = 3
 CHAT = [{"role": "user", "content": "Reply with one short sentence: is the weather in Lyon usually mild?"}]
 STRUCTURED = [{"role": "user", "content": "Give the weather forecast request for Lyon for 2 days as JSON."}]
 TOOL_CALL = [{"role": "user", "content": "What is the weather forecast in Lyon? Use the get_weather function."}]
@@ -70,6 +71,9 @@ class Prober:
 
     async def _send(self, llm: LLMConfig, role: str, capability: str, mode: str, model: str,
                     work: Callable[[LLMGateway], Awaitable[str]]) -> Probe:
+        # A moment of 429s or 5xx says nothing about what the endpoint serves: probes retry them
+        # even when the run's requests do not (the run's own shard retries take over there).
+        llm = llm.model_copy(update={"max_retries": max(llm.max_retries, MIN_RETRIES)})
         async with LLMGateway(self._endpoint, llm, self._cache(), self.meter) as gateway:
             hits = gateway.meter.role(role).cache_hits
             started = time.perf_counter()
