@@ -21,10 +21,12 @@ from prefect.states import Failed, State
 from prefect_ray import RayTaskRunner
 
 from flows.progress import StageProgress
-from flows.runtime import llm_endpoint, ray_session
+from flows.runtime import ray_session
 from tasks.shard import configured
 from toolfactory.execution import ShardJob
 from toolfactory.config import Config
+from toolfactory.errors import EndpointRefused
+from toolfactory.floors import below_floors
 from toolfactory.export import OutputDir, SplitSpec, export_run
 from toolfactory.manifest import Manifest
 from toolfactory.outcome import failure_message, rerun_command
@@ -40,34 +42,42 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
-    """Run what is left of `manifest`'s run; the run's summary (see :meth:`StatsDB.run_summary`)."""
+def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) -> dict[str, Any]:
+    """Run what is left of `manifest`'s run, sending LLM requests to `base_url` (None: the
+    configured `llm.base_url`); the run's summary (see :meth:`StatsDB.run_summary`)."""
     config = manifest.run_config()
     stats = StatsDB(config.stats_path())
     stats.start_run(manifest.run_id, manifest.created_at, store.url, manifest.config, manifest.versions, _now())
     plan = manifest.shard_plan()
     store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read
     store.abort_uploads(f"runs/{manifest.run_id}/")  # likewise, on S3
-    with ray_session(config), llm_endpoint(config) as base_url:
+    stopped: str | None = None
+    with ray_session(config):
         for stage in STAGE_NAMES:
             pending = _record_done(store, stats, manifest.run_id, plan[stage])
             runnable = _runnable(store, stats, manifest.run_id, pending)
             if pending:  # a stage whose shards are all blocked still shows, as failed
                 jobs = [ShardJob(manifest.run_id, config, spec, base_url) for spec in runnable]
                 blocked = [spec.index for spec in pending if spec not in runnable]
-                stage_flow.with_options(
+                state = stage_flow.with_options(
                     flow_run_name=f"{manifest.run_id}/{stage}",
                     task_runner=RayTaskRunner(),
                 )(config, stage, jobs, blocked, str(stats.path), return_state=True)
+                stopped = _refusal_of(state)
+                if stopped:  # every later request of that shape would be refused alike
+                    get_run_logger().error("run stopped at the %s stage: %s", stage, stopped)
+                    break
             _grow_pool(stage, store, manifest.run_id, plan)
     failed = _not_completed(plan, store, manifest.run_id)
-    stats.finish_run(manifest.run_id, "failed" if failed else "completed", _now())
+    reasons = [stopped] if stopped else [] if failed else below_floors(config.run, stats.run_summary(manifest.run_id, STAGE_NAMES))
+    stats.finish_run(manifest.run_id, "failed" if failed or reasons else "completed", _now(), "; ".join(reasons) or None)
     summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
     if failed:
         summary["rerun"] = rerun_command(manifest.run_id, store, config.storage.endpoint_url, config.storage.region)
     if config.storage.is_s3:
         store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
-    exported = export_dataset(config, store, manifest.run_id) if not failed else {}
+    # A run below its floors is not exported either (see toolfactory.floors).
+    exported = export_dataset(config, store, manifest.run_id) if summary["status"] == "completed" else {}
     report = _report(store, str(stats.path), manifest.run_id)
     _publish(manifest, store, summary, report, exported)
     return summary
@@ -130,6 +140,7 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
     for index in blocked:
         logger.warning("%s shard %d blocked: an input shard is missing (its shard failed)", stage, index)
     failed = []
+    refused: str | None = None
     job_of = {future.task_run_id: job for job, future in zip(jobs, futures)}
     with StageProgress(stage, len(jobs)) as progress:
         for future in as_completed(futures):
@@ -147,15 +158,29 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
                 continue
             progress.shard_done(None)
             failed.append(job.spec.index)
-            _record_failure(stats, job, future)
+            exception = _record_failure(stats, job, future)
+            if isinstance(exception, EndpointRefused) and refused is None:
+                refused = str(exception)
+    if refused is not None:
+        # The stage's one message: the role, the model and the endpoint's words.
+        return Failed(message=f"{stage}: {refused}", data={"refused": refused})
     if failed or blocked:
         return Failed(message=f"{stage}: {len(failed)} shard(s) failed {failed}, {len(blocked)} blocked {blocked} "
                               f"of {len(jobs) + len(blocked)}")
     return None
 
 
-def _record_failure(stats: StatsDB, job: ShardJob, future: Any) -> None:
-    """Record a failed shard with its error and attempts (and what it spent, if it says)."""
+def _refusal_of(state: State[Any]) -> str | None:
+    """The endpoint refusal that stopped a stage (see :class:`EndpointRefused`), if one did."""
+    if not state.is_failed():
+        return None
+    data = state.result(raise_on_failure=False)
+    return data.get("refused") if isinstance(data, dict) else None
+
+
+def _record_failure(stats: StatsDB, job: ShardJob, future: Any) -> BaseException | None:
+    """Record a failed shard with its error and attempts (and what it spent, if it says); its
+    exception."""
     logger = get_run_logger()
     exception = _exception_of(future.state)
     error = f"{type(exception).__name__}: {exception}"[:2000] if exception else str(future.state.message)
@@ -165,6 +190,7 @@ def _record_failure(stats: StatsDB, job: ShardJob, future: Any) -> None:
         job.run_id, job.spec.stage, job.spec.index, "failed", attempts, error, job.spec.fingerprint(),
         metrics=getattr(exception, "metrics", None),
     )
+    return exception
 
 
 def _grow_pool(stage: str, store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]]) -> None:
@@ -247,6 +273,7 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
     failed = [f"| {s['stage']} | {f['shard']} | {f['status']} | {f['error']} |" for s in summary["stages"] for f in s["failed_shards"]]
     lines = [
         f"# Run {manifest.run_id}: {summary['status']}",
+        *([f"- reason: {summary['reason']}"] if summary.get("reason") else []),
         f"- dataset: `{store.uri(f'runs/{manifest.run_id}/{DATASET_STAGE}/')}`",
         f"- rejected records: `{store.uri(f'runs/{manifest.run_id}/<stage>/rejected/')}`",
         f"- manifest: `{store.uri(manifest.path)}`",

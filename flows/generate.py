@@ -9,6 +9,8 @@ from prefect.client.orchestration import get_client
 from prefect.runtime import flow_run
 
 from flows.execute import execute_run, run_state, run_tags
+from flows.preflight import preflight, refused_state
+from flows.runtime import llm_endpoint
 from toolfactory.config import load_config
 from toolfactory.lease import root_lease
 from toolfactory.manifest import Manifest, write_manifest
@@ -22,8 +24,8 @@ def _name() -> str:
 
 @flow(name="generate", flow_run_name=_name)
 def generate(config_path: str | None = None, overrides: list[str] | None = None, run_id: str | None = None) -> dict[str, Any]:
-    """Generate a dataset: domains → tools → pool → tasks → dialogues → verify, one task per
-    (stage, shard)."""
+    """Generate a dataset: preflight, then domains → tools → pool → tasks → dialogues → verify →
+    curate, one task per (stage, shard)."""
     config = load_config(config_path, overrides or ())
     store = ObjectStore.open(config.storage)
     run_id = run_id or config.run.run_id or new_run_id(config)
@@ -31,9 +33,15 @@ def generate(config_path: str | None = None, overrides: list[str] | None = None,
     labels = run_tags(config)
     with get_client(sync_client=True) as client:  # the generated id and the tags show in the UI
         client.update_flow_run(flow_run.id, name=f"generate-{run_id}", tags=sorted({*flow_run.tags, *labels}))
-    # One run at a time on a root, from planning (which reads the pool) to the end (which adds to it).
-    with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
-        manifest = Manifest.create(run_id, config, plan_run(config, run_id, store))
-        write_manifest(store, manifest)
-        with tags(*labels):
-            return run_state(execute_run(manifest, store))
+    with llm_endpoint(config) as base_url:
+        # Before the run takes the root or plans anything: an endpoint that cannot serve the run
+        # stops it here, with the field to change.
+        checked = preflight(config, base_url)
+        if not checked.ok:
+            return refused_state(checked)  # type: ignore[return-value]
+        # One run at a time on a root, from planning (which reads the pool) to the end (which adds to it).
+        with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
+            manifest = Manifest.create(run_id, config, plan_run(config, run_id, store), checked.record())
+            write_manifest(store, manifest)
+            with tags(*labels):
+                return run_state(execute_run(manifest, store, base_url))

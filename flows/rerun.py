@@ -13,6 +13,8 @@ from typing import Any
 from prefect import flow, tags
 
 from flows.execute import execute_run, run_state, run_tags
+from flows.preflight import preflight, refused_state
+from flows.runtime import llm_endpoint
 from toolfactory.config import load_config
 from toolfactory.lease import root_lease
 from toolfactory.manifest import load_manifest, write_manifest
@@ -26,11 +28,18 @@ def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | No
     locator = load_config(config_path, overrides or ())
     store = ObjectStore.open(locator.storage)
     manifest = load_manifest(store, run_id)
+    if overrides:
+        config = rerun_config(manifest.config, overrides)
+        manifest = manifest.model_copy(update={"config": config.snapshot(), "reruns": [*manifest.reruns, rerun_record(overrides)]})
     config = manifest.run_config()
-    with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
-        if overrides:
-            config = rerun_config(manifest.config, overrides)
-            manifest = manifest.model_copy(update={"config": config.snapshot(), "reruns": [*manifest.reruns, rerun_record(overrides)]})
-            write_manifest(store, manifest)
-        with tags(*run_tags(config), "rerun"):
-            return run_state(execute_run(manifest, store))
+    with llm_endpoint(config) as base_url:
+        # The endpoint may have changed since the run began: check it serves the modes the run was
+        # made with (never choosing others, which would make the missing shards differently).
+        checked = preflight(config, base_url, choose=False)
+        if not checked.ok:
+            return refused_state(checked)  # type: ignore[return-value]
+        with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
+            if overrides:
+                write_manifest(store, manifest)
+            with tags(*run_tags(config), "rerun"):
+                return run_state(execute_run(manifest, store, base_url))

@@ -28,7 +28,8 @@ def sets(overrides: list[str]) -> list[str]:
 
 @pytest.mark.e2e
 def test_a_run_with_failed_shards_exits_1_and_says_how_to_rerun(prefect_api: str, tmp_path: Path) -> None:
-    with start_simulator(SimulatorSettings(rate_500=1.0)) as sim:
+    # Half the requests fail: the run's preflight retries past them, its shards (no retries) do not.
+    with start_simulator(SimulatorSettings(rate_500=0.5)) as sim:
         overrides = small_run_overrides(tmp_path / "data", **{
             "llm.provider": "openai-compatible", "llm.base_url": sim.base_url,
             "llm.max_retries": 0, "orchestration.task_retries": 0, "tools.max_tools": 4,

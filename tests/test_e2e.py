@@ -194,6 +194,7 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
             return small_run_overrides(root, **{
                 "llm.provider": "openai-compatible", "llm.base_url": sim.base_url,
                 "llm.max_retries": 0, "orchestration.task_retries": 0,
+                "run.min_accepted": 0,  # a bare simulator's judges vote at random: shards are the point here
             })
 
         root = tmp_path / "data"
@@ -306,6 +307,7 @@ def test_transient_failures_are_retried_by_the_task_until_the_shard_completes(ru
         summary = generate(small_run_overrides(root, **{
             "llm.provider": "openai-compatible", "llm.base_url": sim.base_url,
             "llm.max_retries": 0, "orchestration.task_retries": 10,
+            "run.min_accepted": 0,  # a bare simulator's judges vote at random: shards are the point here
         }))
     assert summary["status"] == "completed"
     with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
@@ -339,6 +341,7 @@ def test_api_key_from_a_prefect_secret_block(runtime: str, tmp_path: Path) -> No
 def test_each_simulator_fault_knob_is_caught_by_its_rule(runtime: str, tmp_path: Path, knob: str, code: str) -> None:
     summary = generate(small_run_overrides(tmp_path / "data", **{
         f"llm.simulator.{knob}": 1.0, "tools.max_tools": 3, "tools.tools_per_shard": 3, "verify.judges": "[]",
+        "run.min_accepted": 0,  # every dialogue is rejected, on purpose
     }))
     verify = stage_of(summary, "verify")
     assert summary["status"] == "completed"

@@ -1,21 +1,38 @@
-"""A small run against each provider profile of the simulator, with the client settings that
-profile needs: the same pipeline makes accepted dialogues from every family's answer shapes."""
+"""A small run against each provider profile of the simulator: the same pipeline makes accepted
+dialogues of every recipe from every family's answer shapes. Modes left `auto` are chosen by the
+run's preflight (text calls without a tool parser, the schema in the prompt for a plain-text
+server); a profile that no `auto` can serve (a reasoning model's refused parameters) stops the
+run at preflight with one message, and runs with the settings that message names. Then what ends
+a run failed: an endpoint that refuses one kind of request again and again, and a dataset below
+`run.min_accepted`."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from conftest import small_run_overrides
+from toolfactory.config import StorageConfig
+from toolfactory.errors import PreflightFailed
 from toolfactory.models import Dialogue
 from toolfactory.shards import read_records
-from toolfactory.simulator.profiles import CLIENT_SETTINGS, client_overrides
+from toolfactory.simulator.profiles import client_overrides
 from toolfactory.storage import ObjectStore
-from toolfactory.config import StorageConfig
 
 pytestmark = pytest.mark.e2e
+
+# The modes each profile's preflight chooses for the assistant's calls and the user's JSON.
+CHOSEN = {
+    "openai": ("native", "json_schema"),
+    "vllm-hermes": ("native", "json_schema"),
+    "vllm-no-tool-parser": ("text", "json_schema"),
+    "plain-text": ("text", "prompt"),
+    "reasoning": ("native", "json_schema"),
+}
 
 
 @pytest.fixture
@@ -24,25 +41,84 @@ def runtime(prefect_api: str, ray_cluster: None, monkeypatch: pytest.MonkeyPatch
     return prefect_api
 
 
-def generate(overrides: list[str]) -> dict[str, Any]:
+def generate_state(overrides: list[str]) -> Any:
     from flows.generate import generate as generate_flow
 
-    return generate_flow(config_path=None, overrides=overrides)
+    return generate_flow(config_path=None, overrides=overrides, return_state=True)
 
 
-@pytest.mark.parametrize("profile", list(CLIENT_SETTINGS))
-def test_a_run_against_each_profile_accepts_dialogues(runtime: str, tmp_path: Path, profile: str) -> None:
-    root = tmp_path / "data"
-    summary = generate(small_run_overrides(root, **{
+def run_overrides(root: Path, **extra: Any) -> list[str]:
+    return small_run_overrides(root, **{
         "tools.max_tools": 6, "tools.tools_per_shard": 6, "tasks.recipes": "{toolalpaca: 1, toolllm: 1, toolace: 1}",
+        # toolllm's tool sets of one tool: its multi-tool sets, whose (tool, API) pairs the
+        # simulator draws apart, are measured by benchmarks/recipes.py, too few here to count on.
+        "tasks.scenarios": "{single_tool: 1}",
         "llm.simulator.obedience": 0.9, "verify.judges": "[]",  # the judges' own answers are shapes like any other
-    }) + client_overrides(profile))
-    assert summary["status"] == "completed"
+        **extra,
+    })
+
+
+def manifest_of(root: Path, run_id: str) -> dict[str, Any]:
+    return json.loads((root / "runs" / run_id / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize("profile", list(CHOSEN))
+def test_a_run_against_each_profile_accepts_dialogues_of_every_recipe(runtime: str, tmp_path: Path, profile: str) -> None:
+    root = tmp_path / "data"
+    if profile == "reasoning":
+        # No mode is `auto` here: the refused parameters are the role's own, named in one message.
+        state = generate_state(run_overrides(root) + [f"llm.simulator.profile={profile}"])
+        assert state.is_failed()
+        with pytest.raises(PreflightFailed) as refused:
+            state.result()
+        assert str(refused.value).startswith("llm.roles.user.max_tokens_parameter: ")
+        assert str(refused.value).endswith("set llm.roles.user.max_tokens_parameter: max_completion_tokens")
+        assert not (root / "runs").exists()  # nothing planned, nothing spent beyond the probes
+        overrides = client_overrides(profile)
+    else:
+        overrides = [f"llm.simulator.profile={profile}"]  # everything else left `auto`
+    summary = generate_state(run_overrides(root) + overrides).result()
+    assert summary["status"] == "completed", summary
+    choices = manifest_of(root, summary["run_id"])["preflight"]["choices"]
+    assert (choices["llm.roles.assistant.tool_calling"], choices["llm.roles.user.structured_output"]) == CHOSEN[profile]
     store = ObjectStore.open(StorageConfig(root=str(root)))
     accepted = [Dialogue.model_validate(r) for r in read_records(store, f"runs/{summary['run_id']}/curate/part-00000.parquet")]
-    # toolllm gets one or two tasks in a run this small, too few to count on one being accepted:
-    # its yield per profile is measured by benchmarks/recipes.py.
-    assert {d.recipe for d in accepted} >= {"toolalpaca", "toolace"}
+    assert {d.recipe for d in accepted} == {"toolalpaca", "toolllm", "toolace"}
     # Reasoning and call syntax never leak into the training text.
     texts = [m.content or "" for d in accepted for m in d.messages]
     assert not any("<think>" in t or "<tool_call>" in t or "```" in t for t in texts)
+
+
+def test_a_400_storm_ends_the_run_failed_with_one_message(runtime: str, tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    # A constrained decoder without `minItems`: preflight's schema passes, the tasks' schemas do not.
+    state = generate_state(small_run_overrides(root, **{
+        "llm.simulator.refused_schema_keywords": "minItems", "llm.max_repeated_refusals": 1, "tools.max_tools": 4,
+    }))
+    assert state.is_failed()
+    summary = state.result(raise_on_failure=False)
+    reason = summary["reason"]
+    assert reason.startswith("llm.roles.user (model 'sim-small'): the endpoint refused 2 requests of the same shape")
+    assert "response_format json_schema" in reason and "not supported by xgrammar: 'minItems'" in reason
+    assert summary["status"] == "failed" and reason in state.message
+    assert [s["stage"] for s in summary["stages"]] == ["tools", "pool", "tasks"]  # later stages never started
+    with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT status, reason FROM runs").fetchall() == [("failed", reason)]
+        # Not retried by the task (orchestration.task_retries is 2): the same request, the same answer.
+        assert con.execute("SELECT status, attempts FROM shards WHERE stage = 'tasks'").fetchall() == [("failed", 1)]
+    assert not (root / "runs" / summary["run_id"] / "export").exists()
+
+
+def test_a_run_below_min_accepted_ends_failed_and_is_not_exported(runtime: str, tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    state = generate_state(small_run_overrides(root, **{"run.min_accepted": 1000, "tools.max_tools": 4, "verify.judges": "[]"}))
+    assert state.is_failed()
+    summary = state.result(raise_on_failure=False)
+    accepted = next(s for s in summary["stages"] if s["stage"] == "curate")["items_out"]
+    assert 0 < accepted < 1000 and all(s["shards_failed"] == 0 for s in summary["stages"])
+    assert summary["reason"] == f"run.min_accepted: the dataset holds {accepted} accepted dialogue(s), fewer than 1000"
+    assert state.message == f"run {summary['run_id']} failed: {summary['reason']}" and "rerun" not in summary
+    with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT status, reason FROM runs").fetchall() == [("failed", summary["reason"])]
+    assert not (root / "runs" / summary["run_id"] / "export").exists()
+    assert (root / "runs" / summary["run_id"] / "curate" / "part-00000.parquet").exists()  # kept, for `export`

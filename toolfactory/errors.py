@@ -2,8 +2,10 @@
 
     ToolfactoryError
     ├── ConfigError            invalid configuration; raised before any work starts
+    │   └── PreflightFailed    the endpoint cannot serve what the config asks; names the field
     ├── TerminalError          retrying cannot help (bad input, unknown run)
-    │   └── RunNotFound
+    │   ├── RunNotFound
+    │   └── EndpointRefused    the endpoint refused one kind of request again and again
     └── TransientError         retrying may help (network, rate limits, a flaky endpoint)
         └── ShardIncomplete    records of a shard failed on transient LLM errors; re-run completes it
 
@@ -35,6 +37,37 @@ class RunNotFound(TerminalError):
         self.run_id = run_id
 
 
+class PreflightFailed(ConfigError):
+    """A capability the run needs is not served by the endpoint (see :mod:`toolfactory.preflight`).
+
+    The message names the config field to change; ``table`` is the check's table, printed above it.
+    """
+
+    def __init__(self, message: str, table: str = "") -> None:
+        super().__init__(message, table)
+        self.table = table
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class EndpointRefused(TerminalError):
+    """The endpoint answered one role's requests of one shape with the same kind of client error
+    (400, 422, …) more often than ``llm.max_repeated_refusals``: every record would fail alike, so
+    the stage stops instead of rejecting them all. Every argument goes to ``Exception.__init__``,
+    so that it pickles across Ray."""
+
+    def __init__(self, role: str, model: str, shape: str, status: int, message: str, count: int) -> None:
+        super().__init__(role, model, shape, status, message, count)
+        self.role, self.model, self.shape, self.status, self.endpoint_message, self.count = role, model, shape, status, message, count
+
+    def __str__(self) -> str:
+        return (
+            f"llm.roles.{self.role} (model {self.model!r}): the endpoint refused {self.count} requests of the same "
+            f"shape ({self.shape}) with {self.status}: {self.endpoint_message}"
+        )
+
+
 class TransientError(ToolfactoryError):
     """An error that a retry may fix; shard tasks retry these."""
 
@@ -56,7 +89,8 @@ class LLMFailure(ToolfactoryError):
     rather than the answer itself (malformed JSON, schema mismatch after re-asks).
     """
 
-    def __init__(self, reason: str, message: str, *, transient: bool) -> None:
+    def __init__(self, reason: str, message: str, *, transient: bool, detail: str | None = None) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.transient = transient
+        self.detail = detail  # the endpoint's own words, when it refused the request

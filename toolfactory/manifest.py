@@ -1,7 +1,9 @@
 """The manifest of a run: its config (no secrets), versions and shard plan.
 
 Written once when the run is created; a re-run reads it back and so works with the run's own
-config and exactly the same shards.
+config and exactly the same shards. The modes preflight chose for `auto` settings are kept
+beside the config (``preflight.choices``) and applied by :meth:`Manifest.run_config`, so every
+shard and every re-run uses them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pydantic import BaseModel
 
 from toolfactory.config import Config, validate_config
 from toolfactory.errors import RunNotFound
+from toolfactory.preflight.choices import apply_choices
 from toolfactory.stages import ShardSpec
 from toolfactory.storage import ObjectStore
 
@@ -39,25 +42,29 @@ class Manifest(BaseModel):
     versions: dict[str, str]
     plan: dict[str, list[dict[str, Any]]]
     reruns: list[dict[str, Any]] = []  # re-runs that changed operational settings: {at, overrides}
+    preflight: dict[str, Any] = {}  # the endpoint checked, its probes and the modes chosen for `auto`
 
     @property
     def path(self) -> str:
         return manifest_path(self.run_id)
 
     def run_config(self) -> Config:
-        return validate_config(self.config)
+        """The run's config, with the modes preflight chose in place of its `auto` settings."""
+        return apply_choices(validate_config(self.config), self.preflight.get("choices", {}))
 
     def shard_plan(self) -> dict[str, list[ShardSpec]]:
         return {stage: [ShardSpec.from_dict(s) for s in specs] for stage, specs in self.plan.items()}
 
     @classmethod
-    def create(cls, run_id: str, config: Config, plan: dict[str, list[ShardSpec]]) -> Manifest:
+    def create(cls, run_id: str, config: Config, plan: dict[str, list[ShardSpec]],
+               preflight: dict[str, Any] | None = None) -> Manifest:
         return cls(
             run_id=run_id,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             config=config.snapshot(),
             versions=versions(),
             plan={stage: [spec.to_dict() for spec in specs] for stage, specs in plan.items()},
+            preflight=preflight or {},
         )
 
 

@@ -20,9 +20,10 @@ from toolfactory.errors import ConfigError
 # Dotted prefixes of the operational settings (a prefix ending in "." covers a whole section).
 OPERATIONAL = (
     "storage.", "stats.", "orchestration.", "export.",
-    "run.tolerate_transient_failures",
+    "run.tolerate_transient_failures", "run.min_accepted", "run.min_pass_rate",
     "llm.base_url", "llm.api_key_env", "llm.api_key_secret_block",
     "llm.max_concurrency", "llm.max_retries", "llm.backoff_initial_s", "llm.backoff_max_s", "llm.timeout_s",
+    "llm.max_repeated_refusals",
     "llm.embedding_model", "llm.embedding_backend", "llm.local_embedding_model",
     # the simulator's transport, not its answers
     "llm.simulator.latency_ms", "llm.simulator.latency_jitter_ms", "llm.simulator.rate_429", "llm.simulator.rate_500",

@@ -33,10 +33,14 @@ def unfinished_shards(summary: dict[str, Any]) -> list[str]:
 
 
 def failure_message(summary: dict[str, Any], rerun: str) -> str:
-    """One paragraph: which shards did not complete, and how to finish the run."""
+    """One paragraph: why the run failed — an endpoint refusal or a floor not reached (its
+    `reason`), shards that did not complete — and how to finish it when a re-run can."""
     shards = unfinished_shards(summary)
+    reason = summary.get("reason")
+    if reason and not rerun:  # every shard committed: a floor, which a re-run would not change
+        return f"run {summary['run_id']} failed: {reason}"
     shown = ", ".join(shards[:_SHOWN]) + (f" and {len(shards) - _SHOWN} more" if len(shards) > _SHOWN else "")
     return (
-        f"run {summary['run_id']}: {len(shards)} shard(s) did not complete: {shown or 'none recorded'}. "
-        f"Finish the run with: {rerun}"
+        (f"run {summary['run_id']} failed: {reason}. " if reason else f"run {summary['run_id']}: ")
+        + f"{len(shards)} shard(s) did not complete: {shown or 'none recorded'}. Finish the run with: {rerun}"
     )

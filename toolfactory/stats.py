@@ -22,6 +22,8 @@ CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, created_at VARCHAR, started_at VARCHAR, finished_at VARCHAR,
     status VARCHAR, storage VARCHAR, config JSON, versions JSON, attempts INTEGER
 );
+-- Why a run failed when it is not a missing shard: an endpoint refusal, a floor not reached.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS reason VARCHAR;
 -- The latest state of each shard.
 CREATE TABLE IF NOT EXISTS shards (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, status VARCHAR, attempts INTEGER, error VARCHAR,
@@ -115,15 +117,17 @@ class StatsDB:
     def start_run(self, run_id: str, created_at: str, storage: str, config: dict[str, Any], versions: dict[str, str], started_at: str) -> None:
         with self._connect() as con:
             con.execute(
-                """INSERT INTO runs VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, 1)
+                """INSERT INTO runs (run_id, created_at, started_at, finished_at, status, storage, config, versions, attempts)
+                   VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, 1)
                    ON CONFLICT (run_id) DO UPDATE SET started_at = excluded.started_at,
-                   finished_at = NULL, status = 'running', attempts = runs.attempts + 1""",
+                   finished_at = NULL, status = 'running', reason = NULL, attempts = runs.attempts + 1""",
                 [run_id, created_at, started_at, storage, json.dumps(config), json.dumps(versions)],
             )
 
-    def finish_run(self, run_id: str, status: str, finished_at: str) -> None:
+    def finish_run(self, run_id: str, status: str, finished_at: str, reason: str | None = None) -> None:
         with self._connect() as con:
-            con.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?", [status, finished_at, run_id])
+            con.execute("UPDATE runs SET status = ?, finished_at = ?, reason = ? WHERE run_id = ?",
+                        [status, finished_at, reason, run_id])
 
     def record_shard(self, metrics: dict[str, Any], attempts: int) -> None:
         """Record a completed shard from the metrics its task returned (idempotent)."""
@@ -194,9 +198,10 @@ class StatsDB:
         return None if row is None else str(row[0])
 
     def run_summary(self, run_id: str, stage_order: tuple[str, ...]) -> dict[str, Any]:
-        """`{run_id, status, stages: [...]}`, one stage object per stage of the run, in run order."""
+        """`{run_id, status, reason, stages: [...]}`, one stage object per stage of the run, in run
+        order; `reason` says why a run failed when it is not (only) a missing shard."""
         with self._connect(read_only=True) as con:
-            run = con.execute("SELECT status, started_at, finished_at FROM runs WHERE run_id = ?", [run_id]).fetchone()
+            run = con.execute("SELECT status, started_at, finished_at, reason FROM runs WHERE run_id = ?", [run_id]).fetchone()
             rows = con.execute("SELECT * FROM stage_metrics WHERE run_id = ?", [run_id]).fetchall()
             columns = [d[0] for d in con.description] if con.description else []
             reasons = con.execute(
@@ -247,5 +252,6 @@ class StatsDB:
             "status": run[0] if run else None,
             "started_at": run[1] if run else None,
             "finished_at": run[2] if run else None,
+            "reason": run[3] if run else None,
             "stages": stages,
         }

@@ -117,9 +117,10 @@ def test_cli_has_one_flag_per_setting() -> None:
         **{
             name: True if field.annotation is bool else 2 if field.annotation is int else 0.5
             for name, field in SimulatorSettings.model_fields.items()
-            if name != "profile"
+            if name not in ("profile", "refused_schema_keywords")
         },
         profile="reasoning",
+        refused_schema_keywords="contains,minItems",
     )
     assert settings_from_cli_args(settings_to_cli_args(every))[0] == every
 
@@ -132,3 +133,17 @@ def test_cli_rejects_out_of_range_rate() -> None:
 def test_settings_forbid_unknown_fields() -> None:
     with pytest.raises(ValueError):
         SimulatorSettings(rate_502=0.1)  # type: ignore[call-arg]
+
+
+def test_a_refused_schema_keyword_is_a_400_wherever_it_is_used() -> None:
+    from toolfactory.simulator.profiles import refused_parameter
+
+    settings = SimulatorSettings(refused_schema_keywords="contains, minItems")
+    nested = {"type": "object", "properties": {"minItems": {"type": "array", "items": {"type": "string", "minItems": 1}}}}
+    body = {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": nested}}}
+    refused = refused_parameter(body, settings)
+    assert refused is not None and refused.status == 400 and "'minItems'" in refused.message
+    # A field merely named like the keyword is not the keyword; without a schema nothing is refused.
+    named_only = {"type": "object", "properties": {"minItems": {"type": "integer"}}}
+    assert refused_parameter({"response_format": {"type": "json_schema", "json_schema": {"schema": named_only}}}, settings) is None
+    assert refused_parameter({"response_format": {"type": "json_object"}}, settings) is None

@@ -29,6 +29,7 @@ from toolfactory.errors import LLMFailure, TerminalError
 from toolfactory.llm.answers import extract_json, split_reasoning
 from toolfactory.llm.cache import RequestCache, request_key
 from toolfactory.llm.endpoint import Endpoint
+from toolfactory.llm.refusals import RefusalCounter, endpoint_message
 from toolfactory.llm.usage import RoleUsage, UsageMeter
 from toolfactory.llm.text_tools import parse_text_calls, text_messages
 from toolfactory.models import canonical_json
@@ -127,6 +128,7 @@ class LLMGateway:
             max_retries=0,  # retries are ours: they honour Retry-After and are counted
         )
         self._slots = asyncio.Semaphore(llm.max_concurrency)
+        self.refusals = RefusalCounter(llm.max_repeated_refusals)
         self._backoff = wait_random_exponential(multiplier=llm.backoff_initial_s, max=llm.backoff_max_s)
 
     async def aclose(self) -> None:
@@ -253,10 +255,14 @@ class LLMGateway:
                     f"the model names and the API key ({exc.message})"
                 ) from None
             usage.failures[_reason(exc)] += 1
-            raise LLMFailure(_reason(exc), _explained(exc, role), transient=_is_transient(exc)) from None
+            if not _is_transient(exc):
+                self.refusals.refused(role, request["model"], request, exc)  # stops the stage past the limit
+            raise LLMFailure(_reason(exc), _explained(exc, role), transient=_is_transient(exc),
+                             detail=endpoint_message(exc)) from None
         except openai.APIConnectionError as exc:
             usage.failures[_reason(exc)] += 1
             raise LLMFailure(_reason(exc), str(exc), transient=True) from None
+        self.refusals.answered(role, request)
         usage.calls += 1
         usage.latency_s += time.perf_counter() - started
         counted = response.get("usage") or {}
@@ -353,7 +359,7 @@ class LLMGateway:
     async def embed(self, texts: Sequence[str], *, model: str) -> list[list[float]]:
         """Embeddings of `texts`: from the endpoint's `/v1/embeddings`, or from a local
         sentence-transformers model when ``llm.embedding_backend`` is ``local``."""
-        if self._llm.embedding_backend == "local":
+        if self._llm.embedding_source() == "local":
             from toolfactory.llm.local_embeddings import local_embeddings
 
             self.meter.role("embedding").calls += 1
@@ -371,7 +377,11 @@ class LLMGateway:
             )
         except openai.APIError as exc:
             usage.failures[_reason(exc)] += 1
-            raise LLMFailure(_reason(exc), str(exc), transient=_is_transient(exc)) from None
+            refused = isinstance(exc, openai.APIStatusError) and not _is_transient(exc)
+            if refused:
+                self.refusals.refused("embedding", model, request, exc)  # type: ignore[arg-type]
+            raise LLMFailure(_reason(exc), str(exc), transient=_is_transient(exc),
+                             detail=endpoint_message(exc) if refused else None) from None  # type: ignore[arg-type]
         usage.calls += 1
         if self._cache is not None:
             self._cache.put(key, data)

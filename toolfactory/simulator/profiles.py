@@ -38,6 +38,10 @@ REFUSAL = "I'm sorry, but I can't help with that request."
 def refused_parameter(body: dict[str, Any], settings: SimulatorSettings) -> SimulatorError | None:
     """The 400 this profile's server answers `body` with, if it refuses a parameter."""
     profile = settings.profile
+    refused_keyword = _refused_keyword(body, settings.refused_schema_keywords)
+    if refused_keyword is not None:
+        return SimulatorError(f"The provided JSON schema contains features not supported by xgrammar: {refused_keyword!r}.",
+                              param="response_format", code="BadRequestError")
     tool_choice = body.get("tool_choice")
     if profile == "vllm-no-tool-parser" and body.get("tools") and tool_choice in ("auto", "required"):
         return SimulatorError(VLLM_AUTO_TOOL_CHOICE, param="tool_choice", code="BadRequestError")
@@ -53,6 +57,31 @@ def refused_parameter(body: dict[str, Any], settings: SimulatorSettings) -> Simu
         for param in ("tools", "response_format"):
             if body.get(param):
                 return SimulatorError(f"This model does not support '{param}'.", param=param, code="unsupported_parameter")
+    return None
+
+
+def _refused_keyword(body: dict[str, Any], refused: str) -> str | None:
+    """The first keyword of `refused` (comma-separated) the request's JSON Schema uses."""
+    names = {name.strip() for name in refused.split(",") if name.strip()}
+    fmt = body.get("response_format")
+    if not names or not isinstance(fmt, dict) or not isinstance(fmt.get("json_schema"), dict):
+        return None
+    schemas: list[Any] = [fmt["json_schema"].get("schema")]
+    while schemas:
+        schema = schemas.pop()
+        if isinstance(schema, list):
+            schemas.extend(schema)
+        if not isinstance(schema, dict):
+            continue
+        hit = sorted(names.intersection(schema))
+        if hit:
+            return hit[0]
+        for key, value in schema.items():
+            # The keys of these are names (of fields, definitions), not keywords: look inside.
+            if key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(value, dict):
+                schemas.extend(value.values())
+            elif isinstance(value, (dict, list)):
+                schemas.append(value)
     return None
 
 

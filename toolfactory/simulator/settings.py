@@ -152,6 +152,12 @@ class SimulatorSettings(BaseModel):
         "written that way, and a request that says so gets parallel calls, a follow-up call, a "
         "question for the missing value or (no word shared with any function) a decline.",
     )
+    refused_schema_keywords: str = Field(
+        default="",
+        description="Comma-separated JSON Schema keywords (e.g. 'contains,minItems') that a "
+        "constrained decoder without them refuses: a json_schema response_format using one is "
+        "answered with a 400, in every profile.",
+    )
     rate_content_filter: float = Field(
         default=0.0,
         ge=0.0,

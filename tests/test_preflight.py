@@ -1,0 +1,182 @@
+"""Preflight against the simulator's provider profiles over real HTTP: what each family serves,
+the modes chosen for `auto`, the one message naming the field to change, and the worked configs
+of the README (configs/*.yaml) against the profile they are written for."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+
+from toolfactory.config import Config, load_config
+from toolfactory.llm import Endpoint
+from toolfactory.manifest import Manifest
+from toolfactory.preflight import Preflight, apply_choices, check_endpoint, run_needs
+from toolfactory.simulator import SimulatorSettings, start_simulator
+
+REPO = Path(__file__).resolve().parents[1]
+TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[Any]:
+    with start_simulator(SimulatorSettings()) as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def profile(sim: Any) -> Iterator[Any]:
+    """Set the simulator's profile for one test; its defaults come back afterwards."""
+
+    def set_profile(name: str) -> None:
+        httpx.post(f"{sim.root_url}/simulator/settings", json={"profile": name}).raise_for_status()
+
+    yield set_profile
+    httpx.post(f"{sim.root_url}/simulator/settings", json=SimulatorSettings().model_dump()).raise_for_status()
+
+
+def config(*overrides: str, path: Path | None = None, root: Path | None = None) -> Config:
+    base = ["llm.cache=false"] if root is None else [f"storage.root={root}"]
+    return load_config(path, [*base, "llm.backoff_initial_s=0.01", "llm.max_retries=1", *overrides], environ={})
+
+
+def check(sim: Any, cfg: Config) -> Preflight:
+    return asyncio.run(check_endpoint(cfg, Endpoint(sim.base_url, "sk-preflight")))
+
+
+def chat_requests(sim: Any) -> int:
+    return int(httpx.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"])
+
+
+def test_the_openai_profile_serves_every_role_natively(sim: Any, profile: Any) -> None:
+    profile("openai")
+    cfg = config()
+    report = check(sim, cfg)
+    assert report.ok, report.problems
+    checked = {(p.role, p.capability, p.mode) for p in report.probes}
+    for role in run_needs(cfg).roles:
+        assert (role, "chat", "") in checked
+    assert ("assistant", "tool calling", "native") in checked and ("user", "structured output", "json_schema") in checked
+    assert ("embedding", "embeddings", "endpoint") in checked
+    assert report.choices["llm.roles.assistant.tool_calling"] == "native"
+    assert report.choices["llm.roles.judge.structured_output"] == "json_schema"
+    assert report.choices["llm.embedding_backend"] == "endpoint"
+    assert all(p.ok for p in report.probes)
+    assert "assistant (sim-small)" in report.table() and "ok (chosen)" in report.table()
+
+
+def test_without_a_tool_parser_auto_chooses_text_calls(sim: Any, profile: Any) -> None:
+    profile("vllm-no-tool-parser")
+    report = check(sim, config())
+    assert report.ok, report.problems
+    native = next(p for p in report.probes if p.capability == "tool calling" and p.mode == "native")
+    assert native.status == "unsupported" and "--enable-auto-tool-choice" in native.detail  # the server's own words
+    text = next(p for p in report.probes if p.capability == "tool calling" and p.mode == "text")
+    assert text.ok and text.detail == "called get_weather"
+    assert report.choices["llm.roles.assistant.tool_calling"] == "text"
+
+
+def test_a_plain_text_server_gets_the_schema_in_the_prompt(sim: Any, profile: Any) -> None:
+    profile("plain-text")
+    report = check(sim, config())
+    assert report.ok, report.problems
+    assert {report.choices[f"llm.roles.{role}.structured_output"] for role in ("user", "tool", "judge", "designer")} == {"prompt"}
+    assert report.choices["llm.roles.assistant.tool_calling"] == "text"
+
+
+def test_a_mode_the_endpoint_refuses_is_one_message_naming_the_field(sim: Any, profile: Any) -> None:
+    profile("vllm-no-tool-parser")
+    report = check(sim, config("llm.tool_calling=native"))
+    assert report.problems[0].startswith("llm.roles.assistant: the endpoint does not support tool calling as native")
+    assert report.problems[0].endswith("set llm.tool_calling: text")
+    assert '"auto" tool choice requires --enable-auto-tool-choice' in report.problems[0]
+    assert not report.choices.get("llm.roles.assistant.tool_calling")
+
+
+def test_a_refused_parameter_names_the_role_setting(sim: Any, profile: Any) -> None:
+    profile("reasoning")
+    report = check(sim, config())
+    assert len(report.problems) == len(run_needs(config()).roles)  # every role's chat request was refused
+    assert report.problems[0].startswith("llm.roles.user.max_tokens_parameter: the endpoint refused a chat request")
+    assert report.problems[0].endswith("set llm.roles.user.max_tokens_parameter: max_completion_tokens")
+    renamed = [f"llm.roles.{role}.max_tokens_parameter=max_completion_tokens" for role in ("user", "assistant", "tool", "judge", "designer")]
+    report = check(sim, config(*renamed))
+    assert report.problems[0].startswith("llm.roles.user.temperature:") and report.problems[0].endswith("set llm.roles.user.temperature: null")
+
+
+def test_an_unknown_embedding_model_names_the_embedding_settings(sim: Any, profile: Any) -> None:
+    profile("openai")
+    report = check(sim, config('llm.embedding_model=""'))  # the simulator serves any other name
+    assert report.problems and report.problems[-1].startswith("llm.embedding_model: the endpoint refused embeddings")
+    assert "llm.embedding_backend: local" in report.problems[-1]
+
+
+def test_preflight_answers_are_cached_like_every_answer(sim: Any, profile: Any, tmp_path: Path) -> None:
+    profile("openai")
+    first = check(sim, config(root=tmp_path))
+    sent = chat_requests(sim)
+    again = check(sim, config(root=tmp_path))
+    assert first.ok and again.ok and chat_requests(sim) == sent
+    assert all(p.cached for p in again.probes) and not any(p.cached for p in first.probes)
+    assert again.choices == first.choices
+
+
+def test_choices_replace_auto_settings_only() -> None:
+    cfg = config("llm.roles.judge.structured_output=prompt", "llm.embedding_backend=endpoint")
+    chosen = apply_choices(cfg, {"llm.roles.assistant.tool_calling": "text", "llm.roles.judge.structured_output": "json_schema",
+                                 "llm.roles.user.structured_output": "json_object", "llm.embedding_backend": "local"})
+    assert chosen.llm.tool_calling_for("assistant") == "text"
+    assert chosen.llm.structured_output_for("user") == "json_object"
+    assert chosen.llm.structured_output_for("judge") == "prompt"  # set, not auto: kept
+    assert chosen.llm.embedding_backend == "endpoint"  # likewise (a re-run may set it)
+    assert chosen.llm.structured_output == "auto" and chosen.llm.roles["tool"].structured_output is None
+
+
+def test_the_manifest_gives_shards_the_recorded_choices() -> None:
+    cfg = config()
+    manifest = Manifest.create("r1", cfg, {}, {"choices": {"llm.roles.assistant.tool_calling": "text"}})
+    restored = Manifest.model_validate(json.loads(manifest.model_dump_json()))
+    assert restored.run_config().llm.tool_calling_for("assistant") == "text"
+    assert restored.config["llm"]["tool_calling"] == "auto"  # the config as given stays as given
+
+
+def test_needs_follow_the_config() -> None:
+    needs = run_needs(config("verify.judges=[]", "tools.builtin_introductions=false", "tools.synthesis.count=0",
+                             "tasks.recipes={toolalpaca: 1}"))
+    assert needs.roles == ("user", "assistant", "tool") and needs.structured == ("user", "tool")
+    assert run_needs(config()).structured == ("user", "assistant", "tool", "judge", "designer")  # toolace thinks
+
+
+# -- the README's worked configs -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "served_by"), [("openai", "openai"), ("vllm-tool-parser", "vllm-hermes"),
+                                                 ("vllm-no-tool-parser", "vllm-no-tool-parser")])
+def test_each_worked_config_passes_against_its_profile(sim: Any, profile: Any, name: str, served_by: str) -> None:
+    profile(served_by)
+    cfg = config(path=REPO / "configs" / f"{name}.yaml")
+    assert cfg.llm.provider == "openai-compatible" and cfg.llm.roles["assistant"].model != "sim-small"
+    report = check(sim, cfg)
+    assert report.ok, report.problems
+    expected = "text" if name == "vllm-no-tool-parser" else "native"
+    assert next(p for p in report.probes if p.capability == "tool calling" and p.ok).mode == expected
+
+
+def test_check_exits_2_with_one_message_when_the_server_has_no_tool_parser(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [TOOLFACTORY, "check", "--config", str(REPO / "configs" / "vllm-tool-parser.yaml"),
+         "--set", "llm.provider=simulator", "--set", "llm.simulator.profile=vllm-no-tool-parser",
+         "--set", f"storage.root={tmp_path}"],
+        capture_output=True, text=True, timeout=120, env={"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)},
+    )
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: llm.roles.assistant: the endpoint does not support tool calling as native")
+    assert line.endswith("set llm.tool_calling: text") and "Traceback" not in result.stderr
+    assert "assistant (Qwen/Qwen2.5-7B-Instruct)" in result.stdout and "unsupported" in result.stdout

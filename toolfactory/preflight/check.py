@@ -1,0 +1,156 @@
+"""The check itself: every capability the run needs, per role, and the modes chosen for `auto`.
+
+For each role the run calls: a plain chat request; then, for a role asked for JSON, a structured
+answer in its structured-output mode; for a role that calls functions, a tool call in its
+tool-calling mode; and embeddings when the run embeds. Where a mode is `auto`, the modes are
+tried in order (``native``, ``text``; ``json_schema``, ``json_object``, ``prompt``) and the first
+that works is chosen. Where a mode is set and fails, the others are tried too, so that the
+message can name the setting that would work. The first need that nothing serves is the one
+message of :class:`PreflightFailed`, which names the config field to change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolfactory.config import Config
+from toolfactory.llm import Endpoint, RequestCache
+from toolfactory.preflight.choices import STRUCTURED_OUTPUT, TOOL_CALLING
+from toolfactory.preflight.needs import run_needs
+from toolfactory.preflight.probes import Probe, Prober
+from toolfactory.preflight.table import render_table
+from toolfactory.storage import ObjectStore
+
+
+@dataclass
+class Preflight:
+    """What a check found: every probe, the modes chosen for `auto`, and the first problem."""
+
+    endpoint: str
+    probes: list[Probe] = field(default_factory=list)
+    choices: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def table(self) -> str:
+        return render_table(self.endpoint, self.probes, self.choices)
+
+    def record(self) -> dict[str, Any]:
+        """What the run's manifest keeps."""
+        return {"endpoint": self.endpoint, "choices": dict(self.choices), "probes": [p.to_dict() for p in self.probes]}
+
+
+async def check_endpoint(config: Config, endpoint: Endpoint, *, choose: bool = True) -> Preflight:
+    """Probe `endpoint` for everything `config`'s run needs. With `choose` false (a re-run, which
+    must keep the modes its run was made with), `auto` is not chosen anew but checked as it
+    resolves without preflight."""
+    store = ObjectStore.open(config.storage) if config.llm.cache else None
+    prober = Prober(endpoint, lambda: RequestCache(store) if store is not None else None)
+    needs = run_needs(config)
+    report = Preflight(endpoint.base_url)
+    roles = await asyncio.gather(*(_check_role(config, prober, role, needs, choose) for role in needs.roles))
+    for probes, choices, problem in roles:
+        report.probes += probes
+        report.choices.update(choices)
+        report.problems += [problem] if problem else []
+    if needs.embeddings:
+        probe = await prober.embeddings(config.llm)
+        report.probes.append(probe)
+        if config.llm.embedding_backend == "auto" and choose:
+            report.choices["llm.embedding_backend"] = probe.mode
+        if not probe.ok:
+            report.problems.append(_embedding_problem(config, probe))
+    return report
+
+
+async def _check_role(config: Config, prober: Prober, role: str, needs: Any, choose: bool) -> tuple[list[Probe], dict[str, str], str | None]:
+    llm = config.llm
+    chat = await prober.chat(llm, role)
+    probes, choices = [chat], {}
+    if not chat.ok:
+        return probes, choices, _chat_problem(config, role, chat)
+    problem = None
+    for setting, candidates, needed in (("tool_calling", TOOL_CALLING, role in needs.tool_calling),
+                                        ("structured_output", STRUCTURED_OUTPUT, role in needs.structured)):
+        if not needed:
+            continue
+        configured = getattr(llm.role(role), setting) or getattr(llm, setting)
+        auto = configured == "auto" and choose
+        first = configured if configured != "auto" else candidates[0]
+        tried = await _try_modes(prober, llm, role, setting, [first, *(m for m in candidates if m != first)], stop_at_ok=True)
+        probes += tried
+        working = next((p.mode for p in tried if p.ok), None)
+        if auto and working is not None:
+            choices[f"llm.roles.{role}.{setting}"] = working
+        # Otherwise the mode is fixed (set, or kept by a re-run) and must be the one that works.
+        if (working is None or (not auto and working != first)) and problem is None:
+            problem = _mode_problem(config, role, setting, configured, tried, working)
+    return probes, choices, problem
+
+
+async def _try_modes(prober: Prober, llm: Any, role: str, setting: str, modes: list[str], *, stop_at_ok: bool) -> list[Probe]:
+    tried = []
+    for mode in modes:
+        probe = await (prober.tool_call(llm, role, mode) if setting == "tool_calling" else prober.structured(llm, role, mode))
+        tried.append(probe)
+        if probe.ok and stop_at_ok:
+            break
+    return tried
+
+
+# --- the one message, naming the field to change ------------------------------------------------
+
+
+def _field(config: Config, role: str, setting: str) -> str:
+    """The field that holds `role`'s `setting`: its own override if it has one, else the default."""
+    return f"llm.roles.{role}.{setting}" if getattr(config.llm.role(role), setting) else f"llm.{setting}"
+
+
+def _mode_problem(config: Config, role: str, setting: str, configured: str, tried: list[Probe], working: str | None) -> str:
+    what = "tool calling" if setting == "tool_calling" else "structured output"
+    failed = next(p for p in tried if not p.ok)
+    target = _field(config, role, setting)
+    if working is not None:
+        return (f"llm.roles.{role}: the endpoint does not support {what} as {failed.mode} for model "
+                f"{failed.model!r} ({failed.detail}); set {target}: {working}")
+    tried_text = "; ".join(f"{p.mode}: {p.detail}" for p in tried)
+    return (f"llm.roles.{role}.model: model {failed.model!r} at this endpoint serves {what} in no mode "
+            f"toolfactory knows ({tried_text}); choose another model for this role")
+
+
+_STATUS = re.compile(r"refused the request \((\d{3})\)")
+
+
+def _chat_problem(config: Config, role: str, probe: Probe) -> str:
+    params = config.llm.role(role)
+    detail = probe.detail
+    said = f"the endpoint refused a chat request to model {probe.model!r} ({detail})"
+    if probe.status == "unreachable":
+        return f"llm.base_url: the endpoint did not answer a chat request for llm.roles.{role} ({detail})"
+    status = _STATUS.search(detail)
+    if status and status.group(1) in ("401", "403"):
+        key = f"llm.api_key_secret_block {config.llm.api_key_secret_block!r}" if config.llm.api_key_secret_block \
+            else f"llm.api_key_env (the variable {config.llm.api_key_env})"
+        return f"{key}: {said}; check the API key"
+    lowered = detail.lower()
+    if params.max_tokens_parameter in lowered:
+        other = "max_completion_tokens" if params.max_tokens_parameter == "max_tokens" else "max_tokens"
+        return f"llm.roles.{role}.max_tokens_parameter: {said}; set llm.roles.{role}.max_tokens_parameter: {other}"
+    for name in ("temperature", "top_p"):
+        if name in lowered and getattr(params, name) is not None:
+            return f"llm.roles.{role}.{name}: {said}; set llm.roles.{role}.{name}: null"
+    return f"llm.roles.{role}.model: {said}; check the model name and llm.base_url"
+
+
+def _embedding_problem(config: Config, probe: Probe) -> str:
+    if probe.mode == "local":
+        return f"llm.embedding_backend: the local embedding model {probe.model!r} does not work here ({probe.detail})"
+    return (f"llm.embedding_model: the endpoint refused embeddings with model {probe.model!r} ({probe.detail}); "
+            "set llm.embedding_model to an embedding model the endpoint serves, or llm.embedding_backend: local "
+            "(pip install \"toolfactory[local-embeddings]\")")
