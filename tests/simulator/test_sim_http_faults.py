@@ -188,7 +188,9 @@ def test_latency_is_concurrent(configure: Configure, sim: SimulatorProcess) -> N
     replies = asyncio.run(burst())
     elapsed = time.monotonic() - started
     assert len(replies) == 64
-    assert 0.45 <= elapsed < 3.0
+    # 64 answers of 0.5 s each: one after another they would take 32 s. Far below that means the
+    # simulator answers them at once (the bound leaves room for a loaded machine).
+    assert 0.45 <= elapsed < 8.0
 
 
 def test_stats_count_requests_and_faults(
