@@ -20,6 +20,7 @@ from toolfactory.stages.base import ShardContext
 from toolfactory.stages.dialogues.agents import execute, read_turn, user_follow_up
 from toolfactory.stages.dialogues.assistant import act
 from toolfactory.stages.dialogues.compression import compress_response
+from toolfactory.stages.dialogues.early import EarlyCheck
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant that can use the functions provided. Call a function when it "
@@ -30,7 +31,11 @@ SYSTEM_PROMPT = (
 
 
 async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, dict[str, Any]]:
-    """The dialogue's messages, the LLM calls they took and what happened (compressions, …)."""
+    """The dialogue's messages, the LLM calls they took and what happened (compressions, …).
+
+    Raises :class:`~toolfactory.stages.dialogues.early.RejectedEarly` as soon as a turn makes
+    the record one the verify stage must reject (``dialogues.reject_early``)."""
+    early = EarlyCheck.for_task(task, ctx.config)
     settings = ctx.config.dialogues
     toolace = task.recipe == "toolace"
     functions = [fn for tool in task.tools for fn in tool.functions]
@@ -59,6 +64,8 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
                 notes["clarifications"] += 1
                 continue
             called = True
+            if early is not None:  # before the tool executor answers calls of a lost record
+                early.raise_if_rejected(functions, messages, calls)
             # The calls of one turn (parallel calls) are answered together, recorded in order.
             answers = await asyncio.gather(*(
                 execute(by_name.get(call.name), call, ctx, task.tool_for(call.name)) for call in action.message.tool_calls
@@ -71,6 +78,8 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
                 if compressed.compressed:
                     notes["compressed_responses"] += 1
                 messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=compressed.text))
+            if early is not None:
+                early.raise_if_rejected(functions, messages, calls)
         if user_turns >= task.turns:
             return messages, calls, notes
         messages.append(Message(role="user", content=await user_follow_up(messages, ctx)))
