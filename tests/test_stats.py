@@ -88,3 +88,21 @@ def test_llm_calls_per_accepted_dialogue_per_stage_and_recipe(tmp_path: Path) ->
         "toolace": {"accepted": 3, "llm_calls": 42, "llm_calls_per_accepted": 14.0},
         "toolalpaca": {"accepted": 1, "llm_calls": 18, "llm_calls_per_accepted": 18.0},
     }
+
+
+def test_the_stats_command_prints_calls_per_accepted_dialogue(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from toolfactory.cli import app
+
+    db = StatsDB(tmp_path / "stats.duckdb")
+    db.start_run("r1", "2026-01-01T00:00:00+00:00", str(tmp_path), {}, {}, "2026-01-01T00:00:00+00:00")
+    t = "2026-01-01T00:00:00+00:00"
+    db.record_shard(_shard("dialogues", 0, out=8, calls=40, started=t, finished=t,
+                           profile={"llm_calls": {"toolace": 30, "toolalpaca": 10}}), attempts=1)
+    db.record_shard(_shard("verify", 0, out=4, calls=20, started=t, finished=t,
+                           profile={"llm_calls": {"toolace": 12, "toolalpaca": 8}, "recipes": {"toolace": 3, "toolalpaca": 1}}), attempts=1)
+    result = CliRunner().invoke(app, ["stats", "r1", "--set", f"storage.root={tmp_path}"])
+    assert result.exit_code == 0, result.output
+    assert "llm calls per accepted dialogue: 15.0 (165.0 tokens) = dialogues 10.0, verify 5.0" in result.output
+    assert "by recipe (dialogues + verify): toolace 14.0 (3 accepted), toolalpaca 18.0 (1 accepted)" in result.output
