@@ -8,7 +8,7 @@ For each dialogue of the verifier's valid corpus that has a string argument, two
   in the conversation.
 The `hallucination` judge of the model layer (k votes, majority) runs on both through the
 configured LLM, and its agreement with the labels is reported. With the default offline simulator
-the verdicts are random by construction, so the figure is near chance; the benchmark exists to be
+the verdicts ignore the labels by construction, so the figure is near chance; the benchmark exists to be
 pointed at a real judge (`--set llm.provider=openai-compatible --set llm.base_url=…`).
 
 Combined against per-aspect (``verify.judge_call``): on the same `--records` dialogues of the
@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> None:
           f"(kept {c['kept_per_aspect']} per aspect, {c['kept_combined']} combined); judge requests per record "
           f"{c['requests_per_record_per_aspect']} per aspect (every vote), {c['requests_per_record_combined']} combined (decided)")
     if config.llm.provider == "simulator":
-        print("  (the simulator's verdicts are random: point --set llm.* at a real judge for a meaningful figure)")
+        print("  (the simulator's verdicts ignore the labels, and follow only the dialogue and the question, so the\n"
+              "   label agreement is near chance and the combined agreement is a consistent judge's by construction:\n"
+              "   point --set llm.* at a real judge for meaningful figures)")
     print(f"results written to {args.out}")
 
 

@@ -249,7 +249,7 @@ def _json_answer(
         value = instance_for(schema, rng, context, true_rate=settings.boolean_true_rate)
         value = read_choices(value, schema, conversation.messages)
         value = write_for_mode(value, conversation.user_text, settings, request_hash)
-        value = settle(value, schema, conversation.user_text, settings, seed)
+        value = settle(value, schema, conversation.messages, settings, seed)
     return json.dumps(value, ensure_ascii=False)
 
 

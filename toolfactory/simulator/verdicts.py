@@ -5,7 +5,8 @@ question comes alone (``<material>\\n\\nQuestion: <question>``, answered in a bo
 with others in one request (``<material>\\n\\nQuestions: …``, a field per question whose schema
 ``description`` is the question). The simulator does the same: a boolean of a JSON answer that
 answers a question it can identify — the nearest ``description`` on the field's schema path,
-else the prompt's single ``Question:`` — is drawn from the material, the question and the field
+else the prompt's single ``Question:``, in the latest user message that asks one (a re-ask after
+an answer that did not fit its schema still answers the same question) — is drawn from the material, the question and the field
 name, true with ``boolean_true_rate``. A resample (a request with a ``seed``) draws it anew with
 probability ``sample_variation`` and otherwise repeats the first sample's verdict, as sampling
 at a low temperature does. Booleans with no identifiable question stay per-request draws.
@@ -19,14 +20,28 @@ from typing import Any
 
 from .seeding import unit_draw
 from .settings import SimulatorSettings
+from .text import message_text
 
 _QUESTIONS = re.compile(r"\n\s*\nQuestions?:\s*", re.I)
 
 
-def settle(value: Any, schema: dict[str, Any] | None, user_text: str, settings: SimulatorSettings, seed: int) -> Any:
+def _asking(messages: list[dict[str, Any]]) -> str | None:
+    """The latest user message that asks a question: after a re-ask (the answer did not fit
+    its schema) the question is still the one asked before."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            text = message_text(message.get("content"))
+            if _QUESTIONS.search(text):
+                return text
+    return None
+
+
+def settle(value: Any, schema: dict[str, Any] | None, messages: list[dict[str, Any]], settings: SimulatorSettings,
+           seed: int) -> Any:
     """`value` with each boolean that answers an identifiable question re-drawn (see module doc)."""
-    split = _QUESTIONS.search(user_text)
-    if split is None or not isinstance(schema, dict):
+    user_text = _asking(messages)
+    split = _QUESTIONS.search(user_text) if user_text else None
+    if user_text is None or split is None or not isinstance(schema, dict):
         return value
     material = hashlib.sha256(user_text[: split.start()].encode()).hexdigest()
     asked = user_text[split.end():].strip()
