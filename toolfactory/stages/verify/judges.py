@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from toolfactory.llm import LLMGateway
 from toolfactory.models import Dialogue, Judgement, Verdict, Vote
@@ -90,13 +90,13 @@ def _wave(passes: int, fails: int, votes: int) -> int:
     return min(needed - passes, votes - needed + 1 - fails)
 
 
-async def _cast(votes: int, stop: str, ask: Any) -> list[Any]:
+async def _cast(votes: int, stop: str, ask: Callable[[int], Awaitable[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The answers of samples 0.. in order, `ask(i)` each, in waves until the majority is
     decided (`stop="decided"`) or all at once (`"all"`). Sample i is the same request either
     way, so a decided majority is the one all the votes would give."""
     if stop == "all":
         return list(await asyncio.gather(*(ask(i) for i in range(votes))))
-    answers: list[Any] = []
+    answers: list[dict[str, Any]] = []
     passes = fails = 0
     while not _decided(passes, fails, votes):
         wave = await asyncio.gather(*(ask(len(answers) + i) for i in range(_wave(passes, fails, votes))))
