@@ -39,7 +39,7 @@ def verify(sim: Any, dialogues: list[Dialogue], true_rate: float, *overrides: st
 
 def test_passing_judges_accept_and_keep_every_vote(sim: Any) -> None:
     dialogues = valid_dialogues(6, seed=1)
-    out, meter = verify(sim, dialogues, 1.0)
+    out, meter = verify(sim, dialogues, 1.0, "verify.judge_stop=all")
     assert len(out.records) == 6 and not out.rejected
     for record in out.records:
         assert [j.aspect for j in record.judgements] == [  # type: ignore[attr-defined]
@@ -48,6 +48,48 @@ def test_passing_judges_accept_and_keep_every_vote(sim: Any) -> None:
         assert all(j.passes and len(j.votes) == 3 and all(v.reason for v in j.votes) for j in record.judgements)  # type: ignore[attr-defined]
     assert meter.role("judge").calls + meter.role("judge").cache_hits == 6 * 5 * 3
     assert out.layers == {"rules": (6, 6), "model": (6, 6)}
+
+
+def test_votes_stop_once_the_majority_is_decided(sim: Any) -> None:
+    out, meter = verify(sim, valid_dialogues(6, seed=1), 1.0)
+    assert len(out.records) == 6
+    # Two passing votes of three decide: the third is never asked.
+    assert all(j.passes and len(j.votes) == 2 for r in out.records for j in r.judgements)  # type: ignore[attr-defined]
+    assert meter.role("judge").calls + meter.role("judge").cache_hits == 6 * 5 * 2
+    assert out.profile["llm_calls"] == {"verifier-corpus": 6 * 5 * 2}  # the requests, per recipe
+
+
+def _decisions(out: StageOutput) -> dict[str, dict[str, bool]]:
+    judged = [*out.records, *(Dialogue.model_validate(r.record) for r in out.rejected)]
+    return {d.id: {j.aspect: j.passes for j in d.judgements} for d in judged}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("votes", [3, 4, 5])
+def test_stopping_early_decides_as_every_vote_would(sim: Any, votes: int) -> None:
+    dialogues = valid_dialogues(10, seed=7)
+    every, every_meter = verify(sim, dialogues, 0.5, f"verify.judge_votes={votes}", "verify.judge_stop=all")
+    early, early_meter = verify(sim, dialogues, 0.5, f"verify.judge_votes={votes}")
+    assert _decisions(early) == _decisions(every)
+    assert {r.id for r in early.records} == {r.id for r in every.records}
+    requests = early_meter.role("judge").calls + early_meter.role("judge").cache_hits
+    assert requests < 10 * 5 * votes == every_meter.role("judge").calls + every_meter.role("judge").cache_hits
+
+
+def test_one_combined_request_per_vote_answers_every_aspect(sim: Any) -> None:
+    out, meter = verify(sim, valid_dialogues(4, seed=1), 1.0, "verify.judge_call=combined")
+    assert len(out.records) == 4
+    for record in out.records:
+        assert [j.aspect for j in record.judgements] == [  # type: ignore[attr-defined]
+            "hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"
+        ]
+        assert all(j.passes and len(j.votes) == 2 and all(v.reason for v in j.votes) for j in record.judgements)  # type: ignore[attr-defined]
+    assert meter.role("judge").calls + meter.role("judge").cache_hits == 4 * 2
+
+
+def test_a_combined_judge_rejects_with_every_failed_aspect(sim: Any) -> None:
+    out, _ = verify(sim, valid_dialogues(3, seed=2), 0.0, "verify.judge_call=combined", "verify.judges=[consistency,repetition]")
+    assert not out.records
+    assert out.rejections() == {"judge_consistency": 3, "judge_repetition": 3}
 
 
 def test_failing_judges_reject_with_an_aspect_code_and_their_reasons(sim: Any) -> None:

@@ -60,6 +60,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
             f"{s['stage']:<10} {s['shards_total']:>7} {s['shards_failed']:>6} {s['items_in']:>6} {s['items_out']:>6} "
             f"{rate:>7} {s['llm_calls']:>9} {s['cache_hits']:>10}  {top}"
         )
+    _print_per_accepted(summary.get("per_accepted") or {})
     for s in summary["stages"]:
         if s.get("layers"):
             funnel = " -> ".join(f"{layer}-passed {c['passed']}" for layer, c in s["layers"].items())
@@ -72,6 +73,18 @@ def _print_summary(summary: dict[str, Any]) -> None:
     for s in summary["stages"]:
         for failure in s["failed_shards"]:
             typer.echo(f"  {s['stage']} shard {failure['shard']} {failure['status']}: {failure['error']}")
+
+
+def _print_per_accepted(cost: dict[str, Any]) -> None:
+    """What one dataset record cost in LLM calls and tokens, per stage and per recipe."""
+    if not cost.get("accepted") or cost.get("llm_calls") is None:
+        return
+    stages = ", ".join(f"{stage} {v['llm_calls']}" for stage, v in cost["by_stage"].items())
+    typer.echo(f"llm calls per accepted dialogue: {cost['llm_calls']} ({cost['tokens']} tokens) = {stages}")
+    recipes = ", ".join(f"{recipe} {v['llm_calls_per_accepted'] if v['llm_calls_per_accepted'] is not None else '-'} "
+                        f"({v['accepted']} accepted)" for recipe, v in cost["by_recipe"].items())
+    if recipes:
+        typer.echo(f"llm requests per accepted dialogue by recipe (dialogues + verify): {recipes}")
 
 
 def _finish(summary: dict[str, Any]) -> None:

@@ -435,6 +435,11 @@ class DialoguesConfig(Section):
     """toolllm: LLM calls per instruction (assistant and tool executor)."""
     keep_failed_searches: bool = False
     """toolllm: keep searches that ended without an answer (rejected as `search_failed` otherwise)."""
+    reject_early: bool = True
+    """Stop a simulated dialogue at the turn that makes the verify stage's rule layer certain to
+    reject it (a call the rules reject under a policy without error recovery, too many steps, a
+    mode that can no longer be the target), with those rule codes; the kept records are the same
+    (`toolfactory/stages/dialogues/early.py`)."""
     http: HttpExecutorSettings = Field(default_factory=HttpExecutorSettings)
     """Real HTTP calls instead of the tool-executor LLM, for tools whose base URL is in
     `http.allowlist` (ToolLLM called the real APIs): no redirects, a timeout, a size limit, never
@@ -471,6 +476,13 @@ class VerifyConfig(Section):
     """LLM judge aspects of the model layer, run on records that pass the rules; [] turns it off."""
     judge_votes: int = Field(3, ge=1, le=15)
     """Votes per judge aspect (the `judge` role's model); the majority decides, a tie fails."""
+    judge_stop: Literal["decided", "all"] = "decided"
+    """`decided`: votes are cast in waves and stop as soon as the majority is decided (the same
+    decision as casting them all, since vote i is always sample i); `all`: every vote is cast."""
+    judge_call: Literal["per_aspect", "combined"] = "per_aspect"
+    """`per_aspect`: one judge request per aspect and vote (ToolACE §3.2); `combined`: one
+    structured request per vote that answers every aspect at once (`benchmarks.judges` measures
+    how often the two agree)."""
     max_steps: dict[Literal["toolalpaca", "toolllm", "toolace"], int] = Field(default_factory=lambda: {"toolalpaca": 5})
     """Policy: the most function calls a dialogue of each recipe may make (`filter_too_many_steps`);
     a recipe not listed has no step limit (ToolLLM's search has its own max_depth)."""

@@ -4,6 +4,11 @@ Workers return metrics; the flow is the only writer. Each write opens the file, 
 transaction and closes it, so `toolfactory stats` can read while a run goes on. Everything in
 it is derived from the run's storage (manifest and shard metrics sidecars), so a lost or stale
 database is rebuilt by a re-run.
+
+Times are ``TIMESTAMP`` columns in UTC, so a run's wall time, a stage's span or a trend over
+nights is one query (``finished_at - started_at``). Files written before that kept them as ISO
+text: the first write to such a file converts those columns in place (:func:`_migrate`), and
+the readers cast, so an older file also opens read-only.
 """
 
 from __future__ import annotations
@@ -11,15 +16,18 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
 import duckdb
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
 
+from toolfactory.stages.base import CALLS_BY_RECIPE, RECIPES
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
-    run_id VARCHAR PRIMARY KEY, created_at VARCHAR, started_at VARCHAR, finished_at VARCHAR,
+    run_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, started_at TIMESTAMP, finished_at TIMESTAMP,
     status VARCHAR, storage VARCHAR, config JSON, versions JSON, attempts INTEGER
 );
 -- Why a run failed when it is not a missing shard: an endpoint refusal, a floor not reached.
@@ -27,7 +35,7 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS reason VARCHAR;
 -- The latest state of each shard.
 CREATE TABLE IF NOT EXISTS shards (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, status VARCHAR, attempts INTEGER, error VARCHAR,
-    fingerprint VARCHAR, started_at VARCHAR, finished_at VARCHAR, wall_s DOUBLE,
+    fingerprint VARCHAR, started_at TIMESTAMP, finished_at TIMESTAMP, wall_s DOUBLE,
     items_in INTEGER, items_out INTEGER, rejected INTEGER,
     PRIMARY KEY (run_id, stage, shard)
 );
@@ -48,7 +56,7 @@ CREATE TABLE IF NOT EXISTS rejections (
 -- Every executed attempt that reported its LLM use, completed or not: what a run has spent.
 CREATE TABLE IF NOT EXISTS shard_attempts (
     attempt_id VARCHAR PRIMARY KEY, run_id VARCHAR, stage VARCHAR, shard INTEGER, outcome VARCHAR,
-    started_at VARCHAR, finished_at VARCHAR, llm_calls INTEGER, cache_hits INTEGER, retries INTEGER,
+    started_at TIMESTAMP, finished_at TIMESTAMP, llm_calls INTEGER, cache_hits INTEGER, retries INTEGER,
     reasks INTEGER, prompt_tokens BIGINT, completion_tokens BIGINT, llm_latency_s DOUBLE
 );
 CREATE TABLE IF NOT EXISTS llm_usage (
@@ -80,6 +88,52 @@ GROUP BY s.run_id, s.stage;
 """
 
 
+# Columns that hold times (UTC): typed TIMESTAMP, ISO text in files from before.
+TIMESTAMPS: dict[str, tuple[str, ...]] = {
+    "runs": ("created_at", "started_at", "finished_at"),
+    "shards": ("started_at", "finished_at"),
+    "shard_attempts": ("started_at", "finished_at"),
+}
+
+
+def _timestamp(value: str | datetime | None) -> datetime | None:
+    """An ISO time (any offset) as the naive UTC datetime a TIMESTAMP column holds."""
+    if value is None or value == "":
+        return None
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+def iso_time(value: Any) -> str | None:
+    """A time read back (a datetime, or text from an older file) as ISO text in UTC."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=timezone.utc).isoformat(timespec="milliseconds")
+    return str(value)
+
+
+def _ts(column: str) -> str:
+    """SQL for a time column read as TIMESTAMP whether the file is migrated or not (the text of
+    older files is UTC)."""
+    return f"TRY_CAST({column} AS TIMESTAMP)"
+
+
+def _migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Turn the text time columns of an older file into TIMESTAMP (UTC), once."""
+    for table, columns in TIMESTAMPS.items():
+        for column in columns:
+            row = con.execute(
+                "SELECT data_type FROM information_schema.columns WHERE table_name = ? AND column_name = ?", [table, column]
+            ).fetchone()
+            if row is not None and row[0] == "VARCHAR":
+                # The text is ISO 8601 with an offset (``+00:00``): read it as a zoned time, keep UTC.
+                con.execute(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE TIMESTAMP "
+                            f"USING (TRY_CAST({column} AS TIMESTAMPTZ) AT TIME ZONE 'UTC')")
+
+
 # Profile dimensions named `*_uses` count uses per item (a tool id, an API): the summary gives how
 # many distinct items were used and how often, the coverage; the table keeps every item.
 USES = "_uses"
@@ -96,6 +150,43 @@ def _open(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(path, read_only=read_only)
 
 
+def per_accepted(stages: list[dict[str, Any]]) -> dict[str, Any]:
+    """LLM calls and tokens per dialogue of the dataset, per stage and per recipe.
+
+    `stages` are a run's stage summaries in run order; the last one's output is the dataset (so
+    a stage that spends calls on records later stages reject has them charged to the kept
+    ones: the cost of a kept record). Per recipe, the calls the stages attribute to the records
+    of that recipe (:data:`CALLS_BY_RECIPE`) over the recipe's records in the dataset."""
+    if not stages:
+        return {"accepted": 0, "llm_calls": None, "tokens": None, "by_stage": {}, "by_recipe": {}}
+    accepted = int(stages[-1]["items_out"])
+
+    def ratio(n: float) -> float | None:
+        return round(n / accepted, 2) if accepted else None
+
+    by_stage = {
+        s["stage"]: {"llm_calls": ratio(s["llm_calls"]), "tokens": ratio(s["prompt_tokens"] + s["completion_tokens"])}
+        for s in stages if s["llm_calls"] or s["prompt_tokens"] or s["completion_tokens"]
+    }
+    kept = stages[-1]["profile"].get(RECIPES, {})
+    calls: dict[str, int] = {}
+    for s in stages:
+        for recipe, n in s["profile"].get(CALLS_BY_RECIPE, {}).items():
+            calls[recipe] = calls.get(recipe, 0) + int(n)
+    by_recipe = {
+        recipe: {"accepted": int(kept.get(recipe, 0)), "llm_calls": n,
+                 "llm_calls_per_accepted": round(n / kept[recipe], 2) if kept.get(recipe) else None}
+        for recipe, n in sorted(calls.items())
+    }
+    return {
+        "accepted": accepted,
+        "llm_calls": ratio(sum(s["llm_calls"] for s in stages)),
+        "tokens": ratio(sum(s["prompt_tokens"] + s["completion_tokens"] for s in stages)),
+        "by_stage": by_stage,
+        "by_recipe": by_recipe,
+    }
+
+
 class StatsDB:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -108,6 +199,7 @@ class StatsDB:
         try:
             if not read_only:
                 con.execute(_SCHEMA)
+                _migrate(con)
             yield con
         finally:
             con.close()
@@ -121,13 +213,13 @@ class StatsDB:
                    VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, 1)
                    ON CONFLICT (run_id) DO UPDATE SET started_at = excluded.started_at,
                    finished_at = NULL, status = 'running', reason = NULL, attempts = runs.attempts + 1""",
-                [run_id, created_at, started_at, storage, json.dumps(config), json.dumps(versions)],
+                [run_id, _timestamp(created_at), _timestamp(started_at), storage, json.dumps(config), json.dumps(versions)],
             )
 
     def finish_run(self, run_id: str, status: str, finished_at: str, reason: str | None = None) -> None:
         with self._connect() as con:
             con.execute("UPDATE runs SET status = ?, finished_at = ?, reason = ? WHERE run_id = ?",
-                        [status, finished_at, reason, run_id])
+                        [status, _timestamp(finished_at), reason, run_id])
 
     def record_shard(self, metrics: dict[str, Any], attempts: int) -> None:
         """Record a completed shard from the metrics its task returned (idempotent)."""
@@ -136,7 +228,7 @@ class StatsDB:
             con.execute("BEGIN")
             con.execute(
                 "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, 'completed', ?, NULL, ?, ?, ?, ?, ?, ?, ?)",
-                [*key, attempts, metrics["fingerprint"], metrics["started_at"], metrics["finished_at"],
+                [*key, attempts, metrics["fingerprint"], _timestamp(metrics["started_at"]), _timestamp(metrics["finished_at"]),
                  metrics["wall_s"], metrics["items_in"], metrics["items_out"], metrics["rejected"]],
             )
             con.execute("DELETE FROM rejections WHERE run_id = ? AND stage = ? AND shard = ?", key)
@@ -177,7 +269,8 @@ class StatsDB:
         llm = metrics.get("llm", {})
         con.execute(
             "INSERT OR IGNORE INTO shard_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [*key, outcome, metrics["started_at"], metrics["finished_at"], llm.get("calls", 0), llm.get("cache_hits", 0),
+            [*key, outcome, _timestamp(metrics["started_at"]), _timestamp(metrics["finished_at"]), llm.get("calls", 0),
+             llm.get("cache_hits", 0),
              llm.get("retries", 0), llm.get("reasks", 0), llm.get("prompt_tokens", 0), llm.get("completion_tokens", 0),
              llm.get("latency_s", 0.0)],
         )
@@ -194,14 +287,17 @@ class StatsDB:
         if not self.path.exists():
             return None
         with self._connect(read_only=True) as con:
-            row = con.execute("SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()
+            row = con.execute(f"SELECT run_id FROM runs ORDER BY {_ts('started_at')} DESC, run_id DESC LIMIT 1").fetchone()
         return None if row is None else str(row[0])
 
     def run_summary(self, run_id: str, stage_order: tuple[str, ...]) -> dict[str, Any]:
         """`{run_id, status, reason, stages: [...]}`, one stage object per stage of the run, in run
         order; `reason` says why a run failed when it is not (only) a missing shard."""
         with self._connect(read_only=True) as con:
-            run = con.execute("SELECT status, started_at, finished_at, reason FROM runs WHERE run_id = ?", [run_id]).fetchone()
+            run = con.execute(
+                f"""SELECT status, {_ts('started_at')}, {_ts('finished_at')},
+                           epoch({_ts('finished_at')} - {_ts('started_at')}), reason
+                    FROM runs WHERE run_id = ?""", [run_id]).fetchone()
             rows = con.execute("SELECT * FROM stage_metrics WHERE run_id = ?", [run_id]).fetchall()
             columns = [d[0] for d in con.description] if con.description else []
             reasons = con.execute(
@@ -250,8 +346,10 @@ class StatsDB:
         return {
             "run_id": run_id,
             "status": run[0] if run else None,
-            "started_at": run[1] if run else None,
-            "finished_at": run[2] if run else None,
-            "reason": run[3] if run else None,
+            "per_accepted": per_accepted(stages),
+            "started_at": iso_time(run[1]) if run else None,
+            "finished_at": iso_time(run[2]) if run else None,
+            "wall_s": None if not run or run[3] is None else round(float(run[3]), 3),
+            "reason": run[4] if run else None,
             "stages": stages,
         }

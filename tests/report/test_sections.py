@@ -28,3 +28,12 @@ def test_llm_use_without_roles_draws_stages_and_notes_the_roles() -> None:
     assert [c.file for c in llm.charts] == ["llm_stages.png"]
     assert llm.notes == ("No per-role LLM use was recorded: role chart omitted.",)
     assert llm.tables[0].rows[0] == ("verify", "6", "2", "600", "60", "3.00", "330.00")
+
+
+def test_llm_use_shows_requests_per_accepted_dialogue_of_each_recipe() -> None:
+    stats = RunStats("r", "completed", None, None, (stage("verify", 4, 2, Usage(6, 2, 600, 60)),), {},
+                     calls_by_recipe={"toolace": (2, 31), "toolllm": (0, 12)})
+    llm = next(s for s in sections(stats, DialogueMix()) if s.id == "llm")
+    recipes = {t.id: t for t in llm.tables}["llm-recipes"]
+    assert recipes.header == ("recipe", "accepted", "requests", "requests per accepted")
+    assert recipes.rows == (("toolace", "2", "31", "15.50"), ("toolllm", "0", "12", "-"))

@@ -18,7 +18,7 @@ from toolfactory.errors import RunNotFound
 from toolfactory.manifest import load_manifest
 from toolfactory.outcome import rerun_command
 from toolfactory.stages import DATASET_STAGE
-from toolfactory.stats import StatsDB
+from toolfactory.stats import StatsDB, iso_time
 from toolfactory.storage import ObjectStore
 
 # Settings shown in the config summary: (label, path in the manifest's config snapshot).
@@ -144,7 +144,7 @@ def _from_stats(stats_path: str | Path, run_id: str, storage: str, context: RunC
     for rid, status, started in runs:
         stages = by_run.get(str(rid), {})
         final = stages.get(DATASET_STAGE) or stages.get("verify") or (0, 0, 0)
-        points.append(RunPoint(str(rid), status, started, final[0], stages.get("verify", (0, 0, 0))[1],
+        points.append(RunPoint(str(rid), status, iso_time(started), final[0], stages.get("verify", (0, 0, 0))[1],
                                sum(t for _, _, t in stages.values())))
     # the trend ends with this run: later runs of the root are not shown in its report
     index = next((i for i, p in enumerate(points) if p.run_id == run_id), len(points) - 1)

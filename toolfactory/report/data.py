@@ -88,6 +88,8 @@ class RunStats:
     finished_at: str | None
     stages: tuple[StageNumbers, ...]
     usage_by_role: dict[str, Usage]
+    # recipe -> (its records in the dataset, LLM requests its records took: dialogues and judges)
+    calls_by_recipe: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def stage(self, name: str) -> StageNumbers | None:
         return next((s for s in self.stages if s.stage == name), None)
@@ -132,6 +134,8 @@ def load_run_stats(stats_path: str | Path, run_id: str) -> RunStats:
         finished_at=summary["finished_at"],
         stages=stages,
         usage_by_role=_usage_by_role(db, run_id),
+        calls_by_recipe={recipe: (int(v["accepted"]), int(v["llm_calls"]))
+                         for recipe, v in summary.get("per_accepted", {}).get("by_recipe", {}).items()},
     )
 
 

@@ -295,6 +295,17 @@ def _usage_rows(named: Mapping[str, Usage], accepted: int) -> tuple[tuple[str, .
     )
 
 
+def _recipe_table(stats: RunStats) -> tuple[Table, ...]:
+    """Requests per accepted dialogue of each recipe: what a kept record of that recipe costs."""
+    if not stats.calls_by_recipe:
+        return ()
+    rows = tuple((recipe, count(kept), count(calls), ratio(calls / kept) if kept else "-")
+                 for recipe, (kept, calls) in sorted(stats.calls_by_recipe.items()))
+    return (Table("llm-recipes", "LLM requests the records of each recipe took in the dialogues and verify stages "
+                  "(rejected records included), over the recipe's accepted records.",
+                  ("recipe", "accepted", "requests", "requests per accepted"), rows),)
+
+
 def llm_use(stats: RunStats, mix: DialogueMix) -> Section:
     title = "LLM use"
     by_stage = {s.stage: s.usage for s in stats.stages}
@@ -304,6 +315,7 @@ def llm_use(stats: RunStats, mix: DialogueMix) -> Section:
         Table("llm-stages", f"Every attempt's use, failed attempts included, over {count(accepted)} accepted records{own}.",
               ("stage", *USAGE_HEADER), _usage_rows(by_stage, accepted)),
         Table("llm-roles", "The same, per agent role.", ("role", *USAGE_HEADER), _usage_rows(stats.usage_by_role, accepted)),
+        *_recipe_table(stats),
     )
     if not stats.usage.any:
         return Section("llm", title, tables=tables, notes=("The run recorded no LLM use: charts omitted.",))

@@ -68,6 +68,7 @@ from .reading import read_choices
 from .replies import answer_question
 from .schema_instance import instance_for
 from .seeding import canonical_json, derive_rng, sub_hash
+from .verdicts import settle
 from .settings import SimulatorSettings
 from .text import content_words, estimate_tokens, message_text, topical_answer
 from .text_mode import as_text, ask_with, asks_user, declared_format, structured_body, system_text
@@ -238,6 +239,11 @@ def _json_format(body: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
     return fmt.get("type") == "json_object", None
 
 
+def _seed(body: dict[str, Any]) -> int:
+    seed = body.get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
+
+
 def _json_answer(
     schema: dict[str, Any] | None,
     text: str,
@@ -246,6 +252,7 @@ def _json_answer(
     settings: SimulatorSettings,
     conversation: Conversation,
     request_hash: str,
+    seed: int = 0,
 ) -> str:
     if schema is None:
         value: Any = {"answer": text, "keywords": [w.lower() for w in context[:5]]}
@@ -258,6 +265,7 @@ def _json_answer(
         value = read_choices(value, schema, conversation.messages)
         value = answer_question(value, schema, conversation.messages, rng, context)
         value = write_for_mode(value, conversation.user_text, settings, request_hash)
+        value = settle(value, schema, conversation.messages, settings, seed)
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -463,7 +471,8 @@ def complete_chat(
                 turn, question, conversation, callable_, request_hash, index, rng
             )
             if wants_json:
-                text = _json_answer(schema, text, context, rng, settings, conversation, request_hash)
+                text = _json_answer(schema, text, context, rng, settings, conversation, request_hash,
+                                    _seed(body))
                 if faults.malformed_json:
                     text = fault_lib.malform_json(
                         text, fault_lib.fault_rng(request_hash, "malformed", index)

@@ -40,6 +40,13 @@ class ShardSpec:
         return cls(data["stage"], int(data["index"]), tuple(data["inputs"]), dict(data.get("params") or {}))
 
 
+# Profile dimensions the stats read the cost per recipe from: the LLM requests a stage made for
+# the records of each recipe (answered by the endpoint or the cache), and the recipes of its
+# output records.
+CALLS_BY_RECIPE = "llm_calls"
+RECIPES = "recipes"
+
+
 @dataclass
 class StageOutput:
     records: list[Record] = field(default_factory=list)

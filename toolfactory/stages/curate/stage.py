@@ -37,7 +37,7 @@ from toolfactory.curation import (
 )
 from toolfactory.curation.pool_clusters import assign_clusters, pool_centroids
 from toolfactory.models import Dialogue, Function, Tool
-from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.base import RECIPES, Planning, ShardContext, ShardSpec, StageOutput
 
 
 def record_key(run_id: str, dialogue_id: str) -> str:
@@ -75,6 +75,7 @@ class CurateStage:
         for d in dialogues:
             out.count("modes", d.mode)
             out.count("turns", turns(d))
+            out.count(RECIPES, d.recipe)
         return out
 
     def _deduplicate(self, dialogues: list[Dialogue], shard: ShardSpec, ctx: ShardContext, out: StageOutput) -> list[Dialogue]:

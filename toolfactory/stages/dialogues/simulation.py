@@ -28,6 +28,7 @@ from toolfactory.stages.dialogues.agents import execute, read_turn, user_details
 from toolfactory.stages.dialogues.assistant import Action, act
 from toolfactory.stages.dialogues.react import react_step
 from toolfactory.stages.dialogues.compression import compress_response
+from toolfactory.stages.dialogues.early import EarlyCheck
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant that can use the functions provided. Call a function when it "
@@ -38,7 +39,11 @@ SYSTEM_PROMPT = (
 
 
 async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, dict[str, Any]]:
-    """The dialogue's messages, the LLM calls they took and what happened (compressions, …)."""
+    """The dialogue's messages, the LLM calls they took and what happened (compressions, …).
+
+    Raises :class:`~toolfactory.stages.dialogues.early.RejectedEarly` as soon as a turn makes
+    the record one the verify stage must reject (``dialogues.reject_early``)."""
+    early = EarlyCheck.for_task(task, ctx.config)
     settings = ctx.config.dialogues
     toolace = task.recipe == "toolace"
     functions = [fn for tool in task.tools for fn in tool.functions]
@@ -96,6 +101,8 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
                 asked = True
                 continue
             called = True
+            if early is not None:  # before the tool executor answers calls of a lost record
+                early.raise_if_rejected(functions, messages, calls)
             # The calls of one turn (parallel calls) are answered together, recorded in order.
             answers = await asyncio.gather(*(
                 execute(by_name.get(call.name), call, ctx, task.tool_for(call.name), api_errors=task.recipe in settings.api_errors)
@@ -111,6 +118,8 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
                 if int(body.get("status_code") or 0) >= 400:
                     notes["error_responses"] += 1
                 messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=compressed.text))
+            if early is not None:
+                early.raise_if_rejected(functions, messages, calls)
         if user_turns >= task.turns:
             return messages, calls, notes
         messages.append(Message(role="user", content=await user_follow_up(messages, ctx)))

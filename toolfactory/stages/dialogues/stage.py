@@ -20,10 +20,11 @@ import json
 from typing import Any, ClassVar
 
 from toolfactory.models import Dialogue, Function, Message, Record, Rejected, Task, ToolCall, ToolRef, stable_id
-from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput, one_to_one
+from toolfactory.stages.base import CALLS_BY_RECIPE, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.dialogues.agents import execute
 from toolfactory.stages.dialogues.api_pages import for_executor
 from toolfactory.stages.dialogues.compression import compress_response, estimate_tokens
+from toolfactory.stages.dialogues.early import RejectedEarly
 from toolfactory.stages.dialogues.modes import shown_mode
 from toolfactory.stages.dialogues.response_keys import important_keys, restrict
 from toolfactory.stages.dialogues.search import opening_messages, solve
@@ -56,6 +57,11 @@ class DialoguesStage:
                 out.count("compressed_responses", record.recipe, record.generation["compressed_responses"])
             if record.generation.get("error_responses"):
                 out.count("error_responses", record.recipe, record.generation["error_responses"])
+            out.count(CALLS_BY_RECIPE, record.recipe, record.llm_calls)
+        for rejected in out.rejected:  # a search without an answer, a dialogue stopped early: spent too
+            task = rejected.record.get("task") or {}
+            if rejected.record.get("llm_calls"):
+                out.count(CALLS_BY_RECIPE, str(task.get("recipe")), int(rejected.record["llm_calls"]))
         return out
 
     async def _dialogue(self, task: Task, ctx: ShardContext, strategies: dict[str, asyncio.Future[list[str] | None]]) -> list[Record]:
@@ -65,7 +71,14 @@ class DialoguesStage:
                 return [found]
             messages, calls, generation = found
         else:
-            messages, calls, generation = await simulate(task, ctx)
+            try:
+                messages, calls, generation = await simulate(task, ctx)
+            except RejectedEarly as early:
+                detail = "; ".join(f"{v.code} at {v.path}: {v.message}" for v in early.verdicts)
+                return [Rejected(id=stable_id("dialogue", task.id), stage=self.name,
+                                 reasons=sorted({v.code for v in early.verdicts}), detail=f"rejected early: {detail}",
+                                 record={"task": task.model_dump(), "messages": [m.model_dump() for m in early.messages],
+                                         "llm_calls": early.llm_calls})]
         dialogue = Dialogue(
             id=stable_id("dialogue", task.id),
             task_id=task.id,
@@ -126,5 +139,5 @@ class DialoguesStage:
             return Rejected(id=stable_id("dialogue", task.id), stage=self.name, reasons=["search_failed"],
                             detail=f"{result.method} ended with {result.finish_type} ({result.limit or 'no limit hit'}) "
                                    f"after {result.tree_size} nodes and {result.llm_calls} calls",
-                            record={"task": task.model_dump(), "generation": generation})
+                            record={"task": task.model_dump(), "generation": generation, "llm_calls": result.llm_calls})
         return result.messages, result.llm_calls, generation

@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 from toolfactory.errors import ConfigError
 from toolfactory.models import Dialogue, Record, Rejected
-from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput, one_to_one
+from toolfactory.stages.base import CALLS_BY_RECIPE, RECIPES, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
-from toolfactory.stages.verify.judges import failed_verdicts, judge_all
+from toolfactory.stages.verify.judges import failed_verdicts, judge_all, judge_requests
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.stages.verify.policy import for_recipe
 from toolfactory.stages.verify.rules import RULES, check, errors
@@ -41,6 +41,7 @@ class VerifyStage:
         recovery = [str(recipe) for recipe in settings.keep_error_recovery]
         aspects, votes = list(ctx.config.verify.judges), ctx.config.verify.judge_votes
         passed: Counter[str] = Counter()
+        spent: Counter[str] = Counter()  # judge requests per recipe
 
         async def verify(dialogue: Dialogue) -> list[Record | Rejected]:
             policy = for_recipe(dialogue.recipe, max_steps, recovery)
@@ -49,8 +50,10 @@ class VerifyStage:
             if not rejecting:
                 passed["rules"] += 1
                 if aspects:
-                    dialogue.judgements = await judge_all(dialogue, aspects, ctx.gateway, votes)
+                    dialogue.judgements = await judge_all(dialogue, aspects, ctx.gateway, votes,
+                                                          settings.judge_stop, settings.judge_call)
                     rejecting = failed_verdicts(dialogue.judgements)
+                    spent[dialogue.recipe] += judge_requests(dialogue.judgements, settings.judge_call)
                     dialogue.verdicts += rejecting
                     passed["model"] += not rejecting
             if not rejecting:
@@ -64,4 +67,8 @@ class VerifyStage:
         out.layers = {"rules": (len(dialogues), passed["rules"])}
         if aspects:
             out.layers["model"] = (passed["rules"], passed["model"])
+        for record in out.records:
+            out.count(RECIPES, record.recipe)  # type: ignore[attr-defined]
+        for recipe, n in sorted(spent.items()):
+            out.count(CALLS_BY_RECIPE, recipe, n)
         return out
