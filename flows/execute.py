@@ -23,7 +23,9 @@ from prefect_ray import RayTaskRunner
 from flows.progress import StageProgress
 from flows.runtime import llm_endpoint, ray_session
 from tasks.shard import configured
+from toolfactory.attempts import attempt_usage
 from toolfactory.execution import ShardJob
+from toolfactory.lifetime import Driver
 from toolfactory.config import Config
 from toolfactory.export import OutputDir, SplitSpec, export_run
 from toolfactory.manifest import Manifest
@@ -48,17 +50,20 @@ def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
     plan = manifest.shard_plan()
     store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read
     store.abort_uploads(f"runs/{manifest.run_id}/")  # likewise, on S3
+    driver = Driver()
     with ray_session(config), llm_endpoint(config) as base_url:
         for stage in STAGE_NAMES:
             pending = _record_done(store, stats, manifest.run_id, plan[stage])
             runnable = _runnable(store, stats, manifest.run_id, pending)
             if pending:  # a stage whose shards are all blocked still shows, as failed
-                jobs = [ShardJob(manifest.run_id, config, spec, base_url) for spec in runnable]
+                jobs = [ShardJob(manifest.run_id, config, spec, base_url, driver) for spec in runnable]
                 blocked = [spec.index for spec in pending if spec not in runnable]
                 stage_flow.with_options(
                     flow_run_name=f"{manifest.run_id}/{stage}",
                     task_runner=RayTaskRunner(),
                 )(config, stage, jobs, blocked, str(stats.path), return_state=True)
+            # Every attempt's LLM use, killed ones included (their task never returned metrics).
+            stats.record_attempts(attempt_usage(store, manifest.run_id, stage))
             _grow_pool(stage, store, manifest.run_id, plan)
     failed = _not_completed(plan, store, manifest.run_id)
     stats.finish_run(manifest.run_id, "failed" if failed else "completed", _now())

@@ -3,7 +3,8 @@
     ToolfactoryError
     ├── ConfigError            invalid configuration; raised before any work starts
     ├── TerminalError          retrying cannot help (bad input, unknown run)
-    │   └── RunNotFound
+    │   ├── RunNotFound
+    │   └── DriverGone         the process that submitted a shard died; the shard is not committed
     └── TransientError         retrying may help (network, rate limits, a flaky endpoint)
         └── ShardIncomplete    records of a shard failed on transient LLM errors; re-run completes it
 
@@ -33,6 +34,11 @@ class RunNotFound(TerminalError):
     def __init__(self, run_id: str, root: str) -> None:
         super().__init__(f"no run {run_id!r} under {root} (no manifest.json)")
         self.run_id = run_id
+
+
+class DriverGone(TerminalError):
+    """The driver that submitted a shard has ended (killed): its shard must not commit, since
+    `rerun` owns the run now."""
 
 
 class TransientError(ToolfactoryError):

@@ -12,7 +12,7 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import duckdb
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
@@ -167,19 +167,36 @@ class StatsDB:
                 self._record_attempt(con, metrics, status)
             con.execute("COMMIT")
 
+    def record_attempts(self, attempts: Iterable[dict[str, Any]]) -> int:
+        """Add attempts read from their usage files (:mod:`toolfactory.attempts`): those the
+        database lacks, the killed ones among them. An attempt already recorded is left as it is,
+        so reading the files again never counts an attempt twice. Returns how many were added."""
+        added = 0
+        with self._connect() as con:
+            con.execute("BEGIN")
+            for attempt in attempts:
+                known = con.execute("SELECT 1 FROM shard_attempts WHERE attempt_id = ?", [attempt["attempt_id"]]).fetchone()
+                if known is None:
+                    self._record_attempt(con, attempt, attempt["outcome"], replace=False)
+                    added += 1
+            con.execute("COMMIT")
+        return added
+
     @staticmethod
-    def _record_attempt(con: duckdb.DuckDBPyConnection, metrics: dict[str, Any], outcome: str) -> None:
+    def _record_attempt(con: duckdb.DuckDBPyConnection, metrics: dict[str, Any], outcome: str, replace: bool = True) -> None:
+        """One attempt's LLM use; the attempt's own final report replaces what its usage file said."""
         key = [metrics["attempt_id"], metrics["run_id"], metrics["stage"], metrics["shard"]]
         llm = metrics.get("llm", {})
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         con.execute(
-            "INSERT OR IGNORE INTO shard_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"{verb} INTO shard_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [*key, outcome, metrics["started_at"], metrics["finished_at"], llm.get("calls", 0), llm.get("cache_hits", 0),
              llm.get("retries", 0), llm.get("reasks", 0), llm.get("prompt_tokens", 0), llm.get("completion_tokens", 0),
              llm.get("latency_s", 0.0)],
         )
         for role, usage in sorted(metrics.get("llm_by_role", {}).items()):
             con.execute(
-                "INSERT OR IGNORE INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"{verb} INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [*key, role, usage["calls"], usage["cache_hits"], usage["retries"], usage["reasks"],
                  usage["prompt_tokens"], usage["completion_tokens"], usage["latency_s"], json.dumps(usage["failures"])],
             )
