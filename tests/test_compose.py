@@ -319,7 +319,7 @@ def test_prefect_yaml_deployments():
 
     nightly = deployments["nightly"]
     assert nightly["entrypoint"] == "flows/generate.py:generate"
-    assert nightly["parameters"] == {"config_path": "configs/quickstart.yaml", "overrides": ["run.seed=null"]}
+    assert nightly["parameters"] == {"config_path": "configs/quickstart.yaml", "overrides": ["run.seed=null", "run.fan_in=proceed"]}
     assert nightly["work_pool"]["name"] == "toolfactory"
     assert len(nightly["schedules"]) == 1
     schedule = nightly["schedules"][0]

@@ -451,6 +451,11 @@ class RunConfig(Section):
     tolerate_transient_failures: float = Field(0.0, ge=0.0, le=1.0)
     """Fraction of a shard's records that may fail on transient LLM errors (after retries) and be
     rejected with their reason; above it the shard fails and a re-run completes it from cache."""
+    fan_in: Literal["wait", "proceed"] = "wait"
+    """A stage that reads every shard of the stage before it (pool, curate) when some of them
+    failed: `wait` leaves it blocked until `rerun` has them all (a finished run is then exactly a
+    clean run's); `proceed` runs it on the shards that exist, records the missing ones, and a later
+    `rerun` adds what they bring as supplement shards, down to the dataset."""
     root_in_use: Literal["wait", "fail"] = "wait"
     """When another run holds the storage root (its pool is shared): wait for it, or fail at once
     with one message naming that run."""

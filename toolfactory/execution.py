@@ -78,6 +78,8 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
         "stage": job.spec.stage,
         "shard": job.spec.index,
         "fingerprint": job.spec.fingerprint(),
+        "inputs": list(job.spec.inputs),  # what it read: a fan-in shard may run on some (fan_in.py)
+        "missing_inputs": list(job.spec.params.get("missing_inputs", [])),
         "items_in": output.items_in,
         "items_out": len(rows),
         "rejected": len(output.rejected),

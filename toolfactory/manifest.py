@@ -39,6 +39,8 @@ class Manifest(BaseModel):
     versions: dict[str, str]
     plan: dict[str, list[dict[str, Any]]]
     reruns: list[dict[str, Any]] = []  # re-runs that changed operational settings: {at, overrides}
+    # fan-in shards committed without some of their inputs (run.fan_in: proceed): {stage, shard, missing, at}
+    partial: list[dict[str, Any]] = []
 
     @property
     def path(self) -> str:

@@ -39,6 +39,11 @@ CREATE TABLE IF NOT EXISTS profiles (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, dimension VARCHAR, value VARCHAR, count BIGINT,
     PRIMARY KEY (run_id, stage, shard, dimension, value)
 );
+-- The input files of each shard: read, or missing when a fan-in shard proceeded without them.
+CREATE TABLE IF NOT EXISTS shard_inputs (
+    run_id VARCHAR, stage VARCHAR, shard INTEGER, input VARCHAR, read BOOLEAN,
+    PRIMARY KEY (run_id, stage, shard, input)
+);
 CREATE TABLE IF NOT EXISTS rejections (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, reason VARCHAR, count INTEGER,
     PRIMARY KEY (run_id, stage, shard, reason)
@@ -145,6 +150,9 @@ class StatsDB:
             for dimension, counts in sorted(metrics.get("profile", {}).items()):
                 for value, count in sorted(counts.items()):
                     con.execute("INSERT INTO profiles VALUES (?, ?, ?, ?, ?, ?)", [*key, dimension, value, count])
+            con.execute("DELETE FROM shard_inputs WHERE run_id = ? AND stage = ? AND shard = ?", key)
+            for path, read in [*((p, True) for p in metrics.get("inputs", [])), *((p, False) for p in metrics.get("missing_inputs", []))]:
+                con.execute("INSERT OR REPLACE INTO shard_inputs VALUES (?, ?, ?, ?, ?)", [*key, path, read])
             self._record_attempt(con, metrics, "completed")
             con.execute("COMMIT")
 
@@ -230,6 +238,11 @@ class StatsDB:
                    GROUP BY stage, dimension, value ORDER BY stage, dimension, sum(count) DESC, value""",
                 [run_id],
             ).fetchall()
+            missing = con.execute(
+                """SELECT stage, input FROM shard_inputs WHERE run_id = ? GROUP BY stage, input
+                   HAVING NOT bool_or(read) ORDER BY stage, input""",
+                [run_id],
+            ).fetchall()
             errors = con.execute(
                 "SELECT stage, shard, status, error FROM shards WHERE run_id = ? AND status <> 'completed' ORDER BY stage, shard",
                 [run_id],
@@ -255,6 +268,8 @@ class StatsDB:
             for dimension, counts in item["profile"].items():
                 if dimension.endswith(USES):  # one value per tool or API: how many, not which
                     item["profile"][dimension] = {"distinct": len(counts), "total": sum(counts.values())}
+            # Inputs a fan-in stage proceeded without and no supplement has read yet (fan_in.py).
+            item["missing_inputs"] = [path for stage, path in missing if stage == name]
             item["failed_shards"] = [
                 {"shard": shard, "status": status, "error": error} for stage, shard, status, error in errors if stage == name
             ]
