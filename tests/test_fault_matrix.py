@@ -25,8 +25,19 @@ from conftest import small_run_overrides
 from toolfactory.lifetime import descendants
 from toolfactory.simulator import SimulatorSettings, start_simulator
 
-pytestmark = [pytest.mark.fault_matrix, pytest.mark.e2e]
+pytestmark = pytest.mark.fault_matrix
 TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
+
+
+def test_progress_counts_shards_and_is_quiet_without_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    """Case 9: per-stage counts as shards finish (the same line goes to the Prefect log)."""
+    from flows.progress import StageProgress
+
+    with StageProgress("verify", 3) as progress:
+        progress.shard_done({"items_in": 8, "items_out": 6, "rejected": 2, "llm": {"calls": 12}})
+        progress.shard_done(None)
+    assert progress.line() == "in 8 · out 6 · pass 75% · 12 LLM calls · 1 failed"
+    assert capsys.readouterr().err == ""  # stderr is not a terminal here: nothing drawn
 
 
 def _usage_files(root: Path, stage: str) -> list[dict[str, Any]]:
@@ -68,6 +79,7 @@ def _attempts(root: Path, run_id: str) -> list[tuple[Any, ...]]:
         ).fetchall()
 
 
+@pytest.mark.e2e
 def test_a_ray_worker_killed_mid_shard_is_retried_and_its_calls_are_counted(
     prefect_api: str, ray_cluster: None, tmp_path: Path
 ) -> None:
@@ -114,6 +126,7 @@ def test_a_ray_worker_killed_mid_shard_is_retried_and_its_calls_are_counted(
     assert sorted(_attempts(root, run_id)) == sorted(attempts)
 
 
+@pytest.mark.e2e
 def test_a_sigkilled_driver_leaves_no_ray_work_and_rerun_finishes_the_run(
     prefect_api: str, ray_cluster: None, tmp_path: Path
 ) -> None:
@@ -154,6 +167,7 @@ def test_a_sigkilled_driver_leaves_no_ray_work_and_rerun_finishes_the_run(
     assert ids and len(ids) == len(set(ids))
 
 
+@pytest.mark.e2e
 def test_a_failed_tools_shard_no_longer_empties_the_dataset_and_rerun_completes_the_fan_in(
     prefect_api: str, ray_cluster: None, tmp_path: Path
 ) -> None:
@@ -199,4 +213,4 @@ def test_a_failed_tools_shard_no_longer_empties_the_dataset_and_rerun_completes_
     assert len(dataset) == len(set(dataset)) and len(tools) == len(set(tools)) == 8
     assert sorted(p.name for p in (root / "pool" / "tools").iterdir()) == [f"{run_id}.1.parquet", f"{run_id}.parquet"]
     # The late tools made it to the end: the supplement part of the dataset has dialogues.
-    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{run_dir}/curate/part-00001.parquet')").fetchone()[0] > 0
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{run_dir}/curate/part-00001.parquet')").fetchall()[0][0] > 0
