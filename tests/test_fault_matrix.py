@@ -135,7 +135,7 @@ def test_a_sigkilled_driver_leaves_no_ray_work_and_rerun_finishes_the_run(
     from flows.rerun import rerun
 
     root = tmp_path / "data"
-    overrides = small_run_overrides(root, **{"llm.simulator.latency_ms": 300, "tools.max_tools": 4})
+    overrides = small_run_overrides(root, **{"llm.simulator.latency_ms": 300, "tools.max_tools": 4, "llm.max_concurrency": 1})
     env = {**os.environ, "PREFECT_API_URL": prefect_api}
     driver = subprocess.Popen([TOOLFACTORY, "run", *sum((["--set", o] for o in overrides), [])], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
