@@ -23,12 +23,15 @@ from prefect_ray import RayTaskRunner
 from flows.progress import StageProgress
 from flows.runtime import ray_session
 from tasks.shard import configured
+from toolfactory.attempts import attempt_usage
 from toolfactory.execution import ShardJob
+from toolfactory.lifetime import Driver
 from toolfactory.config import Config
 from toolfactory.errors import EndpointRefused
 from toolfactory.floors import below_floors
 from toolfactory.export import OutputDir, SplitSpec, export_run
-from toolfactory.manifest import Manifest
+from toolfactory.fan_in import FAN_IN, available, supplements
+from toolfactory.manifest import Manifest, write_manifest
 from toolfactory.outcome import failure_message, rerun_command
 from toolfactory.pool import publish, publish_dialogues
 from toolfactory.report import build_report
@@ -52,21 +55,30 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
     store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read
     store.abort_uploads(f"runs/{manifest.run_id}/")  # likewise, on S3
     stopped: str | None = None
+    driver = Driver()
     with ray_session(config):
         for stage in STAGE_NAMES:
+            added = supplements(stage, plan, store, manifest.run_id)
+            if added:  # inputs a fan-in stage ran without have arrived: the plan grows (fan_in.py)
+                plan[stage] = [*plan[stage], *added]
+                manifest = _grown(manifest, store, plan)
+                get_run_logger().info("%s: %d supplement shard(s) for inputs that arrived late", stage, len(added))
             pending = _record_done(store, stats, manifest.run_id, plan[stage])
-            runnable = _runnable(store, stats, manifest.run_id, pending)
+            runnable = _runnable(store, stats, manifest.run_id, pending, config.run.fan_in == "proceed")
             if pending:  # a stage whose shards are all blocked still shows, as failed
-                jobs = [ShardJob(manifest.run_id, config, spec, base_url) for spec in runnable]
-                blocked = [spec.index for spec in pending if spec not in runnable]
+                jobs = [ShardJob(manifest.run_id, config, spec, base_url, driver) for spec in runnable]
+                blocked = sorted({spec.index for spec in pending} - {spec.index for spec in runnable})
                 state = stage_flow.with_options(
                     flow_run_name=f"{manifest.run_id}/{stage}",
                     task_runner=RayTaskRunner(),
                 )(config, stage, jobs, blocked, str(stats.path), return_state=True)
                 stopped = _refusal_of(state)
-                if stopped:  # every later request of that shape would be refused alike
-                    get_run_logger().error("run stopped at the %s stage: %s", stage, stopped)
-                    break
+            manifest = _record_partial(manifest, store, [spec for spec in runnable if spec.params.get("missing_inputs")])
+            # Every attempt's LLM use, killed ones included (their task never returned metrics).
+            stats.record_attempts(attempt_usage(store, manifest.run_id, stage))
+            if stopped:  # every later request of that shape would be refused alike
+                get_run_logger().error("run stopped at the %s stage: %s", stage, stopped)
+                break
             _grow_pool(stage, store, manifest.run_id, plan)
     failed = _not_completed(plan, store, manifest.run_id)
     reasons = [stopped] if stopped else [] if failed else below_floors(config.run, stats.run_summary(manifest.run_id, STAGE_NAMES))
@@ -194,14 +206,17 @@ def _record_failure(stats: StatsDB, job: ShardJob, future: Any) -> BaseException
 
 
 def _grow_pool(stage: str, store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]]) -> None:
-    """Publish what a finished stage adds to `<root>/pool` (idempotent, so a re-run may repeat it)."""
+    """Publish what a finished stage adds to `<root>/pool` (idempotent, so a re-run may repeat it);
+    a supplement shard (fan_in.py) publishes a file of its own."""
     if stage == "pool":
-        domains = [ShardPaths(run_id, spec.stage, spec.index) for spec in plan.get("domains", [])]
-        added = publish(store, run_id, ShardPaths(run_id, "pool", 0), domains)
-        get_run_logger().info("pool: %d new tools and %d context-tree nodes published", added["tools"], added["nodes"])
+        for spec in plan["pool"]:
+            domains = [ShardPaths(run_id, s.stage, s.index) for s in plan.get("domains", [])] if spec.index == 0 else []
+            added = publish(store, run_id, ShardPaths(run_id, "pool", spec.index), domains)
+            get_run_logger().info("pool: %d new tools and %d context-tree nodes published", added["tools"], added["nodes"])
     elif stage == DATASET_STAGE:
-        count = publish_dialogues(store, run_id, ShardPaths(run_id, DATASET_STAGE, 0))
-        get_run_logger().info("pool: signatures of %d dialogues published", count)
+        for spec in plan[DATASET_STAGE]:
+            count = publish_dialogues(store, run_id, ShardPaths(run_id, DATASET_STAGE, spec.index))
+            get_run_logger().info("pool: signatures of %d dialogues published", count)
 
 
 def _exception_of(state: Any) -> BaseException | None:
@@ -235,11 +250,36 @@ def _record_done(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[Sh
     return pending
 
 
-def _runnable(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec]) -> list[ShardSpec]:
+def _grown(manifest: Manifest, store: ObjectStore, plan: dict[str, list[ShardSpec]]) -> Manifest:
+    """The manifest with the grown plan, written, so that a re-run of a killed re-run finds it."""
+    grown = manifest.model_copy(update={"plan": {stage: [spec.to_dict() for spec in specs] for stage, specs in plan.items()}})
+    write_manifest(store, grown)
+    return grown
+
+
+def _record_partial(manifest: Manifest, store: ObjectStore, partial: list[ShardSpec]) -> Manifest:
+    """Keep in the manifest which fan-in shards were committed without some inputs."""
+    entries = [
+        {"stage": spec.stage, "shard": spec.index, "missing": spec.params["missing_inputs"], "at": _now()}
+        for spec in partial if store.exists(ShardPaths(manifest.run_id, spec.stage, spec.index).main)
+    ]
+    if not entries:
+        return manifest
+    grown = manifest.model_copy(update={"partial": [*manifest.partial, *entries]})
+    write_manifest(store, grown)
+    return grown
+
+
+def _runnable(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec], proceed: bool) -> list[ShardSpec]:
+    """The shards whose inputs exist; with `proceed`, fan-in shards on the inputs that exist."""
     runnable = []
     for spec in specs:
         missing = [path for path in spec.inputs if not store.exists(path)]
-        if missing:
+        if missing and proceed and spec.stage in FAN_IN and (partial := available(spec, store)) is not None:
+            get_run_logger().warning("%s shard %d proceeds without %d missing input(s): %s", spec.stage, spec.index,
+                                     len(missing), ", ".join(missing))
+            runnable.append(partial)
+        elif missing:
             error = f"input shard missing (its shard failed): {', '.join(missing)}"
             stats.record_shard_status(run_id, spec.stage, spec.index, "blocked", 0, error, spec.fingerprint())
         else:

@@ -20,7 +20,7 @@ from prefect.logging.handlers import APILogWorker
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from toolfactory.config import Config
-from toolfactory.lifetime import guard_child, release_child
+from toolfactory.lifetime import descendants, guard_child, release_child
 from toolfactory.simulator import start_simulator
 
 
@@ -70,12 +70,22 @@ def ray_session(config: Config) -> Iterator[None]:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     env = {"PREFECT_API_URL": current_api_url()}
     kwargs: dict[str, object] = {"runtime_env": {"env_vars": env}, "namespace": "toolfactory", "log_to_driver": False}
-    if not address:
+    local = not address
+    if local:
         # "local", not None: with None, Ray connects to whatever `ray start` last recorded in
         # /tmp/ray/ray_current_cluster, and hangs if that cluster has died.
         address = "local"
         kwargs.update(include_dashboard=False, num_cpus=config.orchestration.ray_num_cpus)
+    before = descendants({os.getpid()})
     ray.init(address=address, **kwargs)  # type: ignore[arg-type]
+    if local:
+        # A local Ray is this driver's: its head processes die with it, but the agents and
+        # workers they start do not always (measured: the runtime-env and dashboard agents stay
+        # up). The guard stops every process of its tree when the driver dies. A remote cluster
+        # outlives the driver by design; there Ray itself ends the tasks of a job whose driver
+        # disconnected, and a shard never commits once its driver is gone (lifetime.Driver).
+        for pid in descendants({os.getpid()}) - before:
+            guard_child(pid, tree=True)
     try:
         yield
     finally:

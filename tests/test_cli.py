@@ -26,6 +26,7 @@ def sets(overrides: list[str]) -> list[str]:
     return [arg for override in overrides for arg in ("--set", override)]
 
 
+@pytest.mark.fault_matrix
 @pytest.mark.e2e
 def test_a_run_with_failed_shards_exits_1_and_says_how_to_rerun(prefect_api: str, tmp_path: Path) -> None:
     # Half the requests fail: the run's preflight retries past them, its shards (no retries) do not.
@@ -66,6 +67,7 @@ def test_simulator_serve_answers_on_the_given_port() -> None:
         process.wait(10)
 
 
+@pytest.mark.fault_matrix
 @pytest.mark.e2e
 def test_a_missing_tool_file_is_one_clear_error(prefect_api: str, tmp_path: Path) -> None:
     env = {**os.environ, "PREFECT_API_URL": prefect_api}
@@ -168,6 +170,7 @@ def _one_message(result: subprocess.CompletedProcess[str]) -> str:
     return line
 
 
+@pytest.mark.fault_matrix
 def test_stats_on_a_root_with_no_run_is_one_message(tmp_path: Path) -> None:
     for args in (["stats"], ["stats", "some-run"]):
         result = subprocess.run([TOOLFACTORY, *args, "--set", f"storage.root={tmp_path}"], capture_output=True, text=True, timeout=120)
@@ -175,6 +178,7 @@ def test_stats_on_a_root_with_no_run_is_one_message(tmp_path: Path) -> None:
         assert str(tmp_path / "stats.duckdb") in _one_message(result)
 
 
+@pytest.mark.fault_matrix
 def test_rerun_of_an_unknown_run_is_one_message_before_prefect_starts(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     result = subprocess.run([TOOLFACTORY, "rerun", "no-such-run", "--set", f"storage.root={tmp_path}"],
@@ -184,6 +188,7 @@ def test_rerun_of_an_unknown_run_is_one_message_before_prefect_starts(tmp_path: 
     assert "prefect" not in result.stdout.lower()  # no temporary server was started
 
 
+@pytest.mark.fault_matrix
 def test_a_tools_file_that_is_not_json_is_refused_before_the_run_starts(tmp_path: Path) -> None:
     tools = tmp_path / "tools.json"
     tools.write_text("{ not json")
@@ -195,6 +200,7 @@ def test_a_tools_file_that_is_not_json_is_refused_before_the_run_starts(tmp_path
     assert not (tmp_path / "data" / "runs").exists()
 
 
+@pytest.mark.fault_matrix
 def test_an_openapi_reference_to_nowhere_rejects_the_tool_with_a_reason(tmp_path: Path) -> None:
     document = tmp_path / "pets.yaml"
     document.write_text(
@@ -208,6 +214,7 @@ def test_an_openapi_reference_to_nowhere_rejects_the_tool_with_a_reason(tmp_path
     assert "tool_openapi_invalid: unresolvable reference '/components/parameters/Missing'" in result.stdout
 
 
+@pytest.mark.fault_matrix
 def test_an_unwritable_output_is_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps([{"type": "function", "function": {"name": "find_books", "description": "Find books by title.",
@@ -222,6 +229,7 @@ def test_an_unwritable_output_is_one_line_and_debug_shows_the_traceback(tmp_path
     assert debug.returncode == 1 and "Traceback" in debug.stderr
 
 
+@pytest.mark.fault_matrix
 def test_rerun_refuses_a_setting_that_changes_what_is_generated(tmp_path: Path) -> None:
     result = subprocess.run([TOOLFACTORY, "rerun", "some-run", "--set", f"storage.root={tmp_path}", "--set", "tasks.instructions_per_tool=9"],
                             capture_output=True, text=True, timeout=120)
@@ -229,6 +237,7 @@ def test_rerun_refuses_a_setting_that_changes_what_is_generated(tmp_path: Path) 
     assert "rerun --set tasks.instructions_per_tool" in _one_message(result)
 
 
+@pytest.mark.fault_matrix
 def test_verify_exits_2_with_one_message_for_a_file_of_another_format(tmp_path: Path) -> None:
     path = tmp_path / "tooleval.json"
     path.write_text('{"q1": {"query": "hi", "available_tools": [], "answer": {}}}\n')

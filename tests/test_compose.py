@@ -204,6 +204,7 @@ def test_project_image_built_once(config):
         assert services[name]["image"] == PROJECT_IMAGE, name
 
 
+@pytest.mark.fault_matrix
 def test_simulator_service_serves_the_run_config(config):
     simulator = config["services"]["simulator"]
     assert simulator["command"] == [
@@ -211,6 +212,7 @@ def test_simulator_service_serves_the_run_config(config):
     ]
 
 
+@pytest.mark.fault_matrix
 def test_every_image_is_pinned_to_a_version(config):
     for name, service in config["services"].items():
         image = service["image"]
@@ -220,6 +222,7 @@ def test_every_image_is_pinned_to_a_version(config):
         assert tag and tag != "latest" and any(c.isdigit() for c in tag), f"{name}: {image} is not pinned"
 
 
+@pytest.mark.fault_matrix
 def test_every_long_running_service_has_a_healthcheck(config):
     for name, service in config["services"].items():
         if service.get("restart") == "no":  # a one-shot job: its exit status is its check
@@ -227,6 +230,7 @@ def test_every_long_running_service_has_a_healthcheck(config):
         assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
 
 
+@pytest.mark.fault_matrix
 def test_the_build_context_keeps_data_and_venvs_out():
     ignored = {line.strip() for line in (ROOT / "deploy" / "Dockerfile.dockerignore").read_text().splitlines()}
     for pattern in (".venv", "**/.venv", "toolfactory-data", "**/toolfactory-data", "**/*.duckdb", ".git"):
@@ -319,7 +323,7 @@ def test_prefect_yaml_deployments():
 
     nightly = deployments["nightly"]
     assert nightly["entrypoint"] == "flows/generate.py:generate"
-    assert nightly["parameters"] == {"config_path": "configs/quickstart.yaml", "overrides": ["run.seed=null"]}
+    assert nightly["parameters"] == {"config_path": "configs/quickstart.yaml", "overrides": ["run.seed=null", "run.fan_in=proceed"]}
     assert nightly["work_pool"]["name"] == "toolfactory"
     assert len(nightly["schedules"]) == 1
     schedule = nightly["schedules"][0]

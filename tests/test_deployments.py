@@ -13,7 +13,7 @@ import pytest
 
 from conftest import REPO, small_run_overrides
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.fault_matrix]
 BIN = Path(sys.executable).parent
 
 

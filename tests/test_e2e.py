@@ -186,6 +186,7 @@ def test_s3_run_keeps_everything_in_the_bucket_and_no_secret_anywhere(runtime: s
         assert not any(secret.encode() in blob for blob in blobs), "a secret leaked into storage"
 
 
+@pytest.mark.fault_matrix
 def test_no_secret_in_local_storage_or_stats(runtime: str, tmp_path: Path) -> None:
     root = tmp_path / "data"
     generate(small_run_overrides(root))
@@ -194,6 +195,7 @@ def test_no_secret_in_local_storage_or_stats(runtime: str, tmp_path: Path) -> No
     assert not any(API_KEY.encode() in blob for _, blob in files)
 
 
+@pytest.mark.fault_matrix
 def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(runtime: str, tmp_path: Path) -> None:
     settings = SimulatorSettings(rate_500=0.25)
     with start_simulator(settings) as sim:
@@ -260,6 +262,7 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
     assert len(ids) + len(rejected) == reference["stages"][2]["items_out"]
 
 
+@pytest.mark.fault_matrix
 def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, tmp_path: Path) -> None:
     root = tmp_path / "data"
     env = {**os.environ, "PREFECT_API_URL": runtime, "RAY_AUTH_MODE": "disabled"}
@@ -296,6 +299,7 @@ def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, tmp_
         assert stage["shards_total"] == (1 if stage["stage"] in ("pool", "curate") else 4) and stage["shards_failed"] == 0
 
 
+@pytest.mark.fault_matrix
 def test_invalid_config_fails_before_any_work(tmp_path: Path) -> None:
     root = tmp_path / "data"
     result = subprocess.run(
@@ -308,6 +312,7 @@ def test_invalid_config_fails_before_any_work(tmp_path: Path) -> None:
     assert not root.exists()
 
 
+@pytest.mark.fault_matrix
 def test_transient_failures_are_retried_by_the_task_until_the_shard_completes(runtime: str, tmp_path: Path) -> None:
     with start_simulator(SimulatorSettings(rate_500=0.15)) as sim:
         root = tmp_path / "data"

@@ -51,6 +51,7 @@ RAY_CLUSTER = {
 }
 
 
+@pytest.mark.fault_matrix
 def test_the_ray_cluster_manifest_fits_kuberay_and_the_image() -> None:
     cluster = yaml.safe_load((KUBERAY / "raycluster.yaml").read_text())
     jsonschema.validate(cluster, RAY_CLUSTER)
@@ -69,6 +70,7 @@ def test_flow_runs_reach_the_clusters_head_service() -> None:
     assert address == f"ray://{cluster['metadata']['name']}-head-svc:10001"  # KubeRay's head service name
 
 
+@pytest.mark.fault_matrix
 def test_the_job_template_declares_every_placeholder_it_uses() -> None:
     from prefect.utilities.templating import find_placeholders
 

@@ -26,6 +26,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
     return ObjectStore.open(StorageConfig(root=f"s3://{s3['bucket']}/{tmp_path.name}", endpoint_url=s3["endpoint"], region="us-east-1"))
 
 
+@pytest.mark.fault_matrix
 def test_a_second_run_fails_at_once_naming_the_holder(store: ObjectStore) -> None:
     with root_lease(store, "run-a", wait=True, wait_s=0):
         with pytest.raises(RootInUse) as raised:
@@ -35,6 +36,7 @@ def test_a_second_run_fails_at_once_naming_the_holder(store: ObjectStore) -> Non
     assert store.url in str(raised.value)
 
 
+@pytest.mark.fault_matrix
 def test_a_waiting_run_starts_when_the_holder_ends(store: ObjectStore, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lease, "POLL_S", 0.1)
     order = []
@@ -49,6 +51,7 @@ def test_a_waiting_run_starts_when_the_holder_ends(store: ObjectStore, monkeypat
     assert order == ["b"]
 
 
+@pytest.mark.fault_matrix
 def test_a_killed_holders_local_lease_is_free_at_once(tmp_path: Path) -> None:
     root = tmp_path / "root"
     holder = subprocess.Popen(
@@ -69,6 +72,7 @@ def test_a_killed_holders_local_lease_is_free_at_once(tmp_path: Path) -> None:
         pass
 
 
+@pytest.mark.fault_matrix
 def test_an_s3_lease_not_renewed_for_its_ttl_is_taken_over(s3_server: dict[str, str], tmp_path: Path) -> None:
     store = ObjectStore.open(StorageConfig(root=f"s3://{s3_server['bucket']}/{tmp_path.name}", endpoint_url=s3_server["endpoint"], region="us-east-1"))
     client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
@@ -81,6 +85,7 @@ def test_an_s3_lease_not_renewed_for_its_ttl_is_taken_over(s3_server: dict[str, 
     assert "Contents" not in client.list_objects_v2(Bucket=s3_server["bucket"], Prefix=key)  # released
 
 
+@pytest.mark.fault_matrix
 def test_an_s3_lease_is_renewed_while_held(s3_server: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lease, "RENEW_S", 0.2)
     store = ObjectStore.open(StorageConfig(root=f"s3://{s3_server['bucket']}/{tmp_path.name}", endpoint_url=s3_server["endpoint"], region="us-east-1"))

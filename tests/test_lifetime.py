@@ -48,6 +48,7 @@ def _driver(mode: str) -> tuple[subprocess.Popen[str], int]:
     return process, int(process.stdout.readline())
 
 
+@pytest.mark.fault_matrix
 def test_a_killed_drivers_child_is_stopped_by_the_guard() -> None:
     driver, child = _driver("wait")
     assert _alive(child)
@@ -56,6 +57,7 @@ def test_a_killed_drivers_child_is_stopped_by_the_guard() -> None:
     assert _gone_within([child], 15)
 
 
+@pytest.mark.fault_matrix
 def test_a_child_the_driver_released_is_left_alone() -> None:
     driver, child = _driver("release")
     driver.wait()
@@ -86,6 +88,7 @@ def _command(pid: int) -> str:
         return ""
 
 
+@pytest.mark.fault_matrix
 @pytest.mark.e2e
 def test_a_sigkilled_run_leaves_no_server_or_simulator_behind(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # the run starts its own server

@@ -142,6 +142,7 @@ def test_the_pool_grows_run_after_run_without_duplicates(prefect_api: str, ray_c
     assert "pool tools_by_source: catalog=4" in shown.stdout and "pool parameter_types:" in shown.stdout
 
 
+@pytest.mark.fault_matrix
 @pytest.mark.e2e
 def test_two_runs_at_once_on_one_root_keep_the_pool_and_the_datasets_whole(prefect_api: str, tmp_path: Path) -> None:
     root = tmp_path / "data"

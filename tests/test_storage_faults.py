@@ -57,6 +57,7 @@ def _uploads(endpoint: str) -> list[dict[str, object]]:
     return list(listed.get("Uploads", []))
 
 
+@pytest.mark.fault_matrix
 def test_a_paused_server_is_waited_for_and_the_write_lands_whole(s3_process: tuple[subprocess.Popen[bytes], str]) -> None:
     process, endpoint = s3_process
     store = _store(endpoint, timeout_s=1.0, max_attempts=10)
@@ -68,6 +69,7 @@ def test_a_paused_server_is_waited_for_and_the_write_lands_whole(s3_process: tup
     assert _uploads(endpoint) == []
 
 
+@pytest.mark.fault_matrix
 def test_an_outage_is_a_transient_error_naming_the_storage(s3_process: tuple[subprocess.Popen[bytes], str]) -> None:
     process, endpoint = s3_process
     store = _store(endpoint, timeout_s=0.5, max_attempts=2)
@@ -82,6 +84,7 @@ def test_an_outage_is_a_transient_error_naming_the_storage(s3_process: tuple[sub
         assert "storage s3://faults/root unavailable" in str(raised.value)
 
 
+@pytest.mark.fault_matrix
 def test_a_missing_object_is_not_an_outage(s3_process: tuple[subprocess.Popen[bytes], str]) -> None:
     _, endpoint = s3_process
     store = _store(endpoint, timeout_s=1.0, max_attempts=2)
@@ -89,6 +92,7 @@ def test_a_missing_object_is_not_an_outage(s3_process: tuple[subprocess.Popen[by
     assert not store.exists("runs/r/none.json")
 
 
+@pytest.mark.fault_matrix
 def test_uploads_left_by_a_killed_writer_are_aborted_on_resume(s3_process: tuple[subprocess.Popen[bytes], str]) -> None:
     _, endpoint = s3_process
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")

@@ -571,6 +571,11 @@ class RunConfig(Section):
             raise ValueError("pass-rate floors must be between 0 and 1")
         return value
 
+    fan_in: Literal["wait", "proceed"] = "wait"
+    """A stage that reads every shard of the stage before it (pool, curate) when some of them
+    failed: `wait` leaves it blocked until `rerun` has them all (a finished run is then exactly a
+    clean run's); `proceed` runs it on the shards that exist, records the missing ones, and a later
+    `rerun` adds what they bring as supplement shards, down to the dataset."""
     root_in_use: Literal["wait", "fail"] = "wait"
     """When another run holds the storage root (its pool is shared): wait for it, or fail at once
     with one message naming that run."""

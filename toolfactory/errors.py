@@ -5,7 +5,8 @@
     │   └── PreflightFailed    the endpoint cannot serve what the config asks; names the field
     ├── TerminalError          retrying cannot help (bad input, unknown run)
     │   ├── RunNotFound
-    │   └── EndpointRefused    the endpoint refused one kind of request again and again
+    │   ├── EndpointRefused    the endpoint refused one kind of request again and again
+    │   └── DriverGone         the process that submitted a shard died; the shard is not committed
     └── TransientError         retrying may help (network, rate limits, a flaky endpoint)
         └── ShardIncomplete    records of a shard failed on transient LLM errors; re-run completes it
 
@@ -66,6 +67,11 @@ class EndpointRefused(TerminalError):
             f"llm.roles.{self.role} (model {self.model!r}): the endpoint refused {self.count} requests of the same "
             f"shape ({self.shape}) with {self.status}: {self.endpoint_message}"
         )
+
+
+class DriverGone(TerminalError):
+    """The driver that submitted a shard has ended (killed): its shard must not commit, since
+    `rerun` owns the run now."""
 
 
 class TransientError(ToolfactoryError):

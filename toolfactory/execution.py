@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from toolfactory.attempts import COMPLETED, AttemptLog
 from toolfactory.config import Config
-from toolfactory.errors import ShardIncomplete
+from toolfactory.errors import DriverGone, ShardIncomplete
+from toolfactory.lifetime import Driver
 from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
+from toolfactory.llm.usage import UsageMeter
 from toolfactory.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records
 from toolfactory.stages import ShardContext, ShardSpec, stage_named
 from toolfactory.storage import ObjectStore
@@ -30,6 +33,7 @@ class ShardJob:
     config: Config
     spec: ShardSpec
     llm_base_url: str | None  # the endpoint resolved by the driver (e.g. a started simulator)
+    driver: Driver | None = None  # the process that submitted it: no commit once it is gone
 
     @property
     def paths(self) -> ShardPaths:
@@ -51,19 +55,31 @@ def run_shard(job: ShardJob) -> dict[str, Any]:
 
 async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
     started_at, started = _now(), time.perf_counter()
+    attempt_id, meter = uuid.uuid4().hex, UsageMeter()
+    # The attempt's usage reaches storage as it goes, so a killed attempt is still counted.
+    with AttemptLog(store, job.paths, attempt_id, meter, started_at) as log:
+        metrics = await _attempt(job, store, attempt_id, meter, started_at, started)
+        log.close(COMPLETED)
+    return metrics
+
+
+async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: UsageMeter, started_at: str,
+                   started: float) -> dict[str, Any]:
     inputs = [record for path in job.spec.inputs for record in read_records(store, path)]
     endpoint = resolve_endpoint(job.config.llm, job.llm_base_url)
-    async with LLMGateway(endpoint, job.config.llm, RequestCache(store)) as gateway:
+    async with LLMGateway(endpoint, job.config.llm, RequestCache(store), meter) as gateway:
         ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway, store=store)
         output = await stage_named(job.spec.stage).run(job.spec, inputs, ctx)
     rows, unstorable = encode_records(output.records, job.spec.stage)
     output.rejected.extend(unstorable)
     metrics = {
-        "attempt_id": uuid.uuid4().hex,
+        "attempt_id": attempt_id,
         "run_id": job.run_id,
         "stage": job.spec.stage,
         "shard": job.spec.index,
         "fingerprint": job.spec.fingerprint(),
+        "inputs": list(job.spec.inputs),  # what it read: a fan-in shard may run on some (fan_in.py)
+        "missing_inputs": list(job.spec.params.get("missing_inputs", [])),
         "items_in": output.items_in,
         "items_out": len(rows),
         "rejected": len(output.rejected),
@@ -85,5 +101,9 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
         )
         incomplete.metrics = metrics  # what the attempt spent, for the stats
         raise incomplete
+    if job.driver is not None and job.driver.gone():
+        # Its driver was killed: the run is resumed by `rerun`, which runs this shard again
+        # from the cache; a commit now would race with that re-run.
+        raise DriverGone(f"{job.spec.stage} shard {job.spec.index}: its driver (pid {job.driver.pid}) is gone; not committed")
     commit_shard(store, job.paths, rows, output.rejected, metrics)
     return metrics

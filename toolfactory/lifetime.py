@@ -3,11 +3,15 @@
 A run's driver starts servers of its own (the temporary Prefect API, the offline simulator). When
 it exits normally it stops them; when it is killed (SIGKILL, OOM) it cannot, and they would stay up
 indefinitely. So the driver starts one small guard process and tells it, through a pipe, the id of
-every child it starts. The guard blocks on that pipe; end of file means the driver is gone, however
+every child it starts (for a local Ray, the whole tree under each of its head processes: the
+agents and workers they start would otherwise outlive them). The guard blocks on that pipe; end of file means the driver is gone, however
 it died, and the guard then terminates every child still alive and exits. The guard ignores the
 terminal's Ctrl-C (it lives in its own session) so that it always outlives the driver.
 
-    python -m toolfactory.lifetime        (reads `pid` to watch or `-pid` to forget, a line each, from stdin)
+    python -m toolfactory.lifetime        (reads `pid` or `tree pid` to watch, `-pid` to forget, a line each, from stdin)
+
+The same holds for the work a driver hands out: a shard commits only while the driver that
+submitted it lives (:class:`Driver`), so no shard of a dead driver becomes visible after it died.
 """
 
 from __future__ import annotations
@@ -19,8 +23,42 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 
 _STOP_TIMEOUT_S = 5.0
+
+
+def _start_ticks(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot): tells it from a later one with its id."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[-1].split()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return None if fields[0] == "Z" else fields[19]  # a zombie has exited
+
+
+def _host() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+@dataclass(frozen=True)
+class Driver:
+    """The process that planned and submitted a run's shards, as a worker can recognise it."""
+
+    host: str = field(default_factory=_host)
+    pid: int = field(default_factory=os.getpid)
+    started: str | None = field(default_factory=lambda: _start_ticks(os.getpid()))
+
+    def gone(self) -> bool:
+        """True when this driver has certainly ended. A worker on another machine cannot see it
+        and answers False: there the cluster itself ends a dead driver's tasks (Ray stops the
+        workers of a job whose driver disconnected)."""
+        if self.host != _host() or self.started is None:
+            return False
+        return _start_ticks(self.pid) != self.started
 
 
 class Guard:
@@ -33,11 +71,12 @@ class Guard:
         )
         self._lock = threading.Lock()
 
-    def watch(self, pid: int) -> None:
-        """Terminate process `pid` when this process dies without stopping it."""
+    def watch(self, pid: int, tree: bool = False) -> None:
+        """Terminate process `pid` (and, with `tree`, every process it starts) when this process
+        dies without stopping it."""
         with self._lock:
             assert self._process.stdin is not None
-            self._process.stdin.write(f"{pid}\n".encode())
+            self._process.stdin.write(f"{'tree ' if tree else ''}{pid}\n".encode())
             self._process.stdin.flush()
 
     def forget(self, pid: int) -> None:
@@ -61,14 +100,15 @@ _guard: Guard | None = None
 _guard_lock = threading.Lock()
 
 
-def guard_child(pid: int) -> None:
-    """Have process `pid` terminated when this process dies, even by SIGKILL."""
+def guard_child(pid: int, tree: bool = False) -> None:
+    """Have process `pid` (with `tree`, its descendants too) terminated when this process dies,
+    even by SIGKILL."""
     global _guard
     with _guard_lock:
         if _guard is None:
             _guard = Guard()
             atexit.register(_guard.close)
-        _guard.watch(pid)
+        _guard.watch(pid, tree)
 
 
 def release_child(pid: int) -> None:
@@ -78,38 +118,100 @@ def release_child(pid: int) -> None:
             _guard.forget(pid)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _alive(pid: int, started: str | None = None) -> bool:
+    """Process `pid` runs (and, given `started`, is the one that started then, not a reuse of its id)."""
+    ticks = _start_ticks(pid)
+    return ticks is not None and (started is None or ticks == started)
 
 
-def _stop(pids: list[int]) -> None:
+def _parents() -> dict[int, int]:
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as stat:
+                    found[int(entry.name)] = int(stat.read().rsplit(")", 1)[-1].split()[1])
+            except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError, ValueError):
+                continue
+    return found
+
+
+def descendants(roots: set[int]) -> set[int]:
+    """Every live process below `roots` (not the roots themselves)."""
+    parents, found, frontier = _parents(), set(), set(roots)
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _stop(pids: dict[int, str | None]) -> None:
     """TERM every live pid, then KILL what is still alive after a grace period."""
-    for pid in pids:
-        if _alive(pid):
+    for pid, started in pids.items():
+        if _alive(pid, started):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + _STOP_TIMEOUT_S
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+    while time.monotonic() < deadline and any(_alive(pid, started) for pid, started in pids.items()):
         time.sleep(0.1)
-    for pid in pids:
-        if _alive(pid):
+    for pid, started in pids.items():
+        if _alive(pid, started):
             os.kill(pid, signal.SIGKILL)
+
+
+class _Watched:
+    """What the guard will stop: pids with their start time, and roots whose trees it follows."""
+
+    def __init__(self) -> None:
+        self.pids: dict[int, str | None] = {}
+        self.trees: set[int] = set()
+        self.lock = threading.Lock()
+
+    def add(self, pid: int, tree: bool) -> None:
+        with self.lock:
+            self.pids.setdefault(pid, _start_ticks(pid))
+            if tree:
+                self.trees.add(pid)
+
+    def forget(self, pid: int) -> None:
+        with self.lock:
+            self.pids.pop(pid, None)
+            self.trees.discard(pid)
+
+    def follow(self) -> None:
+        """Note the processes the watched trees have started since the last look. A tree's root
+        may die with the driver and its children be re-parented at once, so they are noted while
+        the driver lives, not when it dies."""
+        with self.lock:
+            roots = {pid for pid in self.trees if _alive(pid, self.pids.get(pid))}
+        found = {pid: _start_ticks(pid) for pid in descendants(roots)} if roots else {}
+        with self.lock:
+            for pid, started in found.items():
+                self.pids.setdefault(pid, started)
+
+
+_FOLLOW_EVERY_S = 0.5
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    pids: set[int] = set()
+    watched = _Watched()
+    done = threading.Event()
+
+    def follow() -> None:
+        while not done.wait(_FOLLOW_EVERY_S):
+            watched.follow()
+
+    threading.Thread(target=follow, daemon=True).start()
     for line in sys.stdin.buffer:  # ends when the driver closes the pipe or dies
-        text = line.decode().strip()
+        words = line.decode().split()
+        tree = words[:1] == ["tree"]
+        text = words[-1] if words else ""
         if text.lstrip("-").isdigit():
             pid = int(text)
-            pids.discard(-pid) if pid < 0 else pids.add(pid)
-    _stop(sorted(pids))
+            watched.forget(-pid) if pid < 0 else watched.add(pid, tree)
+    done.set()
+    watched.follow()
+    _stop(dict(watched.pids))
 
 
 if __name__ == "__main__":

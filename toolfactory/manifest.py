@@ -43,6 +43,8 @@ class Manifest(BaseModel):
     plan: dict[str, list[dict[str, Any]]]
     reruns: list[dict[str, Any]] = []  # re-runs that changed operational settings: {at, overrides}
     preflight: dict[str, Any] = {}  # the endpoint checked, its probes and the modes chosen for `auto`
+    # fan-in shards committed without some of their inputs (run.fan_in: proceed): {stage, shard, missing, at}
+    partial: list[dict[str, Any]] = []
 
     @property
     def path(self) -> str:

@@ -3,6 +3,7 @@
     pool/tools/<run_id>.parquet   the tools that run added (none already in the pool)
     pool/tree/<run_id>.parquet    the context-tree nodes that run added
     pool/dialogues/<run_id>.parquet  MinHash signatures of the dialogues that run kept (dedup)
+    pool/<kind>/<run_id>.<k>.parquet what supplement shard k of a run added (toolfactory/fan_in.py)
 
 Files are immutable and named by the run that wrote them; the pool is their union. A run plans
 against the files that exist when it is planned (recorded in its shard plan), so its shards see
@@ -28,12 +29,17 @@ def pool_files(store: ObjectStore, kind: str) -> tuple[str, ...]:
     return tuple(path for path in store.list(kind) if path.endswith(".parquet"))
 
 
+def _name(kind: str, run_id: str, shard: ShardPaths) -> str:
+    """One file per shard that adds to the pool: shard 0 is the run's, a supplement has its own."""
+    return f"{kind}/{run_id}.parquet" if shard.index == 0 else f"{kind}/{run_id}.{shard.index}.parquet"
+
+
 def publish(store: ObjectStore, run_id: str, pool_shard: ShardPaths, domain_shards: list[ShardPaths]) -> dict[str, int]:
     """Add a run's new tools and tree nodes to the pool (idempotent); how many of each."""
     added = {"tools": 0, "nodes": 0}
     if store.exists(pool_shard.main):
         new = [r for r in read_records(store, pool_shard.main) if Tool.model_validate(r).provenance.get("pool") == "new"]
-        write_rows(store, f"{TOOLS}/{run_id}.parquet", [(r["id"], _pooled(r, run_id)) for r in new])
+        write_rows(store, _name(TOOLS, run_id, pool_shard), [(r["id"], _pooled(r, run_id)) for r in new])
         added["tools"] = len(new)
     nodes = [r for paths in domain_shards if store.exists(paths.main) for r in read_records(store, paths.main)]
     if nodes:
@@ -50,7 +56,7 @@ def publish_dialogues(store: ObjectStore, run_id: str, dataset_shard: ShardPaths
     if not store.exists(dataset_shard.main):
         return 0
     rows = [signature_row(record_key(run_id, r["id"]), Dialogue.model_validate(r)) for r in read_records(store, dataset_shard.main)]
-    write_rows(store, f"{DIALOGUES}/{run_id}.parquet", [(row["key"], json.dumps(row)) for row in rows])
+    write_rows(store, _name(DIALOGUES, run_id, dataset_shard), [(row["key"], json.dumps(row)) for row in rows])
     return len(rows)
 
 

@@ -18,7 +18,7 @@ import os
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import duckdb
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
@@ -48,6 +48,11 @@ CREATE TABLE IF NOT EXISTS layer_metrics (
 CREATE TABLE IF NOT EXISTS profiles (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, dimension VARCHAR, value VARCHAR, count BIGINT,
     PRIMARY KEY (run_id, stage, shard, dimension, value)
+);
+-- The input files of each shard: read, or missing when a fan-in shard proceeded without them.
+CREATE TABLE IF NOT EXISTS shard_inputs (
+    run_id VARCHAR, stage VARCHAR, shard INTEGER, input VARCHAR, read BOOLEAN,
+    PRIMARY KEY (run_id, stage, shard, input)
 );
 CREATE TABLE IF NOT EXISTS rejections (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, reason VARCHAR, count INTEGER,
@@ -241,6 +246,9 @@ class StatsDB:
             for dimension, counts in sorted(metrics.get("profile", {}).items()):
                 for value, count in sorted(counts.items()):
                     con.execute("INSERT INTO profiles VALUES (?, ?, ?, ?, ?, ?)", [*key, dimension, value, count])
+            con.execute("DELETE FROM shard_inputs WHERE run_id = ? AND stage = ? AND shard = ?", key)
+            for path, read in [*((p, True) for p in metrics.get("inputs", [])), *((p, False) for p in metrics.get("missing_inputs", []))]:
+                con.execute("INSERT OR REPLACE INTO shard_inputs VALUES (?, ?, ?, ?, ?)", [*key, path, read])
             self._record_attempt(con, metrics, "completed")
             con.execute("COMMIT")
 
@@ -263,12 +271,29 @@ class StatsDB:
                 self._record_attempt(con, metrics, status)
             con.execute("COMMIT")
 
+    def record_attempts(self, attempts: Iterable[dict[str, Any]]) -> int:
+        """Add attempts read from their usage files (:mod:`toolfactory.attempts`): those the
+        database lacks, the killed ones among them. An attempt already recorded is left as it is,
+        so reading the files again never counts an attempt twice. Returns how many were added."""
+        added = 0
+        with self._connect() as con:
+            con.execute("BEGIN")
+            for attempt in attempts:
+                known = con.execute("SELECT 1 FROM shard_attempts WHERE attempt_id = ?", [attempt["attempt_id"]]).fetchone()
+                if known is None:
+                    self._record_attempt(con, attempt, attempt["outcome"], replace=False)
+                    added += 1
+            con.execute("COMMIT")
+        return added
+
     @staticmethod
-    def _record_attempt(con: duckdb.DuckDBPyConnection, metrics: dict[str, Any], outcome: str) -> None:
+    def _record_attempt(con: duckdb.DuckDBPyConnection, metrics: dict[str, Any], outcome: str, replace: bool = True) -> None:
+        """One attempt's LLM use; the attempt's own final report replaces what its usage file said."""
         key = [metrics["attempt_id"], metrics["run_id"], metrics["stage"], metrics["shard"]]
         llm = metrics.get("llm", {})
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         con.execute(
-            "INSERT OR IGNORE INTO shard_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"{verb} INTO shard_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [*key, outcome, _timestamp(metrics["started_at"]), _timestamp(metrics["finished_at"]), llm.get("calls", 0),
              llm.get("cache_hits", 0),
              llm.get("retries", 0), llm.get("reasks", 0), llm.get("prompt_tokens", 0), llm.get("completion_tokens", 0),
@@ -276,7 +301,7 @@ class StatsDB:
         )
         for role, usage in sorted(metrics.get("llm_by_role", {}).items()):
             con.execute(
-                "INSERT OR IGNORE INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"{verb} INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [*key, role, usage["calls"], usage["cache_hits"], usage["retries"], usage["reasks"],
                  usage["prompt_tokens"], usage["completion_tokens"], usage["latency_s"], json.dumps(usage["failures"])],
             )
@@ -314,6 +339,11 @@ class StatsDB:
                    GROUP BY stage, dimension, value ORDER BY stage, dimension, sum(count) DESC, value""",
                 [run_id],
             ).fetchall()
+            missing = con.execute(
+                """SELECT stage, input FROM shard_inputs WHERE run_id = ? GROUP BY stage, input
+                   HAVING NOT bool_or(read) ORDER BY stage, input""",
+                [run_id],
+            ).fetchall()
             errors = con.execute(
                 "SELECT stage, shard, status, error FROM shards WHERE run_id = ? AND status <> 'completed' ORDER BY stage, shard",
                 [run_id],
@@ -339,6 +369,8 @@ class StatsDB:
             for dimension, counts in item["profile"].items():
                 if dimension.endswith(USES):  # one value per tool or API: how many, not which
                     item["profile"][dimension] = {"distinct": len(counts), "total": sum(counts.values())}
+            # Inputs a fan-in stage proceeded without and no supplement has read yet (fan_in.py).
+            item["missing_inputs"] = [path for stage, path in missing if stage == name]
             item["failed_shards"] = [
                 {"shard": shard, "status": status, "error": error} for stage, shard, status, error in errors if stage == name
             ]

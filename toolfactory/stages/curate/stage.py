@@ -31,6 +31,7 @@ from toolfactory.curation import (
     diversity_subsets,
     offered_functions,
     query_complexity,
+    signature_row,
     steer,
     subsets,
     turns,
@@ -84,6 +85,11 @@ class CurateStage:
         for path in shard.params.get("pool_dialogues", []):
             for row in ctx.read(path):
                 index.add_row(row)
+        # A supplement shard (toolfactory/fan_in.py): the dataset's earlier parts come first.
+        for path in shard.params.get("prior", []):
+            for record in ctx.read(path):
+                prior = Dialogue.model_validate(record)
+                index.add_row(signature_row(record_key(ctx.run_id, prior.id), prior))
         found = deduplicate(((record_key(ctx.run_id, d.id), d) for d in dialogues), index)
         kept = []
         for d in dialogues:

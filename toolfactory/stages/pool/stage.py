@@ -45,6 +45,13 @@ class PoolStage:
                 index.add(f"{KNOWN}:{path}:{k}", KNOWN, signature(Tool.model_validate(record)))
         out = StageOutput(items_in=len(inputs))
         names: dict[str, str] = {}
+        # A supplement shard (toolfactory/fan_in.py): the run's tools already in its earlier pool
+        # parts count as kept before these.
+        for path in shard.params.get("prior", []):
+            for k, record in enumerate(ctx.read(path)):
+                tool = Tool.model_validate(record)
+                index.add(f"{RUN}:{path}:{k}", RUN, signature(tool))
+                names[f"{RUN}:{path}:{k}"] = f"{tool.name} ({tool.source})"
         for k, record in enumerate(inputs):
             tool = Tool.model_validate(record)
             sig = signature(tool)

@@ -49,7 +49,10 @@ class TasksStage:
         settings = ctx.config.tasks
         pool = [Tool.model_validate(data) for data in inputs]
         hierarchy = PoolHierarchy(pool)
-        anchors = pool[shard.params["part"] :: shard.params["parts"]]
+        # A supplement shard (toolfactory/fan_in.py) anchors on the tools of one later pool part
+        # and samples tool sets from the whole pool.
+        anchoring = [Tool.model_validate(data) for data in ctx.read(shard.params["anchors"])] if "anchors" in shard.params else pool
+        anchors = anchoring[shard.params["part"] :: shard.params["parts"]]
         out = StageOutput()
         if shard.params["part"] == 0:
             out.count("coverage", "pool_tools", len(pool))

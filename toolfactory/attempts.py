@@ -1,0 +1,107 @@
+"""What each attempt at a shard has spent, kept in storage while it runs.
+
+A shard's metrics reach the stats when its task returns; an attempt that never returns (its Ray
+worker was killed, its node lost, its driver SIGKILLed) would take its LLM spending with it. So
+every attempt writes its usage meter, as it goes, to
+
+    runs/<run_id>/<stage>/_usage/part-NNNNN/<attempt_id>.json
+
+from a background thread, once a second and only when the meter changed, then a last time when
+the attempt ends. The gateway does nothing more per request than count (its hot path is
+unchanged); a killed attempt loses at most the calls of its last second. The driver adds every
+attempt file into DuckDB (:func:`attempt_usage`), keyed by the attempt id, so re-reading them on
+a re-run never counts an attempt twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+from datetime import datetime, timezone
+from typing import Any, Iterator
+
+from toolfactory.llm.usage import UsageMeter
+from toolfactory.shards import ShardPaths
+from toolfactory.storage import ObjectStore
+
+FLUSH_EVERY_S = 1.0
+RUNNING, COMPLETED, FAILED, INTERRUPTED = "running", "completed", "failed", "interrupted"
+
+
+def usage_path(paths: ShardPaths, attempt_id: str) -> str:
+    return f"runs/{paths.run_id}/{paths.stage}/_usage/part-{paths.index:05d}/{attempt_id}.json"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class AttemptLog:
+    """Keeps one attempt's usage file current; use as a context manager around the attempt."""
+
+    def __init__(self, store: ObjectStore, paths: ShardPaths, attempt_id: str, meter: UsageMeter, started_at: str,
+                 every_s: float = FLUSH_EVERY_S) -> None:
+        self._store, self._paths, self._meter = store, paths, meter
+        self._head = {"attempt_id": attempt_id, "run_id": paths.run_id, "stage": paths.stage, "shard": paths.index,
+                      "started_at": started_at, "host": socket.gethostname(), "pid": os.getpid()}
+        self._path = usage_path(paths, attempt_id)
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._written: Any = None
+        self._thread = threading.Thread(target=self._loop, name="attempt-usage", daemon=True)
+
+    def __enter__(self) -> AttemptLog:
+        self.flush(RUNNING)  # the attempt is visible (host, pid) before its first call
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        try:
+            self.close(FAILED)
+        except Exception:
+            if kind is None:
+                raise
+            # the attempt's own error is the one to report; its usage file stays `running` and
+            # is counted as interrupted
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._every_s):
+            try:
+                self.flush(RUNNING)
+            except Exception:  # a storage hiccup: the next flush, or the final one, writes it
+                pass
+
+    def flush(self, outcome: str) -> None:
+        """Write the meter if it changed since the last write (or the outcome did)."""
+        with self._lock:
+            # Copies taken with the GIL held by C code: the event loop may add a role meanwhile.
+            usage = (self._meter.totals(), self._meter.to_dict(), outcome)
+            if usage == self._written:
+                return
+            record = {**self._head, "outcome": outcome, "finished_at": _now(), "llm": usage[0], "llm_by_role": usage[1]}
+            self._store.write_bytes(self._path, json.dumps(record, sort_keys=True).encode())
+            self._written = usage
+
+    def close(self, outcome: str) -> None:
+        """Stop the thread and write the attempt's last state (once; later calls do nothing)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.flush(outcome)
+
+
+def attempt_usage(store: ObjectStore, run_id: str, stage: str) -> Iterator[dict[str, Any]]:
+    """Every attempt file of a stage; an attempt still `running` in storage never finished."""
+    name = re.compile(rf"runs/{re.escape(run_id)}/{re.escape(stage)}/_usage/part-\d+/[0-9a-f]+\.json")
+    for path in store.list(f"runs/{run_id}/{stage}/_usage/"):
+        if name.fullmatch(path) and (data := store.read_bytes_or_none(path)) is not None:
+            record = json.loads(data)
+            if record["outcome"] == RUNNING:
+                record["outcome"] = INTERRUPTED
+            yield record
