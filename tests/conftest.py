@@ -12,6 +12,10 @@ import pytest
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+# Startup limits with room for a busy 2-core machine (the suite runs on two workers): Prefect's
+# temporary server and Ray's raylet start in seconds on an idle one, and in over a minute on a loaded one.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
 # Fake credentials for moto's S3 server, set before any Ray worker starts so that workers
 # inherit them as production workers inherit theirs (unsigned uploads would be refused by S3).
 S3_CREDENTIALS = {
