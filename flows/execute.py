@@ -21,13 +21,13 @@ from prefect.states import Failed, State
 from prefect_ray import RayTaskRunner
 
 from flows.progress import StageProgress
-from flows.runtime import llm_endpoint, ray_session
+from flows.runtime import llm_endpoint, ray_session, run_ledger
 from tasks.shard import configured
 from toolfactory.execution import ShardJob
 from toolfactory.config import Config
 from toolfactory.export import OutputDir, SplitSpec, export_run
 from toolfactory.manifest import Manifest
-from toolfactory.outcome import failure_message, rerun_command
+from toolfactory.outcome import budget_message, failure_message, rerun_command, with_larger_budget
 from toolfactory.pool import publish, publish_dialogues
 from toolfactory.report import build_report
 from toolfactory.shards import ShardPaths, read_metrics
@@ -48,23 +48,39 @@ def execute_run(manifest: Manifest, store: ObjectStore) -> dict[str, Any]:
     plan = manifest.shard_plan()
     store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read
     store.abort_uploads(f"runs/{manifest.run_id}/")  # likewise, on S3
-    with ray_session(config), llm_endpoint(config) as base_url:
+    stop: str | None = None
+    with ray_session(config), llm_endpoint(config) as base_url, run_ledger(config, manifest.run_id, stats) as ledger:
         for stage in STAGE_NAMES:
             pending = _record_done(store, stats, manifest.run_id, plan[stage])
+            stop = ledger.stop_reason() if ledger is not None else None
+            if stop is not None:  # the budget is spent: no stage starts any more
+                _record_not_started(stats, manifest.run_id, pending, stop)
+                continue
             runnable = _runnable(store, stats, manifest.run_id, pending)
             if pending:  # a stage whose shards are all blocked still shows, as failed
-                jobs = [ShardJob(manifest.run_id, config, spec, base_url) for spec in runnable]
+                limits = ledger.ref if ledger is not None else None
+                jobs = [ShardJob(manifest.run_id, config, spec, base_url, limits) for spec in runnable]
                 blocked = [spec.index for spec in pending if spec not in runnable]
                 stage_flow.with_options(
                     flow_run_name=f"{manifest.run_id}/{stage}",
                     task_runner=RayTaskRunner(),
                 )(config, stage, jobs, blocked, str(stats.path), return_state=True)
             _grow_pool(stage, store, manifest.run_id, plan)
+        if ledger is not None:
+            stop = ledger.stop_reason()
     failed = _not_completed(plan, store, manifest.run_id)
-    stats.finish_run(manifest.run_id, "failed" if failed else "completed", _now())
+    status = "completed" if not failed else "budget_exhausted" if stop is not None else "failed"
+    stats.finish_run(manifest.run_id, status, _now())
     summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
     if failed:
-        summary["rerun"] = rerun_command(manifest.run_id, store, config.storage.endpoint_url, config.storage.region)
+        rerun = rerun_command(manifest.run_id, store, config.storage.endpoint_url, config.storage.region)
+        if stop is not None:
+            summary["rerun"] = with_larger_budget(rerun, config.llm.budget)
+            summary["message"] = budget_message(summary, stop, summary["rerun"])
+        else:
+            summary["rerun"] = rerun
+            summary["message"] = failure_message(summary, rerun)
+        stats.record_message(manifest.run_id, summary["message"])
     if config.storage.is_s3:
         store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
     exported = export_dataset(config, store, manifest.run_id) if not failed else {}
@@ -108,7 +124,7 @@ def run_state(summary: dict[str, Any]) -> Any:
     with the shards and the command that finishes the run (see :mod:`toolfactory.outcome`)."""
     if summary["status"] == "completed":
         return summary
-    return Failed(message=failure_message(summary, summary.get("rerun", "")), data=summary)
+    return Failed(message=summary.get("message") or failure_message(summary, summary.get("rerun", "")), data=summary)
 
 
 def summary_of(state: State[Any]) -> dict[str, Any]:
@@ -209,6 +225,11 @@ def _record_done(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[Sh
     return pending
 
 
+def _record_not_started(stats: StatsDB, run_id: str, specs: list[ShardSpec], reason: str) -> None:
+    for spec in specs:
+        stats.record_shard_status(run_id, spec.stage, spec.index, "blocked", 0, f"not started: {reason}", spec.fingerprint())
+
+
 def _runnable(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec]) -> list[ShardSpec]:
     runnable = []
     for spec in specs:
@@ -239,6 +260,8 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
             "pass rate": "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}",
             "llm calls": s["llm_calls"],
             "cache hits": s["cache_hits"],
+            "tokens": s["prompt_tokens"] + s["completion_tokens"],
+            "cost (USD)": "-" if s["cost_usd"] is None else f"{s['cost_usd']:.4f}",
             "top rejection": next(iter(s["rejections"]), "-"),
         }
         for s in summary["stages"]
@@ -247,6 +270,8 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
     failed = [f"| {s['stage']} | {f['shard']} | {f['status']} | {f['error']} |" for s in summary["stages"] for f in s["failed_shards"]]
     lines = [
         f"# Run {manifest.run_id}: {summary['status']}",
+        *([f"{summary['message']}", ""] if summary.get("message") else []),
+        f"- LLM cost: {_cost_line(summary)}",
         f"- dataset: `{store.uri(f'runs/{manifest.run_id}/{DATASET_STAGE}/')}`",
         f"- rejected records: `{store.uri(f'runs/{manifest.run_id}/<stage>/rejected/')}`",
         f"- manifest: `{store.uri(manifest.path)}`",
@@ -257,3 +282,15 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
         lines += ["", "## Shards to re-run", f"`{summary.get('rerun', '')}`", "",
                   "| stage | shard | status | error |", "| --- | --- | --- | --- |", *failed]
     create_markdown_artifact("\n".join(lines), key=f"{key}-status", description="Shard status and output")
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _cost_line(summary: dict[str, Any]) -> str:
+    """The run's cost in USD and per role ("-": a role that used tokens has no price)."""
+    roles = ", ".join(f"{role} {_usd(usage['cost_usd'])}" for role, usage in summary.get("cost_by_role", {}).items())
+    total = summary.get("cost_usd")
+    head = _usd(total) if total is not None else "unknown: not every role used has a price (llm.roles.<role>.usd_per_million_*)"
+    return head + (f" ({roles})" if roles else "")

@@ -3,7 +3,8 @@
     ToolfactoryError
     ├── ConfigError            invalid configuration; raised before any work starts
     ├── TerminalError          retrying cannot help (bad input, unknown run)
-    │   └── RunNotFound
+    │   ├── RunNotFound
+    │   └── BudgetExhausted   the run's LLM budget is spent; a re-run with a larger one finishes it
     └── TransientError         retrying may help (network, rate limits, a flaky endpoint)
         └── ShardIncomplete    records of a shard failed on transient LLM errors; re-run completes it
 
@@ -33,6 +34,16 @@ class RunNotFound(TerminalError):
     def __init__(self, run_id: str, root: str) -> None:
         super().__init__(f"no run {run_id!r} under {root} (no manifest.json)")
         self.run_id = run_id
+
+
+class BudgetExhausted(TerminalError):
+    """The run has spent its `llm.budget`: no new request may start.
+
+    Not a record's fault, so it fails the shard (whose work a re-run with a larger budget redoes)
+    instead of rejecting records. ``metrics`` holds what the attempt spent, for the stats.
+    """
+
+    metrics: dict[str, Any] | None = None
 
 
 class TransientError(ToolfactoryError):

@@ -12,14 +12,22 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
-from toolfactory.config import Config
-from toolfactory.errors import ShardIncomplete
-from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
+from toolfactory.config import Config, LLMConfig
+from toolfactory.errors import BudgetExhausted, ShardIncomplete
+from toolfactory.llm import LLMGateway, RequestCache, UsageMeter, resolve_endpoint
+from toolfactory.llm.cost import priced_usage, total_cost
+from toolfactory.llm.limits import SharedLimit
 from toolfactory.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records
 from toolfactory.stages import ShardContext, ShardSpec, stage_named
 from toolfactory.storage import ObjectStore
+
+
+class LimitSource(Protocol):
+    """Where a worker finds the run's shared rate limit and budget (a Ray actor's name)."""
+
+    def connect(self, llm: LLMConfig) -> SharedLimit: ...
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,7 @@ class ShardJob:
     config: Config
     spec: ShardSpec
     llm_base_url: str | None  # the endpoint resolved by the driver (e.g. a started simulator)
+    limits: LimitSource | None = None  # the run's shared limit and budget; None: neither is set
 
     @property
     def paths(self) -> ShardPaths:
@@ -53,28 +62,27 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
     started_at, started = _now(), time.perf_counter()
     inputs = [record for path in job.spec.inputs for record in read_records(store, path)]
     endpoint = resolve_endpoint(job.config.llm, job.llm_base_url)
-    async with LLMGateway(endpoint, job.config.llm, RequestCache(store)) as gateway:
-        ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway, store=store)
-        output = await stage_named(job.spec.stage).run(job.spec, inputs, ctx)
+    limit = job.limits.connect(job.config.llm) if job.limits is not None else None
+    meter = UsageMeter()
+    try:
+        async with LLMGateway(endpoint, job.config.llm, RequestCache(store), meter, limit) as gateway:
+            ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway, store=store)
+            output = await stage_named(job.spec.stage).run(job.spec, inputs, ctx)
+    except BudgetExhausted as exc:
+        # The shard's work is not done (not rejected): it fails, and a re-run with a larger budget redoes it.
+        stopped = BudgetExhausted(f"{job.spec.stage} shard {job.spec.index}: {exc}")
+        stopped.metrics = {**_attempt(job, started_at, started, meter), "items_in": len(inputs), "items_out": 0, "rejected": 0}
+        raise stopped from None
     rows, unstorable = encode_records(output.records, job.spec.stage)
     output.rejected.extend(unstorable)
     metrics = {
-        "attempt_id": uuid.uuid4().hex,
-        "run_id": job.run_id,
-        "stage": job.spec.stage,
-        "shard": job.spec.index,
-        "fingerprint": job.spec.fingerprint(),
+        **_attempt(job, started_at, started, meter),
         "items_in": output.items_in,
         "items_out": len(rows),
         "rejected": len(output.rejected),
         "rejections": dict(output.rejections()),
         "layers": {layer: list(counts) for layer, counts in output.layers.items()},
         "profile": {dimension: dict(counts) for dimension, counts in output.profile.items()},
-        "llm": gateway.meter.totals(),
-        "llm_by_role": gateway.meter.to_dict(),
-        "started_at": started_at,
-        "finished_at": _now(),
-        "wall_s": round(time.perf_counter() - started, 3),
     }
     failed = sum(output.transient_failures.values())
     if failed > job.config.run.tolerate_transient_failures * max(output.items_in, 1):
@@ -87,3 +95,20 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
         raise incomplete
     commit_shard(store, job.paths, rows, output.rejected, metrics)
     return metrics
+
+
+def _attempt(job: ShardJob, started_at: str, started: float, meter: UsageMeter) -> dict[str, Any]:
+    """The metrics of any attempt, finished or not: who it was, when, and what its LLM use cost."""
+    by_role = priced_usage(job.config.llm, meter.to_dict())
+    return {
+        "attempt_id": uuid.uuid4().hex,
+        "run_id": job.run_id,
+        "stage": job.spec.stage,
+        "shard": job.spec.index,
+        "fingerprint": job.spec.fingerprint(),
+        "llm": {**meter.totals(), "cost_usd": total_cost(by_role)},
+        "llm_by_role": by_role,
+        "started_at": started_at,
+        "finished_at": _now(),
+        "wall_s": round(time.perf_counter() - started, 3),
+    }
