@@ -38,7 +38,9 @@ class ShardJob:
     config: Config
     spec: ShardSpec
     llm_base_url: str | None  # the endpoint resolved by the driver (e.g. a started simulator)
-    limits: LimitSource | None = None  # the run's shared limit and budget; None: neither is set
+    # The run's shared limit and budget (a LimitSource; None: neither is set). Typed Any because
+    # Prefect validates flow parameters with pydantic, which cannot check a Protocol.
+    limits: Any = None
 
     @property
     def paths(self) -> ShardPaths:

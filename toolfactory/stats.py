@@ -124,7 +124,8 @@ class StatsDB:
     def start_run(self, run_id: str, created_at: str, storage: str, config: dict[str, Any], versions: dict[str, str], started_at: str) -> None:
         with self._connect() as con:
             con.execute(
-                """INSERT INTO runs VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, 1)
+                """INSERT INTO runs (run_id, created_at, started_at, finished_at, status, storage, config, versions, attempts)
+                   VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, 1)
                    ON CONFLICT (run_id) DO UPDATE SET started_at = excluded.started_at,
                    finished_at = NULL, status = 'running', attempts = runs.attempts + 1""",
                 [run_id, created_at, started_at, storage, json.dumps(config), json.dumps(versions)],
