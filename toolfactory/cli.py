@@ -131,8 +131,9 @@ def rerun(
 ) -> None:
     """Run the failed, blocked or missing shards of a run, with the run's own config.
 
-    `--set` may change how the run is carried out (endpoint URL, key source, concurrency, retries,
-    storage, transient tolerance, embedding backend); it is recorded in the run's manifest. Any
+    `--set` may change how the run is carried out (endpoint URL, key source, concurrency, rate
+    limits, budget, retries, storage, transient tolerance, embedding backend); it is recorded in
+    the run's manifest. Any
     other setting is refused. `--config` only locates the storage."""
     locator = _config(config, overrides)
     from flows.execute import summary_of

@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from toolfactory.config import BudgetConfig, LLMConfig, RateLimitConfig
@@ -204,22 +204,20 @@ class LocalPort:
         self.ledger.pause(seconds)
 
 
-@dataclass
 class SharedLimit:
     """One gateway's side of the run's ledger: permits leased in batches and taken locally."""
 
-    port: LedgerPort
-    llm: LLMConfig
-    clock: Callable[[], float] = time.monotonic
-    _permits: int = 0
-    _expires: float = 0.0
-    _used: int = 0
-    _dropped: int = 0
-    _tokens: int = 0
-    _usd: float = 0.0
-    _stop: str | None = None
-    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _pending: set[asyncio.Task[None]] = field(default_factory=set)
+    def __init__(self, port: LedgerPort, llm: LLMConfig, clock: Callable[[], float] = time.monotonic) -> None:
+        self.port = port
+        self.llm = llm
+        self._clock = clock
+        self._permits = 0
+        self._expires = 0.0
+        self._used = self._dropped = self._tokens = 0  # since the last report
+        self._usd = 0.0
+        self._stop: str | None = None
+        self._lock = asyncio.Lock()
+        self._pending: set[asyncio.Task[None]] = set()  # pauses on their way to the ledger
 
     async def acquire(self) -> None:
         """Wait for a permit to start one request; :class:`BudgetExhausted` once the budget is spent."""
@@ -251,7 +249,7 @@ class SharedLimit:
         await self.port.lease(0, self._report())
 
     def _take(self) -> bool:
-        if self._permits and self.clock() < self._expires:
+        if self._permits and self._clock() < self._expires:
             self._permits -= 1
             self._used += 1
             return True
@@ -273,6 +271,6 @@ class SharedLimit:
             self._stop = grant.stop
             raise BudgetExhausted(grant.stop)
         if grant.permits:
-            self._permits, self._expires = grant.permits, self.clock() + LEASE_S
+            self._permits, self._expires = grant.permits, self._clock() + LEASE_S
         else:
             await asyncio.sleep(grant.retry_in)
