@@ -62,7 +62,7 @@ def test_a_run_stopped_by_its_budget_is_finished_by_a_rerun_with_a_larger_one(pr
 
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[f"generate-{RUN_ID}"])))
-    flow_run = max(runs, key=lambda run: run.created or 0)  # the API may be shared with other sessions' runs
+    flow_run = max(runs, key=lambda run: run.created or 0)  # the API may hold earlier runs of the same id
     assert flow_run.state is not None and flow_run.state.is_failed()
     assert "budget is spent" in (flow_run.state.message or "")
 
