@@ -183,3 +183,11 @@ def test_the_gateway_sends_no_faster_than_the_limit_and_reports_cost(sim: Any) -
     state = book.state()
     assert state["requests"] == 8 and state["tokens"] > 0
     assert state["usd"] > 0
+
+
+def test_a_rerun_may_change_the_rate_limit_and_the_budget() -> None:
+    from toolfactory.operational import rerun_config
+
+    snapshot = load_config(None, ["llm.budget.tokens=1000"], environ={}).snapshot()
+    config = rerun_config(snapshot, ["llm.budget.tokens=5000", "llm.rate_limit.requests_per_minute=60"])
+    assert config.llm.budget.tokens == 5000 and config.llm.rate_limit.requests_per_minute == 60
