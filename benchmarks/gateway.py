@@ -185,6 +185,7 @@ async def gateway_round(
     before = _sim_requests(sim.root_url)
     limit = ledger.ref.connect(llm) if ledger is not None else None
     ledger_cpu0 = ledger.cpu_s() if ledger is not None else None
+    leases0 = ledger.leases() if ledger is not None else 0
     async with LLMGateway(Endpoint(sim.base_url, API_KEY), llm, cache=RequestCache(store), limit=limit) as gateway:
         with Meter(sim.pid) as meter:
             messages = await asyncio.gather(*(gateway.chat(ROLE, m) for m in convs))
@@ -193,7 +194,9 @@ async def gateway_round(
     extra: dict[str, Any] = {}
     if ledger is not None:
         used = ledger.cpu_s() - ledger_cpu0
-        extra = {"ledger_cpu_s": round(used, 3), "ledger_cpu_ms_per_request": round(1000 * used / len(convs), 3)}
+        # The actor's CPU includes a Ray worker's idle background work, which grows with wall time.
+        extra = {"ledger_cpu_s": round(used, 3), "ledger_cpu_ms_per_request": round(1000 * used / len(convs), 3),
+                 "leases": ledger.leases() - leases0}
     return _figures(
         "gateway" if ledger is None else "limited",
         len(convs),
@@ -231,6 +234,11 @@ class BenchLedger:
 
     def cpu_s(self) -> float:
         return _child_cpu_s(self.pid) or 0.0
+
+    def leases(self) -> int:
+        from toolfactory.llm.ray_ledger import ledger_state
+
+        return int(ledger_state(self.handle)["leases"])
 
     def stop(self) -> None:
         from toolfactory.llm.ray_ledger import stop_ledger
@@ -307,6 +315,7 @@ async def run_setting(
             "cpu_ms_per_request_median": round(median([f["client_cpu_ms_per_request"] for f in limited]), 3),
             "ledger_cpu_ms_per_request_median": round(median([f["ledger_cpu_ms_per_request"] for f in limited]), 3),
             "context_switches_per_request_median": median([f["context_switches_per_request"] for f in limited]),
+            "leases_per_round": [f["leases"] for f in limited],
             "rounds": limited,
         }
     if hits:
@@ -384,7 +393,8 @@ def report(results: dict[str, Any]) -> str:
                 f"  {s['latency_ms']:g} ms, run-wide limit on (never binding, Ray actor ledger) vs off: "
                 f"{lim['rps_median']} vs {s['gateway_rps_median']} rps (limited/gw {lim['limited_gateway_ratio']}, "
                 f"limited/bare {lim['limited_bare_ratio']}); cpu {lim['cpu_ms_per_request_median']} vs "
-                f"{s['gateway_cpu_ms_per_request_median']} ms/req, + ledger actor {lim['ledger_cpu_ms_per_request_median']} ms/req"
+                f"{s['gateway_cpu_ms_per_request_median']} ms/req, + ledger actor {lim['ledger_cpu_ms_per_request_median']} ms/req; "
+                f"leases per round {lim['leases_per_round']} for {s['requests']} requests"
             )
     for s in results["settings"]:
         hit = s.get("cache_hit")

@@ -119,9 +119,11 @@ class Ledger:
         self._outstanding = 0  # permits granted and not yet reported used or dropped
         self._paused_until = 0.0
         self.pauses = 0
+        self.leases = 0  # calls, not permits: what leasing in batches saves shows here
 
     def lease(self, want: int, report: Report) -> Grant:
         """Record `report`, then grant up to `want` permits (0 with a wait, or with the reason to stop)."""
+        self.leases += 1
         self._record(report)
         stop = self.exhausted()
         if stop is not None:
@@ -159,7 +161,7 @@ class Ledger:
 
     def state(self) -> dict[str, Any]:
         return {"requests": self.spent.requests, "tokens": self.spent.tokens, "usd": round(self.spent.usd, 6),
-                "pauses": self.pauses, "exhausted": self.exhausted()}
+                "pauses": self.pauses, "leases": self.leases, "exhausted": self.exhausted()}
 
     def _record(self, report: Report) -> None:
         self.spent.requests += report.used
