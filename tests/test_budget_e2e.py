@@ -58,10 +58,13 @@ def test_a_run_stopped_by_its_budget_is_finished_by_a_rerun_with_a_larger_one(pr
     assert sum(u["cost_usd"] or 0 for u in stopped["cost_by_role"].values()) == pytest.approx(usd, rel=1e-6)
 
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, FlowRunFilter, FlowRunFilterName
 
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[f"generate-{RUN_ID}"])))
+        artifacts = [a for a in client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["toolfactory-stages"])))
+                     if RUN_ID in str(a.description)]
+    assert artifacts and all("cost (USD)" in str(a.data) for a in artifacts)  # the stages table shows cost
     flow_run = max(runs, key=lambda run: run.created or 0)  # the API may hold earlier runs of the same id
     assert flow_run.state is not None and flow_run.state.is_failed()
     assert "budget is spent" in (flow_run.state.message or "")
