@@ -10,6 +10,12 @@ per setting) the same N distinct chat requests are sent, interleaved round by ro
 * gateway: ``LLMGateway`` with ``max_concurrency=C``, retries on, the request cache ON in a
            fresh empty folder per round (every request is a miss and is written to the cache).
 
+With ``--limit`` (the default) a third client runs in every round, side by side:
+
+* limited: the gateway as above, plus a run-wide rate limit (``llm.rate_limit``) set so high
+           that it never binds, its ledger a Ray actor as in a run: what leasing permits costs.
+           The actor's own CPU is reported too (it is another process).
+
 Then a cache-hit pass re-runs the gateway over the same requests with a filled cache (the
 simulator's request counter proves no request reached the endpoint).
 
@@ -173,17 +179,26 @@ async def bare_round(sim: Any, llm: LLMConfig, convs: list[list[dict[str, Any]]]
 
 
 async def gateway_round(
-    sim: Any, llm: LLMConfig, convs: list[list[dict[str, Any]]], cache_root: Path
+    sim: Any, llm: LLMConfig, convs: list[list[dict[str, Any]]], cache_root: Path, ledger: Any = None
 ) -> dict[str, Any]:
     store = ObjectStore.open(StorageConfig(root=str(cache_root)))
     before = _sim_requests(sim.root_url)
-    async with LLMGateway(Endpoint(sim.base_url, API_KEY), llm, cache=RequestCache(store)) as gateway:
+    limit = ledger.ref.connect(llm) if ledger is not None else None
+    ledger_cpu0 = ledger.cpu_s() if ledger is not None else None
+    leases0 = ledger.leases() if ledger is not None else 0
+    async with LLMGateway(Endpoint(sim.base_url, API_KEY), llm, cache=RequestCache(store), limit=limit) as gateway:
         with Meter(sim.pid) as meter:
             messages = await asyncio.gather(*(gateway.chat(ROLE, m) for m in convs))
         totals = gateway.meter.totals()
     endpoint_calls = _sim_requests(sim.root_url) - before
+    extra: dict[str, Any] = {}
+    if ledger is not None:
+        used = ledger.cpu_s() - ledger_cpu0
+        # The actor's CPU includes a Ray worker's idle background work, which grows with wall time.
+        extra = {"ledger_cpu_s": round(used, 3), "ledger_cpu_ms_per_request": round(1000 * used / len(convs), 3),
+                 "leases": ledger.leases() - leases0}
     return _figures(
-        "gateway",
+        "gateway" if ledger is None else "limited",
         len(convs),
         meter,
         answers_digest=digest([m.get("content") for m in messages]),
@@ -191,6 +206,7 @@ async def gateway_round(
         cache_hits=totals["cache_hits"],
         retries=totals["retries"],
         endpoint_calls=endpoint_calls,
+        **extra,
     )
 
 
@@ -204,14 +220,46 @@ async def warm_up(sim: Any, llm: LLMConfig, concurrency: int, tmp: Path) -> None
     await gateway_round(sim, llm, convs, tmp / "warmup-cache")
 
 
+class BenchLedger:
+    """The run-wide limit's ledger as a run has it: a Ray actor (see toolfactory.llm.limits)."""
+
+    def __init__(self, llm: LLMConfig, name: str) -> None:
+        import ray
+
+        from toolfactory.llm.limits import Spend
+        from toolfactory.llm.ray_ledger import start_ledger
+
+        self.ref, self.handle = start_ledger(name, llm, Spend())
+        self.pid = ray.get(self.handle.__ray_call__.remote(lambda _ledger: os.getpid()))
+
+    def cpu_s(self) -> float:
+        return _child_cpu_s(self.pid) or 0.0
+
+    def leases(self) -> int:
+        from toolfactory.llm.ray_ledger import ledger_state
+
+        return int(ledger_state(self.handle)["leases"])
+
+    def stop(self) -> None:
+        from toolfactory.llm.ray_ledger import stop_ledger
+
+        stop_ledger(self.handle)
+
+
 async def run_setting(
-    latency_ms: float, n: int, concurrency: int, rounds: int, tmp: Path, hit_pass: bool
+    latency_ms: float, n: int, concurrency: int, rounds: int, tmp: Path, hit_pass: bool, limit: bool = False
 ) -> dict[str, Any]:
     llm = llm_config(concurrency)
+    # Never binding: what is measured is the cost of leasing, not the limit's waiting.
+    limited_llm = load_config(None, [f"llm.max_concurrency={concurrency}", f"llm.roles.{ROLE}.model={MODEL}",
+                                     f"llm.roles.{ROLE}.max_tokens={MAX_TOKENS}", "llm.rate_limit.requests_per_minute=1e9"],
+                              environ={}).llm
+    ledger = BenchLedger(limited_llm, f"bench-{latency_ms:g}") if limit else None
     convs = workload(n)
     bound = concurrency / (latency_ms / 1000.0)
     bare: list[dict[str, Any]] = []
     gw: list[dict[str, Any]] = []
+    limited: list[dict[str, Any]] = []
     hits: list[dict[str, Any]] = []
     with start_simulator(SimulatorSettings(latency_ms=latency_ms, latency_jitter_ms=0.0)) as sim:
         await warm_up(sim, llm, concurrency, tmp / f"lat{latency_ms:g}")
@@ -221,13 +269,18 @@ async def run_setting(
             cache_root = tmp / f"lat{latency_ms:g}" / f"cache-round-{r}"
             gw.append(await gateway_round(sim, llm, convs, cache_root))
             _progress(latency_ms, r, gw[-1])
+            if ledger is not None:
+                limited.append(await gateway_round(sim, limited_llm, convs, cache_root.with_name(f"limited-{r}"), ledger))
+                _progress(latency_ms, r, limited[-1])
         if hit_pass:
             for r in range(rounds):  # the cache filled by the last gateway round
                 figures = await gateway_round(sim, llm, convs, cache_root)
                 figures["kind"] = "gateway-cache-hit"
                 hits.append(figures)
                 _progress(latency_ms, r, figures)
-    digests = {f["answers_digest"] for f in bare + gw + hits}
+    if ledger is not None:
+        ledger.stop()
+    digests = {f["answers_digest"] for f in bare + gw + limited + hits}
     bare_rps = median([f["rps"] for f in bare])
     gw_rps = median([f["rps"] for f in gw])
     result: dict[str, Any] = {
@@ -253,6 +306,18 @@ async def run_setting(
         "bare_rounds": bare,
         "gateway_rounds": gw,
     }
+    if limited:
+        limited_rps = median([f["rps"] for f in limited])
+        result["limited"] = {
+            "rps_median": round(limited_rps, 2),
+            "limited_gateway_ratio": round(limited_rps / gw_rps, 4),
+            "limited_bare_ratio": round(limited_rps / bare_rps, 4),
+            "cpu_ms_per_request_median": round(median([f["client_cpu_ms_per_request"] for f in limited]), 3),
+            "ledger_cpu_ms_per_request_median": round(median([f["ledger_cpu_ms_per_request"] for f in limited]), 3),
+            "context_switches_per_request_median": median([f["context_switches_per_request"] for f in limited]),
+            "leases_per_round": [f["leases"] for f in limited],
+            "rounds": limited,
+        }
     if hits:
         result["cache_hit"] = {
             "rps_median": round(median([f["rps"] for f in hits]), 2),
@@ -322,6 +387,16 @@ def report(results: dict[str, Any]) -> str:
             f"identical answers bare vs gateway: {s['identical_answers']}"
         )
     for s in results["settings"]:
+        lim = s.get("limited")
+        if lim:
+            lines.append(
+                f"  {s['latency_ms']:g} ms, run-wide limit on (never binding, Ray actor ledger) vs off: "
+                f"{lim['rps_median']} vs {s['gateway_rps_median']} rps (limited/gw {lim['limited_gateway_ratio']}, "
+                f"limited/bare {lim['limited_bare_ratio']}); cpu {lim['cpu_ms_per_request_median']} vs "
+                f"{s['gateway_cpu_ms_per_request_median']} ms/req, + ledger actor {lim['ledger_cpu_ms_per_request_median']} ms/req; "
+                f"leases per round {lim['leases_per_round']} for {s['requests']} requests"
+            )
+    for s in results["settings"]:
         hit = s.get("cache_hit")
         if hit:
             lines.append(
@@ -357,19 +432,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latencies", default="500,50", help="simulator latencies in ms (default 500,50)")
     parser.add_argument("--out", default=str(RESULTS_DIR / "gateway.json"), help="JSON results file")
     parser.add_argument("--profile", action="store_true", help="also cProfile one gateway round at the last latency")
+    parser.add_argument("--limit", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the gateway with a run-wide rate limit (needs a local Ray; default on)")
     args = parser.parse_args(argv)
     latencies = [float(x) for x in args.latencies.split(",") if x.strip()]
 
     load_start = os.getloadavg()
     started = time.perf_counter()
+    if args.limit:
+        import ray
+
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
     with tempfile.TemporaryDirectory(prefix="toolfactory-bench-gateway-") as tmp:
         settings = []
         for i, latency in enumerate(latencies):
             print(f"latency {latency:g} ms: starting simulator", file=sys.stderr, flush=True)
             settings.append(
-                asyncio.run(run_setting(latency, args.requests, args.concurrency, args.rounds, Path(tmp), hit_pass=i == 0))
+                asyncio.run(run_setting(latency, args.requests, args.concurrency, args.rounds, Path(tmp), hit_pass=i == 0,
+                                        limit=args.limit))
             )
         profile = profile_gateway(latencies[-1], args.requests, args.concurrency, Path(tmp)) if args.profile else None
+    if args.limit:
+        import ray
+
+        ray.shutdown()
     results: dict[str, Any] = {
         "benchmark": "gateway",
         "machine": machine_info(),
@@ -383,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_tokens": MAX_TOKENS,
             "cache": "on, fresh empty local folder per gateway round",
             "retries": "on (llm.max_retries default)",
+            "limit": "run-wide llm.rate_limit of 1e9 requests/min (never binding), ledger a Ray actor" if args.limit else "off",
         },
         "targets": {"gateway_bound_ratio": TARGET_BOUND_RATIO, "gateway_bare_ratio": TARGET_GATEWAY_RATIO},
         "settings": settings,

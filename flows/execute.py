@@ -21,7 +21,7 @@ from prefect.states import Failed, State
 from prefect_ray import RayTaskRunner
 
 from flows.progress import StageProgress
-from flows.runtime import ray_session
+from flows.runtime import ray_session, run_ledger
 from tasks.shard import configured
 from toolfactory.attempts import attempt_usage
 from toolfactory.execution import ShardJob
@@ -32,7 +32,7 @@ from toolfactory.floors import below_floors
 from toolfactory.export import OutputDir, SplitSpec, export_run
 from toolfactory.fan_in import FAN_IN, available, supplements
 from toolfactory.manifest import Manifest, write_manifest
-from toolfactory.outcome import failure_message, rerun_command
+from toolfactory.outcome import budget_message, failure_message, rerun_command, with_larger_budget
 from toolfactory.pool import publish, publish_dialogues
 from toolfactory.report import build_report
 from toolfactory.shards import ShardPaths, read_metrics
@@ -54,9 +54,10 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
     plan = manifest.shard_plan()
     store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read
     store.abort_uploads(f"runs/{manifest.run_id}/")  # likewise, on S3
-    stopped: str | None = None
+    stopped: str | None = None  # why the run stopped early: an endpoint's repeated refusals
+    stop: str | None = None  # the budget is spent
     driver = Driver()
-    with ray_session(config):
+    with ray_session(config), run_ledger(config, manifest.run_id, stats) as ledger:
         for stage in STAGE_NAMES:
             added = supplements(stage, plan, store, manifest.run_id)
             if added:  # inputs a fan-in stage ran without have arrived: the plan grows (fan_in.py)
@@ -64,9 +65,14 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
                 manifest = _grown(manifest, store, plan)
                 get_run_logger().info("%s: %d supplement shard(s) for inputs that arrived late", stage, len(added))
             pending = _record_done(store, stats, manifest.run_id, plan[stage])
+            stop = ledger.stop_reason() if ledger is not None else None
+            if stop is not None:  # the budget is spent: no stage starts any more
+                _record_not_started(stats, manifest.run_id, pending, stop)
+                continue
             runnable = _runnable(store, stats, manifest.run_id, pending, config.run.fan_in == "proceed")
             if pending:  # a stage whose shards are all blocked still shows, as failed
-                jobs = [ShardJob(manifest.run_id, config, spec, base_url, driver) for spec in runnable]
+                limits = ledger.ref if ledger is not None else None
+                jobs = [ShardJob(manifest.run_id, config, spec, base_url, driver, limits) for spec in runnable]
                 blocked = sorted({spec.index for spec in pending} - {spec.index for spec in runnable})
                 state = stage_flow.with_options(
                     flow_run_name=f"{manifest.run_id}/{stage}",
@@ -80,12 +86,22 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
                 get_run_logger().error("run stopped at the %s stage: %s", stage, stopped)
                 break
             _grow_pool(stage, store, manifest.run_id, plan)
+        if ledger is not None:
+            stop = ledger.stop_reason()
     failed = _not_completed(plan, store, manifest.run_id)
     reasons = [stopped] if stopped else [] if failed else below_floors(config.run, stats.run_summary(manifest.run_id, STAGE_NAMES))
-    stats.finish_run(manifest.run_id, "failed" if failed or reasons else "completed", _now(), "; ".join(reasons) or None)
+    status = "budget_exhausted" if failed and stop is not None else "failed" if failed or reasons else "completed"
+    stats.finish_run(manifest.run_id, status, _now(), "; ".join(reasons) or None)
     summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
     if failed:
-        summary["rerun"] = rerun_command(manifest.run_id, store, config.storage.endpoint_url, config.storage.region)
+        rerun = rerun_command(manifest.run_id, store, config.storage.endpoint_url, config.storage.region)
+        if stop is not None:
+            summary["rerun"] = with_larger_budget(rerun, config.llm.budget)
+            summary["message"] = budget_message(summary, stop, summary["rerun"])
+        else:
+            summary["rerun"] = rerun
+            summary["message"] = failure_message(summary, rerun)
+        stats.record_message(manifest.run_id, summary["message"])
     if config.storage.is_s3:
         store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
     # A run below its floors is not exported either (see toolfactory.floors).
@@ -130,7 +146,7 @@ def run_state(summary: dict[str, Any]) -> Any:
     with the shards and the command that finishes the run (see :mod:`toolfactory.outcome`)."""
     if summary["status"] == "completed":
         return summary
-    return Failed(message=failure_message(summary, summary.get("rerun", "")), data=summary)
+    return Failed(message=summary.get("message") or failure_message(summary, summary.get("rerun", "")), data=summary)
 
 
 def summary_of(state: State[Any]) -> dict[str, Any]:
@@ -270,6 +286,11 @@ def _record_partial(manifest: Manifest, store: ObjectStore, partial: list[ShardS
     return grown
 
 
+def _record_not_started(stats: StatsDB, run_id: str, specs: list[ShardSpec], reason: str) -> None:
+    for spec in specs:
+        stats.record_shard_status(run_id, spec.stage, spec.index, "blocked", 0, f"not started: {reason}", spec.fingerprint())
+
+
 def _runnable(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec], proceed: bool) -> list[ShardSpec]:
     """The shards whose inputs exist; with `proceed`, fan-in shards on the inputs that exist."""
     runnable = []
@@ -305,6 +326,8 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
             "pass rate": "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}",
             "llm calls": s["llm_calls"],
             "cache hits": s["cache_hits"],
+            "tokens": s["prompt_tokens"] + s["completion_tokens"],
+            "cost (USD)": "-" if s["cost_usd"] is None else f"{s['cost_usd']:.4f}",
             "top rejection": next(iter(s["rejections"]), "-"),
         }
         for s in summary["stages"]
@@ -314,6 +337,8 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
     lines = [
         f"# Run {manifest.run_id}: {summary['status']}",
         *([f"- reason: {summary['reason']}"] if summary.get("reason") else []),
+        *([f"{summary['message']}", ""] if summary.get("message") else []),
+        f"- LLM cost: {_cost_line(summary)}",
         f"- dataset: `{store.uri(f'runs/{manifest.run_id}/{DATASET_STAGE}/')}`",
         f"- rejected records: `{store.uri(f'runs/{manifest.run_id}/<stage>/rejected/')}`",
         f"- manifest: `{store.uri(manifest.path)}`",
@@ -324,3 +349,15 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
         lines += ["", "## Shards to re-run", f"`{summary.get('rerun', '')}`", "",
                   "| stage | shard | status | error |", "| --- | --- | --- | --- |", *failed]
     create_markdown_artifact("\n".join(lines), key=f"{key}-status", description="Shard status and output")
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _cost_line(summary: dict[str, Any]) -> str:
+    """The run's cost in USD and per role ("-": a role that used tokens has no price)."""
+    roles = ", ".join(f"{role} {_usd(usage['cost_usd'])}" for role, usage in summary.get("cost_by_role", {}).items())
+    total = summary.get("cost_usd")
+    head = _usd(total) if total is not None else "unknown: not every role used has a price (llm.roles.<role>.usd_per_million_*)"
+    return head + (f" ({roles})" if roles else "")

@@ -4,14 +4,16 @@ Prefect: the server named by PREFECT_API_URL, else a temporary local one. Ray: t
 RAY_ADDRESS (or `orchestration.ray_address`), else a local Ray; either way its workers get the
 flow's PREFECT_API_URL, so they report to the same API instead of each starting a temporary
 server of their own. LLM: the configured endpoint, or the offline simulator on a free loopback
-port when the provider is `simulator`.
+port when the provider is `simulator`. Ledger: the run's shared rate limit and budget, a named Ray
+actor, when either is configured (see :mod:`toolfactory.llm.limits`).
 """
 
 from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 import ray
 from prefect.client.orchestration import get_client
@@ -21,6 +23,8 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from toolfactory.config import Config
 from toolfactory.lifetime import descendants, guard_child, release_child
+from toolfactory.llm.limits import Spend
+from toolfactory.stats import StatsDB
 from toolfactory.simulator import start_simulator
 
 
@@ -105,3 +109,33 @@ def llm_endpoint(config: Config) -> Iterator[str | None]:
         finally:
             simulator.stop()
             release_child(simulator.pid)
+
+
+@dataclass(frozen=True)
+class RunLedger:
+    """The run's ledger actor: `ref` goes to every shard job; the flow asks it why the run stopped."""
+
+    ref: Any
+    handle: Any
+
+    def stop_reason(self) -> str | None:
+        from toolfactory.llm.ray_ledger import ledger_state
+
+        return ledger_state(self.handle)["exhausted"]  # type: ignore[no-any-return]
+
+
+@contextmanager
+def run_ledger(config: Config, run_id: str, stats: StatsDB) -> Iterator[RunLedger | None]:
+    """The run's shared limit and budget (inside a Ray session), None when neither is set. The
+    budget starts from what every earlier attempt of the run spent, so a re-run cannot reset it."""
+    if not (config.llm.rate_limit.enabled or config.llm.budget.enabled):
+        yield None
+        return
+    from toolfactory.llm.ray_ledger import start_ledger, stop_ledger
+
+    requests, tokens, usd = stats.run_spend(run_id)
+    ref, handle = start_ledger(run_id, config.llm, Spend(requests, tokens, usd))
+    try:
+        yield RunLedger(ref, handle)
+    finally:
+        stop_ledger(handle)

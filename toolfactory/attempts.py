@@ -23,6 +23,8 @@ import threading
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
+from toolfactory.config import LLMConfig
+from toolfactory.llm.cost import priced_usage, total_cost
 from toolfactory.llm.usage import UsageMeter
 from toolfactory.shards import ShardPaths
 from toolfactory.storage import ObjectStore
@@ -43,8 +45,9 @@ class AttemptLog:
     """Keeps one attempt's usage file current; use as a context manager around the attempt."""
 
     def __init__(self, store: ObjectStore, paths: ShardPaths, attempt_id: str, meter: UsageMeter, started_at: str,
-                 every_s: float = FLUSH_EVERY_S) -> None:
+                 every_s: float = FLUSH_EVERY_S, llm: LLMConfig | None = None) -> None:
         self._store, self._paths, self._meter = store, paths, meter
+        self._llm = llm  # its prices: a killed attempt's cost is counted too
         self._head = {"attempt_id": attempt_id, "run_id": paths.run_id, "stage": paths.stage, "shard": paths.index,
                       "started_at": started_at, "host": socket.gethostname(), "pid": os.getpid()}
         self._path = usage_path(paths, attempt_id)
@@ -82,7 +85,11 @@ class AttemptLog:
             usage = (self._meter.totals(), self._meter.to_dict(), outcome)
             if usage == self._written:
                 return
-            record = {**self._head, "outcome": outcome, "finished_at": _now(), "llm": usage[0], "llm_by_role": usage[1]}
+            totals, by_role = usage[0], usage[1]
+            if self._llm is not None:
+                by_role = priced_usage(self._llm, by_role)
+                totals = {**totals, "cost_usd": total_cost(by_role)}
+            record = {**self._head, "outcome": outcome, "finished_at": _now(), "llm": totals, "llm_by_role": by_role}
             self._store.write_bytes(self._path, json.dumps(record, sort_keys=True).encode())
             self._written = usage
 

@@ -13,7 +13,8 @@ Exit status: 0 when every shard completed, 1 when some shard failed (re-run them
 `toolfactory rerun RUN_ID`), the endpoint refused a kind of request again and again, the run is
 below its floors (`run.min_accepted`, `run.min_pass_rate`) or on an unexpected error, 2 for
 invalid config, arguments or paths, and for an endpoint that cannot serve what the config asks
-(preflight, which `check` runs alone).
+(preflight, which `check` runs alone), 3 when the run stopped at its `llm.budget` (re-run it
+with a larger one).
 Errors are one line on stderr; `--debug` shows the traceback.
 """
 
@@ -51,16 +52,24 @@ def _config(path: Optional[str], overrides: Optional[list[str]]) -> Config:
 
 def _print_summary(summary: dict[str, Any]) -> None:
     typer.echo(f"run {summary['run_id']}: {summary['status']}" + (f" ({summary['reason']})" if summary.get("reason") else ""))
-    header = f"{'stage':<10} {'shards':>7} {'failed':>6} {'in':>6} {'out':>6} {'pass':>7} {'llm calls':>9} {'cache hits':>10}  top rejections"
+    header = (f"{'stage':<10} {'shards':>7} {'failed':>6} {'in':>6} {'out':>6} {'pass':>7} {'llm calls':>9} {'cache hits':>10} "
+              f"{'tokens':>9} {'cost $':>9}  top rejections")
     typer.echo(header)
     for s in summary["stages"]:
         rate = "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
         top = ", ".join(f"{k}={v}" for k, v in list(s["rejections"].items())[:3]) or "-"
+        cost = "-" if s.get("cost_usd") is None else f"{s['cost_usd']:.4f}"
         typer.echo(
             f"{s['stage']:<10} {s['shards_total']:>7} {s['shards_failed']:>6} {s['items_in']:>6} {s['items_out']:>6} "
-            f"{rate:>7} {s['llm_calls']:>9} {s['cache_hits']:>10}  {top}"
+            f"{rate:>7} {s['llm_calls']:>9} {s['cache_hits']:>10} {s['prompt_tokens'] + s['completion_tokens']:>9} {cost:>9}  {top}"
         )
     _print_per_accepted(summary.get("per_accepted") or {})
+    roles = summary.get("cost_by_role") or {}
+    if roles:
+        total = "-" if summary.get("cost_usd") is None else f"${summary['cost_usd']:.4f}"
+        per_role = ", ".join(f"{role} {u['prompt_tokens'] + u['completion_tokens']} tokens "
+                             f"{'-' if u['cost_usd'] is None else '$' + format(u['cost_usd'], '.4f')}" for role, u in roles.items())
+        typer.echo(f"cost: {total} ({per_role}){'' if summary.get('cost_usd') is not None else '; - : no price configured'}")
     for s in summary["stages"]:
         if s.get("layers"):
             funnel = " -> ".join(f"{layer}-passed {c['passed']}" for layer, c in s["layers"].items())
@@ -89,6 +98,9 @@ def _print_per_accepted(cost: dict[str, Any]) -> None:
 
 def _finish(summary: dict[str, Any]) -> None:
     _print_summary(summary)
+    if summary["status"] == "budget_exhausted":
+        typer.echo(summary.get("message") or "the run's LLM budget is spent", err=True)
+        raise typer.Exit(3)
     if summary["status"] != "completed":
         if summary.get("reason"):
             typer.echo(f"error: run {summary['run_id']} failed: {summary['reason']}", err=True)
@@ -173,8 +185,9 @@ def rerun(
 ) -> None:
     """Run the failed, blocked or missing shards of a run, with the run's own config.
 
-    `--set` may change how the run is carried out (endpoint URL, key source, concurrency, retries,
-    storage, transient tolerance, embedding backend); it is recorded in the run's manifest. Any
+    `--set` may change how the run is carried out (endpoint URL, key source, concurrency, rate
+    limits, budget, retries, storage, transient tolerance, embedding backend); it is recorded in
+    the run's manifest. Any
     other setting is refused. `--config` only locates the storage."""
     locator = _config(config, overrides)
     from flows.execute import summary_of
@@ -222,6 +235,8 @@ def stats(
         typer.echo(json.dumps(summary, indent=2, default=str))
     else:
         _print_summary(summary)
+        if summary.get("message"):
+            typer.echo(summary["message"])
 
 
 @tools_app.command("import")

@@ -104,6 +104,33 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 
+class RateLimitConfig(Section):
+    """One limit on the endpoint, shared by every shard worker of a run (see toolfactory.llm.limits)."""
+
+    requests_per_minute: float | None = Field(None, gt=0)
+    """Requests started per minute by the whole run; null: no limit."""
+    tokens_per_minute: float | None = Field(None, gt=0)
+    """Prompt plus completion tokens per minute by the whole run (counted from the answers'
+    usage, so a request starts while the minute's tokens are not yet spent); null: no limit."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.requests_per_minute is not None or self.tokens_per_minute is not None
+
+
+class BudgetConfig(Section):
+    """What a run may spend on its LLM, across every worker and every re-run of it."""
+
+    tokens: int | None = Field(None, ge=1)
+    """Prompt plus completion tokens of the answered requests; null: no token budget."""
+    usd: float | None = Field(None, gt=0)
+    """Money, from the roles' prices (`llm.roles.<role>.usd_per_million_*_tokens`); null: none."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.tokens is not None or self.usd is not None
+
+
 class LLMConfig(Section):
     """How toolfactory reaches an LLM (always through the openai client)."""
 
@@ -187,6 +214,11 @@ class LLMConfig(Section):
         """The role's tool-calling mode (`auto` as for :meth:`structured_output_for`: `native`)."""
         mode = self.role(role).tool_calling or self.tool_calling
         return "native" if mode == "auto" else mode
+    rate_limit: RateLimitConfig = Field(default_factory=RateLimitConfig)
+    """Requests and tokens per minute for the whole run (all shard workers together)."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """Tokens and/or money the run may spend; when reached no new request starts and the run
+    stops (`toolfactory rerun RUN --set llm.budget.tokens=…` finishes it)."""
     cache: bool = True
     """Content-addressed request cache in the storage root, shared by runs and re-runs."""
     simulator: SimulatorSettings = Field(default_factory=dict)  # type: ignore[arg-type]
@@ -215,6 +247,17 @@ class LLMConfig(Section):
     def _endpoint_needs_url(self) -> LLMConfig:
         if self.provider == "openai-compatible" and not self.base_url:
             raise ValueError("base_url is required when provider is 'openai-compatible'")
+        return self
+
+    @model_validator(mode="after")
+    def _money_needs_prices(self) -> LLMConfig:
+        # A budget in money over roles without a price would never be reached: refuse it up front.
+        if self.budget.usd is not None:
+            unpriced = [role for role, spec in self.roles.items()
+                        if spec.usd_per_million_prompt_tokens is None and spec.usd_per_million_completion_tokens is None]
+            if unpriced:
+                raise ValueError(f"llm.budget.usd needs a price for every role; set llm.roles.<role>.usd_per_million_prompt_tokens "
+                                 f"and usd_per_million_completion_tokens for {', '.join(unpriced)}")
         return self
 
 

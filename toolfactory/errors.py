@@ -6,7 +6,8 @@
     ├── TerminalError          retrying cannot help (bad input, unknown run)
     │   ├── RunNotFound
     │   ├── EndpointRefused    the endpoint refused one kind of request again and again
-    │   └── DriverGone         the process that submitted a shard died; the shard is not committed
+    │   ├── DriverGone         the process that submitted a shard died; the shard is not committed
+    │   └── BudgetExhausted    the run's LLM budget is spent; a re-run with a larger one finishes it
     └── TransientError         retrying may help (network, rate limits, a flaky endpoint)
         └── ShardIncomplete    records of a shard failed on transient LLM errors; re-run completes it
 
@@ -72,6 +73,16 @@ class EndpointRefused(TerminalError):
 class DriverGone(TerminalError):
     """The driver that submitted a shard has ended (killed): its shard must not commit, since
     `rerun` owns the run now."""
+
+
+class BudgetExhausted(TerminalError):
+    """The run has spent its `llm.budget`: no new request may start.
+
+    Not a record's fault, so it fails the shard (whose work a re-run with a larger budget redoes)
+    instead of rejecting records. ``metrics`` holds what the attempt spent, for the stats.
+    """
+
+    metrics: dict[str, Any] | None = None
 
 
 class TransientError(ToolfactoryError):

@@ -12,17 +12,25 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from toolfactory.attempts import COMPLETED, AttemptLog
-from toolfactory.config import Config
-from toolfactory.errors import DriverGone, ShardIncomplete
+from toolfactory.config import Config, LLMConfig
+from toolfactory.errors import BudgetExhausted, DriverGone, ShardIncomplete
 from toolfactory.lifetime import Driver
 from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
+from toolfactory.llm.cost import priced_usage, total_cost
+from toolfactory.llm.limits import SharedLimit
 from toolfactory.llm.usage import UsageMeter
 from toolfactory.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records
 from toolfactory.stages import ShardContext, ShardSpec, stage_named
 from toolfactory.storage import ObjectStore
+
+
+class LimitSource(Protocol):
+    """Where a worker finds the run's shared rate limit and budget (a Ray actor's name)."""
+
+    def connect(self, llm: LLMConfig) -> SharedLimit: ...
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,9 @@ class ShardJob:
     spec: ShardSpec
     llm_base_url: str | None  # the endpoint resolved by the driver (e.g. a started simulator)
     driver: Driver | None = None  # the process that submitted it: no commit once it is gone
+    # The run's shared limit and budget (a LimitSource; None: neither is set). Typed Any because
+    # Prefect validates flow parameters with pydantic, which cannot check a Protocol.
+    limits: Any = None
 
     @property
     def paths(self) -> ShardPaths:
@@ -45,7 +56,7 @@ def _now() -> str:
 
 
 def run_shard(job: ShardJob) -> dict[str, Any]:
-    """Run `job` to completion and return its metrics (see :func:`_metrics`)."""
+    """Run `job` to completion and return its metrics."""
     store = ObjectStore.open(job.config.storage)
     done = read_metrics(store, job.paths) if store.exists(job.paths.main) else None
     if done is not None:
@@ -57,7 +68,7 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
     started_at, started = _now(), time.perf_counter()
     attempt_id, meter = uuid.uuid4().hex, UsageMeter()
     # The attempt's usage reaches storage as it goes, so a killed attempt is still counted.
-    with AttemptLog(store, job.paths, attempt_id, meter, started_at) as log:
+    with AttemptLog(store, job.paths, attempt_id, meter, started_at, llm=job.config.llm) as log:
         metrics = await _attempt(job, store, attempt_id, meter, started_at, started)
         log.close(COMPLETED)
     return metrics
@@ -67,17 +78,21 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
                    started: float) -> dict[str, Any]:
     inputs = [record for path in job.spec.inputs for record in read_records(store, path)]
     endpoint = resolve_endpoint(job.config.llm, job.llm_base_url)
-    async with LLMGateway(endpoint, job.config.llm, RequestCache(store), meter) as gateway:
-        ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway, store=store)
-        output = await stage_named(job.spec.stage).run(job.spec, inputs, ctx)
+    limit = job.limits.connect(job.config.llm) if job.limits is not None else None
+    try:
+        async with LLMGateway(endpoint, job.config.llm, RequestCache(store), meter, limit) as gateway:
+            ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway, store=store)
+            output = await stage_named(job.spec.stage).run(job.spec, inputs, ctx)
+    except BudgetExhausted as exc:
+        # The shard's work is not done (not rejected): it fails, and a re-run with a larger budget redoes it.
+        stopped = BudgetExhausted(f"{job.spec.stage} shard {job.spec.index}: {exc}")
+        stopped.metrics = {**_facts(job, attempt_id, started_at, started, meter), "items_in": len(inputs), "items_out": 0,
+                           "rejected": 0}
+        raise stopped from None
     rows, unstorable = encode_records(output.records, job.spec.stage)
     output.rejected.extend(unstorable)
     metrics = {
-        "attempt_id": attempt_id,
-        "run_id": job.run_id,
-        "stage": job.spec.stage,
-        "shard": job.spec.index,
-        "fingerprint": job.spec.fingerprint(),
+        **_facts(job, attempt_id, started_at, started, meter),
         "inputs": list(job.spec.inputs),  # what it read: a fan-in shard may run on some (fan_in.py)
         "missing_inputs": list(job.spec.params.get("missing_inputs", [])),
         "items_in": output.items_in,
@@ -86,11 +101,6 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
         "rejections": dict(output.rejections()),
         "layers": {layer: list(counts) for layer, counts in output.layers.items()},
         "profile": {dimension: dict(counts) for dimension, counts in output.profile.items()},
-        "llm": gateway.meter.totals(),
-        "llm_by_role": gateway.meter.to_dict(),
-        "started_at": started_at,
-        "finished_at": _now(),
-        "wall_s": round(time.perf_counter() - started, 3),
     }
     failed = sum(output.transient_failures.values())
     if failed > job.config.run.tolerate_transient_failures * max(output.items_in, 1):
@@ -107,3 +117,20 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
         raise DriverGone(f"{job.spec.stage} shard {job.spec.index}: its driver (pid {job.driver.pid}) is gone; not committed")
     commit_shard(store, job.paths, rows, output.rejected, metrics)
     return metrics
+
+
+def _facts(job: ShardJob, attempt_id: str, started_at: str, started: float, meter: UsageMeter) -> dict[str, Any]:
+    """The metrics of any attempt, finished or not: who it was, when, and what its LLM use cost."""
+    by_role = priced_usage(job.config.llm, meter.to_dict())
+    return {
+        "attempt_id": attempt_id,
+        "run_id": job.run_id,
+        "stage": job.spec.stage,
+        "shard": job.spec.index,
+        "fingerprint": job.spec.fingerprint(),
+        "llm": {**meter.totals(), "cost_usd": total_cost(by_role)},
+        "llm_by_role": by_role,
+        "started_at": started_at,
+        "finished_at": _now(),
+        "wall_s": round(time.perf_counter() - started, 3),
+    }

@@ -3,7 +3,7 @@ workers, never what it generates.
 
 A re-run keeps its run's config (the manifest's), so that every shard it adds is made exactly as
 the others were. An operator finishing a run on a bad night may still need to point it at another
-replica of the same endpoint, slow it down, retry more, tolerate more transient failures, let fan-in stages proceed or use
+replica of the same endpoint, slow it down, give it a larger budget, retry more, tolerate more transient failures, let fan-in stages proceed or use
 another embedding backend; those overrides are applied and recorded in the manifest. Any other
 override is refused with one message, never ignored.
 """
@@ -22,7 +22,7 @@ OPERATIONAL = (
     "storage.", "stats.", "orchestration.", "export.",
     "run.tolerate_transient_failures", "run.min_accepted", "run.min_pass_rate", "run.fan_in",
     "llm.base_url", "llm.api_key_env", "llm.api_key_secret_block",
-    "llm.max_concurrency", "llm.max_retries", "llm.backoff_initial_s", "llm.backoff_max_s", "llm.timeout_s",
+    "llm.max_concurrency", "llm.rate_limit.", "llm.budget.", "llm.max_retries", "llm.backoff_initial_s", "llm.backoff_max_s", "llm.timeout_s",
     "llm.max_repeated_refusals",
     "llm.embedding_model", "llm.embedding_backend", "llm.local_embedding_model",
     # the simulator's transport, not its answers

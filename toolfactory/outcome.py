@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from toolfactory.config import BudgetConfig
 from toolfactory.storage import ObjectStore
 
 _SHOWN = 8  # failed shards listed by name; the rest are counted
@@ -43,4 +44,23 @@ def failure_message(summary: dict[str, Any], rerun: str) -> str:
     return (
         (f"run {summary['run_id']} failed: {reason}. " if reason else f"run {summary['run_id']}: ")
         + f"{len(shards)} shard(s) did not complete: {shown or 'none recorded'}. Finish the run with: {rerun}"
+    )
+
+
+def with_larger_budget(rerun: str, budget: BudgetConfig) -> str:
+    """`rerun` with each configured budget doubled (the operator may pick any larger value)."""
+    parts = []
+    if budget.tokens is not None:
+        parts += ["--set", f"llm.budget.tokens={budget.tokens * 2}"]
+    if budget.usd is not None:
+        parts += ["--set", f"llm.budget.usd={budget.usd * 2:g}"]
+    return " ".join([rerun, shlex.join(parts)]) if parts else rerun
+
+
+def budget_message(summary: dict[str, Any], reason: str, rerun: str) -> str:
+    """One paragraph: the run stopped at its budget, what is not done, and how to finish it."""
+    shards = unfinished_shards(summary)
+    return (
+        f"run {summary['run_id']} stopped: {reason}; {len(shards)} shard(s) not done. "
+        f"Finish the run with a larger budget: {rerun}"
     )

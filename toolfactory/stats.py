@@ -70,10 +70,18 @@ CREATE TABLE IF NOT EXISTS llm_usage (
     completion_tokens BIGINT, latency_s DOUBLE, failures JSON,
     PRIMARY KEY (attempt_id, role)
 );
+-- Added after the tables above: ALTER keeps databases written before them readable.
+-- Cost in USD from the configured prices; NULL where a role that used tokens has no price.
+ALTER TABLE shard_attempts ADD COLUMN IF NOT EXISTS cost_usd DOUBLE;
+ALTER TABLE llm_usage ADD COLUMN IF NOT EXISTS cost_usd DOUBLE;
+-- Why a run that did not complete stopped (e.g. its LLM budget), in the operator's words.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS message VARCHAR;
 CREATE OR REPLACE VIEW stage_metrics AS
 WITH usage AS (
     SELECT run_id, stage, sum(llm_calls) AS llm_calls, sum(cache_hits) AS cache_hits,
-           sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens
+           sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
+           -- unknown (NULL) as soon as one attempt's cost is: an unpriced model never looks free
+           CASE WHEN bool_or(cost_usd IS NULL) THEN NULL ELSE sum(cost_usd) END AS cost_usd
     FROM shard_attempts GROUP BY run_id, stage
 )
 SELECT s.run_id, s.stage,
@@ -87,6 +95,7 @@ SELECT s.run_id, s.stage,
        coalesce(any_value(u.cache_hits), 0) AS cache_hits,
        coalesce(any_value(u.prompt_tokens), 0) AS prompt_tokens,
        coalesce(any_value(u.completion_tokens), 0) AS completion_tokens,
+       CASE WHEN any_value(u.llm_calls) IS NULL THEN 0.0 ELSE any_value(u.cost_usd) END AS cost_usd,
        coalesce(sum(s.wall_s), 0) AS wall_s
 FROM shards s LEFT JOIN usage u USING (run_id, stage)
 GROUP BY s.run_id, s.stage;
@@ -226,6 +235,11 @@ class StatsDB:
             con.execute("UPDATE runs SET status = ?, finished_at = ?, reason = ? WHERE run_id = ?",
                         [status, _timestamp(finished_at), reason, run_id])
 
+    def record_message(self, run_id: str, message: str | None) -> None:
+        """The message a run's end shows (what failed and the command that finishes it)."""
+        with self._connect() as con:
+            con.execute("UPDATE runs SET message = ? WHERE run_id = ?", [message, run_id])
+
     def record_shard(self, metrics: dict[str, Any], attempts: int) -> None:
         """Record a completed shard from the metrics its task returned (idempotent)."""
         key = [metrics["run_id"], metrics["stage"], metrics["shard"]]
@@ -293,17 +307,18 @@ class StatsDB:
         llm = metrics.get("llm", {})
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         con.execute(
-            f"{verb} INTO shard_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"{verb} INTO shard_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [*key, outcome, _timestamp(metrics["started_at"]), _timestamp(metrics["finished_at"]), llm.get("calls", 0),
              llm.get("cache_hits", 0),
              llm.get("retries", 0), llm.get("reasks", 0), llm.get("prompt_tokens", 0), llm.get("completion_tokens", 0),
-             llm.get("latency_s", 0.0)],
+             llm.get("latency_s", 0.0), llm.get("cost_usd")],
         )
         for role, usage in sorted(metrics.get("llm_by_role", {}).items()):
             con.execute(
-                f"{verb} INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"{verb} INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [*key, role, usage["calls"], usage["cache_hits"], usage["retries"], usage["reasks"],
-                 usage["prompt_tokens"], usage["completion_tokens"], usage["latency_s"], json.dumps(usage["failures"])],
+                 usage["prompt_tokens"], usage["completion_tokens"], usage["latency_s"], json.dumps(usage["failures"]),
+                 usage.get("cost_usd")],
             )
 
     # --- reading ------------------------------------------------------------------------------
@@ -315,14 +330,30 @@ class StatsDB:
             row = con.execute(f"SELECT run_id FROM runs ORDER BY {_ts('started_at')} DESC, run_id DESC LIMIT 1").fetchone()
         return None if row is None else str(row[0])
 
+    def run_spend(self, run_id: str) -> tuple[int, int, float]:
+        """(requests answered, tokens, USD) of every recorded attempt of the run, failed ones too:
+        what a re-run's budget starts from."""
+        if not self.path.exists():
+            return 0, 0, 0.0
+        with self._connect(read_only=True) as con:
+            row = con.execute(
+                """SELECT coalesce(sum(llm_calls), 0), coalesce(sum(prompt_tokens + completion_tokens), 0),
+                          coalesce(sum(cost_usd), 0) FROM shard_attempts WHERE run_id = ?""", [run_id]).fetchone()
+        return (int(row[0]), int(row[1]), float(row[2])) if row else (0, 0, 0.0)
+
     def run_summary(self, run_id: str, stage_order: tuple[str, ...]) -> dict[str, Any]:
         """`{run_id, status, reason, stages: [...]}`, one stage object per stage of the run, in run
         order; `reason` says why a run failed when it is not (only) a missing shard."""
         with self._connect(read_only=True) as con:
             run = con.execute(
                 f"""SELECT status, {_ts('started_at')}, {_ts('finished_at')},
-                           epoch({_ts('finished_at')} - {_ts('started_at')}), reason
+                           epoch({_ts('finished_at')} - {_ts('started_at')}), reason, message
                     FROM runs WHERE run_id = ?""", [run_id]).fetchone()
+            roles = con.execute(
+                """SELECT role, sum(calls), sum(prompt_tokens), sum(completion_tokens),
+                          CASE WHEN bool_or(cost_usd IS NULL AND prompt_tokens + completion_tokens > 0) THEN NULL
+                               ELSE coalesce(sum(cost_usd), 0) END
+                   FROM llm_usage WHERE run_id = ? GROUP BY role ORDER BY role""", [run_id]).fetchall()
             rows = con.execute("SELECT * FROM stage_metrics WHERE run_id = ?", [run_id]).fetchall()
             columns = [d[0] for d in con.description] if con.description else []
             reasons = con.execute(
@@ -353,6 +384,7 @@ class StatsDB:
         for name in [s for s in stage_order if s in by_stage] + sorted(set(by_stage) - set(stage_order)):
             item = by_stage[name]
             item.pop("run_id")
+            item["cost_usd"] = None if item["cost_usd"] is None else round(float(item["cost_usd"]), 6)
             # Accepted over judged: well defined for stages that expand (one tool, many tasks) too.
             judged = item["items_out"] + item["rejected"]
             item["pass_rate"] = round(item["items_out"] / judged, 4) if judged else None
@@ -375,6 +407,12 @@ class StatsDB:
                 {"shard": shard, "status": status, "error": error} for stage, shard, status, error in errors if stage == name
             ]
             stages.append(item)
+        by_role = {
+            str(role): {"calls": int(calls or 0), "prompt_tokens": int(p or 0), "completion_tokens": int(c or 0),
+                        "cost_usd": None if cost is None else round(float(cost), 6)}
+            for role, calls, p, c, cost in roles
+        }
+        costs = [s["cost_usd"] for s in stages]
         return {
             "run_id": run_id,
             "status": run[0] if run else None,
@@ -383,5 +421,8 @@ class StatsDB:
             "finished_at": iso_time(run[2]) if run else None,
             "wall_s": None if not run or run[3] is None else round(float(run[3]), 3),
             "reason": run[4] if run else None,
+            "message": run[5] if run else None,
+            "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
+            "cost_by_role": by_role,
             "stages": stages,
         }

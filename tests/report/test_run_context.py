@@ -45,6 +45,13 @@ def test_time_and_cost_per_stage(built: Built) -> None:
     assert built.page.tables["time-cost"][0][-1] == "cost (USD)"
 
 
+def test_cost_per_role_and_for_the_run(built: Built) -> None:
+    rows = {row[0]: row[1:] for row in built.page.rows("cost-role")}
+    assert rows["judge"][2] == "0.0384"  # the judge is verify's only role
+    total = sum(float(cost) for role, (_, _, cost) in rows.items() if role != "run")
+    assert float(rows["run"][2]) == round(total, 4) and set(rows) >= {"judge", "run"}
+
+
 def test_without_prices_cost_is_tokens_with_a_note(tmp_path: Path, stats_path: Path) -> None:
     store = open_store(tmp_path / "store")
     write_dialogues(store, (3,))

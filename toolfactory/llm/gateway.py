@@ -6,7 +6,9 @@ checked against their JSON Schema with a bounded number of re-asks; usage accoun
 content-addressed request cache. A request that still fails raises :class:`LLMFailure` with a
 reason code, which the calling stage turns into a rejected record: one bad request never crashes
 a shard. Endpoint misconfiguration (401/403/404) is a :class:`TerminalError` instead, since every
-record would fail the same way.
+record would fail the same way. With a run-wide rate limit or budget, every attempt first takes a
+permit from the run's shared limit (:mod:`toolfactory.llm.limits`), and a ``Retry-After`` pauses
+every worker of the run.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from toolfactory.errors import LLMFailure, TerminalError
 from toolfactory.llm.answers import extract_json, split_reasoning
 from toolfactory.llm.cache import RequestCache, request_key
 from toolfactory.llm.endpoint import Endpoint
+from toolfactory.llm.limits import SharedLimit
 from toolfactory.llm.refusals import RefusalCounter, endpoint_message
 from toolfactory.llm.usage import RoleUsage, UsageMeter
 from toolfactory.llm.text_tools import parse_text_calls, text_messages
@@ -117,8 +120,10 @@ class LLMGateway:
         llm: LLMConfig,
         cache: RequestCache | None = None,
         meter: UsageMeter | None = None,
+        limit: SharedLimit | None = None,
     ) -> None:
         self._llm = llm
+        self._limit = limit  # None: no run-wide limit or budget, and no cost per request
         self._cache = cache if llm.cache else None
         self.meter = meter or UsageMeter()
         self._client = openai.AsyncOpenAI(
@@ -133,6 +138,8 @@ class LLMGateway:
 
     async def aclose(self) -> None:
         await self._client.close()
+        if self._limit is not None:
+            await self._limit.aclose()
         if self._cache is not None:
             await self._cache.aclose()
 
@@ -268,6 +275,8 @@ class LLMGateway:
         counted = response.get("usage") or {}
         usage.prompt_tokens += int(counted.get("prompt_tokens") or 0)
         usage.completion_tokens += int(counted.get("completion_tokens") or 0)
+        if self._limit is not None:
+            self._limit.spent(role, int(counted.get("prompt_tokens") or 0), int(counted.get("completion_tokens") or 0))
         if self._cache is not None:
             self._cache.put(key, response)
         return key, response
@@ -290,7 +299,16 @@ class LLMGateway:
         async for attempt in retrying:
             with attempt:
                 async with self._slots:
-                    raw = await call()
+                    if self._limit is not None:
+                        await self._limit.acquire()
+                    try:
+                        raw = await call()
+                    except openai.RateLimitError as exc:
+                        asked = retry_after_seconds(exc)
+                        if self._limit is not None and asked is not None:
+                            # The whole run waits, not this request only (and whether it is retried or not).
+                            self._limit.pause(min(asked, self._llm.backoff_max_s))
+                        raise
         return raw.http_response.json()  # type: ignore[no-any-return]
 
     def _wait(self, state: RetryCallState) -> float:

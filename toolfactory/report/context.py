@@ -89,6 +89,22 @@ class RunContext:
     def simulated(self) -> bool:
         return self.provider == "simulator"
 
+    def role_tokens(self) -> dict[str, tuple[int, int]]:
+        """(prompt, completion) tokens of each role over the run's stages."""
+        out: dict[str, tuple[int, int]] = {}
+        for (_, role), (p, c) in sorted(self.stage_role_tokens.items()):
+            before = out.get(role, (0, 0))
+            out[role] = (before[0] + p, before[1] + c)
+        return out
+
+    def role_cost(self, role: str) -> float | None:
+        """The role's cost in USD over the run, or None when it has no price."""
+        price = self.prices.get(role)
+        if price is None:
+            return None
+        p, c = self.role_tokens().get(role, (0, 0))
+        return (p * price.prompt + c * price.completion) / 1e6
+
     def cost(self, stage: str) -> float | None:
         """The stage's cost in USD, or None when a role it used has no price."""
         used = {role: tokens for (s, role), tokens in self.stage_role_tokens.items() if s == stage and any(tokens)}

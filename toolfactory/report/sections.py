@@ -103,7 +103,22 @@ def time_and_cost(stats: RunStats, context: RunContext) -> Section:
                   "and the tokens every attempt used.", header, tuple(rows))
     notes = () if priced else ("No price is configured (llm.roles.<role>.usd_per_million_prompt_tokens and "
                                "usd_per_million_completion_tokens): cost is shown in tokens.",)
-    return Section("time", "Time and cost per stage", tables=(table,), notes=notes)
+    tables = (table, _cost_by_role(context)) if priced else (table,)
+    return Section("time", "Time and cost per stage", tables=tables, notes=notes)
+
+
+def _cost_by_role(context: RunContext) -> Table:
+    """Tokens and cost of each role over the run, and the run's total (unknown if a role has no price)."""
+    rows, costs, prompt, completion = [], [], 0, 0
+    for role, (p, c) in context.role_tokens().items():
+        cost = context.role_cost(role)
+        costs.append(cost if cost is not None or not (p or c) else None)
+        prompt, completion = prompt + p, completion + c
+        rows.append((role, count(p), count(c), "-" if cost is None else f"{cost:,.4f}"))
+    total = "-" if any(c is None for c in costs) else f"{sum(c or 0.0 for c in costs):,.4f}"
+    rows.append(("run", count(prompt), count(completion), total))
+    return Table("cost-role", "Tokens and cost (USD) per role over every attempt of the run; '-': the role has no price.",
+                 ("role", "prompt tokens", "completion tokens", "cost (USD)"), tuple(rows))
 
 
 def rejected_section(examples: tuple[RejectedExample, ...]) -> Section:

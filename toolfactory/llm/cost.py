@@ -1,0 +1,41 @@
+"""What LLM use costs, from the prices configured per role (`llm.roles.<role>.usd_per_million_*`).
+
+A role without a price has no cost (None), never a cost of zero: the stats, the report and the
+artifact then show tokens only, so an unpriced model never looks free.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolfactory.config import LLMConfig
+
+
+def role_cost(llm: LLMConfig, role: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """USD of `role`'s tokens, or None when the role has no price (or is not a configured role)."""
+    spec = llm.roles.get(role)  # type: ignore[call-overload]
+    if spec is None or (spec.usd_per_million_prompt_tokens is None and spec.usd_per_million_completion_tokens is None):
+        return None
+    return (prompt_tokens * (spec.usd_per_million_prompt_tokens or 0.0)
+            + completion_tokens * (spec.usd_per_million_completion_tokens or 0.0)) / 1e6
+
+
+def priced_usage(llm: LLMConfig, by_role: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """`by_role` (see :meth:`UsageMeter.to_dict`) with each role's ``cost_usd`` (None: unpriced)."""
+    out = {}
+    for role, usage in by_role.items():
+        cost = role_cost(llm, role, usage["prompt_tokens"], usage["completion_tokens"])
+        out[role] = {**usage, "cost_usd": None if cost is None else round(cost, 8)}
+    return out
+
+
+def total_cost(by_role: dict[str, dict[str, Any]]) -> float | None:
+    """The sum of the roles' costs; None when a role that used tokens has no price."""
+    total = 0.0
+    for usage in by_role.values():
+        if usage.get("cost_usd") is None:
+            if usage.get("prompt_tokens") or usage.get("completion_tokens"):
+                return None
+            continue
+        total += usage["cost_usd"]
+    return round(total, 8)
