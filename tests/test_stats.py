@@ -54,7 +54,8 @@ def test_an_older_file_with_text_times_opens_and_is_migrated_on_the_next_write(t
     path = tmp_path / "stats.duckdb"
     con = duckdb.connect(str(path))
     con.execute(_SCHEMA.replace("TIMESTAMP", "VARCHAR"))  # the schema before times were typed
-    con.execute("""INSERT INTO runs VALUES ('old', '2025-12-31T23:00:00+00:00', '2025-12-31T23:00:00.250+00:00',
+    con.execute("""INSERT INTO runs (run_id, created_at, started_at, finished_at, status, storage, config, versions, attempts)
+                   VALUES ('old', '2025-12-31T23:00:00+00:00', '2025-12-31T23:00:00.250+00:00',
                    '2026-01-01T01:00:00.250+02:00', 'completed', '/data', '{}', '{}', 1)""")
     con.close()
     db = StatsDB(path)
