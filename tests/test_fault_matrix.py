@@ -93,6 +93,7 @@ def test_a_ray_worker_killed_mid_shard_is_retried_and_its_calls_are_counted(
         overrides = small_run_overrides(root, **{
             "llm.provider": "openai-compatible", "llm.base_url": sim.base_url, "llm.simulator.latency_ms": 250,
             "tools.max_tools": 4, "tasks.instructions_per_tool": 3, "llm.max_concurrency": 2,
+            "run.min_accepted": 0,  # about shards and attempts, not the dataset's size
         })
         result: dict[str, Any] = {}
         flow = threading.Thread(target=lambda: result.update(state=generate(overrides=overrides, return_state=True)))

@@ -61,7 +61,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
         cost = "-" if s.get("cost_usd") is None else f"{s['cost_usd']:.4f}"
         typer.echo(
             f"{s['stage']:<10} {s['shards_total']:>7} {s['shards_failed']:>6} {s['items_in']:>6} {s['items_out']:>6} "
-            f"{rate:>7} {s['llm_calls']:>9} {s['cache_hits']:>10} {s['prompt_tokens'] + s['completion_tokens']:>9} {cost:>9}  {top}"
+            f"{rate:>7} {s['llm_calls']:>9} {s['cache_hits']:>10} {s.get('prompt_tokens', 0) + s.get('completion_tokens', 0):>9} {cost:>9}  {top}"
         )
     _print_per_accepted(summary.get("per_accepted") or {})
     roles = summary.get("cost_by_role") or {}

@@ -131,6 +131,10 @@ class BudgetConfig(Section):
         return self.tokens is not None or self.usd is not None
 
 
+def _unpriced(spec: RoleConfig) -> bool:
+    return spec.usd_per_million_prompt_tokens is None and spec.usd_per_million_completion_tokens is None
+
+
 class LLMConfig(Section):
     """How toolfactory reaches an LLM (always through the openai client)."""
 
@@ -253,8 +257,8 @@ class LLMConfig(Section):
     def _money_needs_prices(self) -> LLMConfig:
         # A budget in money over roles without a price would never be reached: refuse it up front.
         if self.budget.usd is not None:
-            unpriced = [role for role, spec in self.roles.items()
-                        if spec.usd_per_million_prompt_tokens is None and spec.usd_per_million_completion_tokens is None]
+            # `target` is priced where it is used (Config._target_priced): only guided complexity calls it.
+            unpriced = [role for role, spec in self.roles.items() if role != "target" and _unpriced(spec)]
             if unpriced:
                 raise ValueError(f"llm.budget.usd needs a price for every role; set llm.roles.<role>.usd_per_million_prompt_tokens "
                                  f"and usd_per_million_completion_tokens for {', '.join(unpriced)}")
@@ -653,6 +657,15 @@ class Config(Section):
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     curate: CurateConfig = Field(default_factory=CurateConfig)
     export: ExportConfig = Field(default_factory=ExportConfig)
+
+    @model_validator(mode="after")
+    def _target_priced(self) -> Config:
+        guided = self.tasks.complexity.enabled and self.tasks.complexity.target_model
+        target = self.llm.roles.get("target")
+        if self.llm.budget.usd is not None and guided and target is not None and _unpriced(target):
+            raise ValueError("llm.budget.usd needs a price for every role; set llm.roles.target.usd_per_million_prompt_tokens "
+                             "and usd_per_million_completion_tokens (tasks.complexity.target_model calls it)")
+        return self
 
     @model_validator(mode="after")
     def _target_role(self) -> Config:

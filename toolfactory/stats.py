@@ -226,7 +226,7 @@ class StatsDB:
                 """INSERT INTO runs (run_id, created_at, started_at, finished_at, status, storage, config, versions, attempts)
                    VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, 1)
                    ON CONFLICT (run_id) DO UPDATE SET started_at = excluded.started_at,
-                   finished_at = NULL, status = 'running', reason = NULL, attempts = runs.attempts + 1""",
+                   finished_at = NULL, status = 'running', reason = NULL, message = NULL, attempts = runs.attempts + 1""",
                 [run_id, _timestamp(created_at), _timestamp(started_at), storage, json.dumps(config), json.dumps(versions)],
             )
 

@@ -479,12 +479,14 @@ def complete_chat(
                     )
             message = {"role": "assistant", "content": text, "refusal": None}
             produced = text
-        message, finish, produced = profiles.shape(
-            message, finish, produced, body, settings, request_hash, index, json_in_prompt=json_in_prompt
-        )
         if text_format is not None:
             message = as_text(message, text_format, request_hash, system_text(body))
             finish = "stop" if finish == "tool_calls" else finish
+        # The provider's shape wraps the whole answer: a reasoning model thinks before it writes
+        # its calls as text, not inside them.
+        message, finish, produced = profiles.shape(
+            message, finish, produced, body, settings, request_hash, index, json_in_prompt=json_in_prompt
+        )
         completion_tokens += estimate_tokens(produced)
         choices.append(
             {"index": index, "message": message, "finish_reason": finish, "logprobs": None}

@@ -15,6 +15,8 @@ from .text import message_text
 
 _MARKER = "json schema"
 _DECODER = json.JSONDecoder()
+# What makes an object a schema at its top: a type, its properties, or a choice between schemas.
+_SCHEMA_KEYWORDS = {"type", "properties", "oneOf", "anyOf", "allOf", "$ref", "enum", "const", "items"}
 
 
 def schema_in_prompt(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -32,4 +34,4 @@ def schema_in_prompt(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
         value = _DECODER.raw_decode(text, start)[0]
     except json.JSONDecodeError:
         return None
-    return value if isinstance(value, dict) and ("type" in value or "properties" in value) else None
+    return value if isinstance(value, dict) and _SCHEMA_KEYWORDS & value.keys() else None
