@@ -8,18 +8,13 @@ import asyncio
 import itertools
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import httpx
-import pytest
-
-from toolfactory.catalog import load_seed_catalog
 from toolfactory.config import ComplexityGuideConfig, load_config
 from toolfactory.curation.pool_clusters import assign_clusters, centroids_path, pool_centroids
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue, Function, Message, Task, Tool, ToolCall
-from toolfactory.simulator import SimulatorSettings, start_simulator
-from toolfactory.stages import ShardContext, ShardSpec, StageOutput
+from toolfactory.stages import ShardSpec, StageOutput
 from toolfactory.stages.dialogues.decisions import Tally, decision_key, normalised
 from toolfactory.stages.dialogues.modes import shown_mode
 from toolfactory.stages.dialogues.stage import DialoguesStage
@@ -28,32 +23,8 @@ from toolfactory.stages.tasks.stage import TasksStage
 from toolfactory.stages.verify.rules import check, errors
 from toolfactory.storage import ObjectStore
 
-NO_FAULTS = {"rate_malformed_json": 0, "rate_hallucinated_function": 0, "rate_missing_required": 0, "rate_wrong_type": 0,
-             "rate_parallel_calls": 0, "rate_follow_up_call": 0, "rate_clarify": 0, "rate_decline": 0}
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[Any]:
-    with start_simulator(SimulatorSettings()) as simulator:
-        yield simulator
-
-
-@pytest.fixture(scope="module")
-def pool() -> list[Tool]:
-    return load_seed_catalog()
-
-
-def run_stage(sim: Any, stage: Any, spec: ShardSpec, inputs: list[dict[str, Any]], root: Path,
-              knobs: dict[str, float] | None = None, *overrides: str) -> StageOutput:
-    httpx.post(f"{sim.root_url}/simulator/settings", json={**NO_FAULTS, "boolean_true_rate": 0.5, **(knobs or {})}).raise_for_status()
-    config = load_config(None, [f"storage.root={root}", *overrides], environ={})
-
-    async def go() -> StageOutput:
-        async with LLMGateway(Endpoint(sim.base_url, "sk-test"), config.llm) as gateway:
-            ctx = ShardContext(config=config, run_id="r", gateway=gateway, store=ObjectStore.open(config.storage))
-            return await stage.run(spec, inputs, ctx)
-
-    return asyncio.run(go())
+# The simulator, the seed pool and one stage run against it, as the recipe tests use them.
+from test_recipes import NO_FAULTS, pool, run_stage, sim  # noqa: E402,F401 - fixtures are found by name
 
 
 def dialogues_of(sim: Any, tasks: list[Task], root: Path, knobs: dict[str, float] | None = None, *overrides: str) -> StageOutput:
