@@ -277,7 +277,7 @@ def verify(
     out: str = typer.Option("verify-report", "--out", "-o", help="Folder for report.json, report.md, rejected.jsonl."),
     disable: Optional[list[str]] = typer.Option(None, "--disable", help="A rule code to skip (repeatable)."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Also apply a recipe's filters: toolalpaca, toolllm or toolace."),
-    max_depth: int = typer.Option(64, "--max-depth", min=1, max=900, help="Deeper records are rejected as record_too_deep."),
+    max_depth: int = typer.Option(64, "--max-depth", min=1, max=200, help="Deeper records are rejected as record_too_deep (at most 200)."),
     max_record_chars: int = typer.Option(2_000_000, "--max-record-chars", min=1, help="Larger records are record_too_large."),
     workers: int = typer.Option(0, "--workers", min=0, help="Processes that check a JSONL file (openai, xlam); 0: all cores."),
     paths: Optional[str] = typer.Option(None, "--paths", help="toolbench: 'released' (the winning path, default) or 'all' (every path of the search tree)."),

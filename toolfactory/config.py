@@ -535,8 +535,9 @@ class VerifyConfig(Section):
     a recipe not listed has no step limit (ToolLLM's search has its own max_depth)."""
     keep_error_recovery: list[Literal["toolalpaca", "toolllm", "toolace"]] = Field(default_factory=lambda: ["toolalpaca"])
     """Policy: recipes that keep a call answered with an error and then made correctly."""
-    max_depth: int = Field(64, ge=1, le=900)
-    """Deepest nesting of a schema, call arguments or JSON tool response; deeper is `record_too_deep`."""
+    max_depth: int = Field(64, ge=1, le=200)
+    """Deepest nesting of a schema, call arguments or JSON tool response; deeper is `record_too_deep`.
+    At most 200: the libraries the rules use stop at about 255 levels."""
     max_record_chars: int = Field(2_000_000, ge=1)
     """Most characters of a record's texts, arguments and tool definitions; more is `record_too_large`."""
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from toolfactory.models import Function
+from toolfactory.stages.tools import importers
 from toolfactory.stages.tools.definition import function_problems
 from toolfactory.stages.tools.importers import normalize_schema
 from toolfactory.stages.verify.rules import check
@@ -77,3 +82,25 @@ def test_a_marker_around_an_offered_name_finds_it() -> None:
 def test_a_nested_object_without_properties_is_free_form() -> None:
     schema = normalize_schema({"type": "dict", "properties": {"params": {"type": "dict", "properties": {}}}})
     assert codes(with_schema(schema, {"params": {"page": 2}})) == set()
+
+
+def test_normalizing_a_schema_visits_each_subschema_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each level used to be normalized twice, so a schema 40 levels deep took 2**40 steps.
+    schema: dict = {"type": "int"}
+    for _ in range(40):
+        schema = {"type": "dict", "properties": {"x": schema, "y": {"type": "str"}}}
+    calls = 0
+    original = importers.normalize_schema
+
+    def counted(value: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return original(value)
+
+    monkeypatch.setattr(importers, "normalize_schema", counted)
+    out = counted(schema)
+    assert calls < 10 * 40
+    for _ in range(40):
+        assert out["type"] == "object" and out["properties"]["y"] == {"type": "string"}
+        out = out["properties"]["x"]
+    assert out == {"type": "integer"}

@@ -6,7 +6,8 @@ import pytest
 
 from toolfactory.models import Function
 from toolfactory.stages.verify.rules import check
-from toolfactory.stages.verify.rules.function_call import compiled, strict_schema
+from toolfactory.stages.verify.rules import function_facts
+from toolfactory.stages.verify.rules.arguments_schema import compiled, strict_schema
 
 from .helpers import WEATHER, codes, dialogue, paths, with_schema
 
@@ -207,8 +208,10 @@ def test_strict_schema_closes_declared_objects_only() -> None:
 
 def test_each_schema_is_compiled_once_and_reused() -> None:
     compiled.cache_clear()
-    function = Function(name="g", description="Look up q.", parameters={"type": "object", "properties": {"q": {"type": "string"}}})
+    function_facts.clear()
     for i in range(20):
+        # A new but equal definition in every record, as a reader makes them.
+        function = Function(name="g", description="Look up q.", parameters={"type": "object", "properties": {"q": {"type": "string"}}})
         check(dialogue(arguments=f'{{"q": "{i}"}}', name="g", tools=[function, WEATHER]))
     info = compiled.cache_info()
-    assert info.misses == 1 and info.hits == 19
+    assert info.misses == 1 and info.hits == 0  # kept by the definition's facts; WEATHER is never called

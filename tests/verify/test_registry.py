@@ -115,6 +115,24 @@ def test_the_stage_rejects_on_errors_only_and_keeps_warnings() -> None:
     assert "messages[2].tool_calls[0].arguments/days" in rejected.detail
 
 
+def test_a_record_the_model_refuses_or_too_deep_is_a_rejection_not_the_end_of_the_shard() -> None:
+    ok = dialogue()
+    ok.id = "ok"
+    deep = json.loads(dialogue().to_json())
+    deep["id"] = "deep"
+    schema: dict = {"type": "object"}
+    for _ in range(400):  # deeper than pydantic serializes
+        schema = {"type": "object", "properties": {"x": schema}}
+    deep["tools"][0]["parameters"] = schema
+    config = Config.model_validate({"verify": {"judges": []}})
+    ctx = ShardContext(config=config, run_id="r", gateway=None)  # type: ignore[arg-type]
+    inputs = [json.loads(ok.to_json()), {"id": "broken", "messages": "not a list"}, deep]
+    out = asyncio.run(VerifyStage().run(ShardSpec("verify", 0, ("in",)), inputs, ctx))
+    assert [d.id for d in out.records] == ["ok"]  # type: ignore[attr-defined]
+    assert {r.id: r.reasons for r in out.rejected} == {"broken": ["invalid_record"], "deep": ["record_too_deep"]}
+    assert out.items_in == 3 and "Field required" in next(r.detail for r in out.rejected if r.id == "broken")
+
+
 def test_the_stage_honours_disabled_rules() -> None:
     out = run_stage([dialogue(arguments='{"city": "Lyon", "days": 9}')], disabled=["call_argument_range"])
     assert len(out.records) == 1 and out.rejected == []

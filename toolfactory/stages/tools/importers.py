@@ -49,7 +49,9 @@ def normalize_schema(schema: Any) -> Any:
         return [normalize_schema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {key: normalize_schema(value) for key, value in schema.items()}
+    # `properties` is a map of schemas, normalized below (once: normalizing it here too would
+    # double the work at every level).
+    out = {key: value if key == "properties" else normalize_schema(value) for key, value in schema.items()}
     properties = schema.get("properties")
     if isinstance(properties, dict):
         out["properties"] = {k: normalize_schema(v) for k, v in properties.items()}

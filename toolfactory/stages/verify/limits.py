@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from toolfactory.models import Dialogue, Verdict
+from toolfactory.stages.verify.rules.function_facts import FunctionFacts, facts_of
 
 TOO_DEEP = "record_too_deep"
 TOO_LARGE = "record_too_large"
@@ -66,14 +67,14 @@ def text_depth(text: str, limit: int) -> int:
     return deepest
 
 
-def violation(dialogue: Dialogue, limits: Limits = DEFAULT) -> Verdict | None:
-    """The verdict of the first limit `dialogue` exceeds, or None."""
+def violation(dialogue: Dialogue, limits: Limits = DEFAULT, facts: Sequence[FunctionFacts] | None = None) -> Verdict | None:
+    """The verdict of the first limit `dialogue` exceeds, or None; `facts`: those of its tools."""
     size = 0
-    for i, fn in enumerate(dialogue.tools):
-        text = fn.model_dump_json()
-        size += len(text)
+    for i, fn_facts in enumerate(facts if facts is not None else [facts_of(fn) for fn in dialogue.tools]):
+        size += fn_facts.chars
         # The bracket count bounds the depth, so a schema is walked only when it could be too deep.
-        if text.count("{") + text.count("[") > limits.max_depth:
+        if fn_facts.brackets > limits.max_depth:
+            fn = fn_facts.function
             for label, schema in (("parameters", fn.parameters), ("returns", fn.returns)):
                 if value_depth(schema) > limits.max_depth:
                     return _verdict(TOO_DEEP, f"tools[{i}].{label}", f"schema nested deeper than {limits.max_depth} levels")

@@ -14,7 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
+
 from toolfactory.errors import ConfigError
+from toolfactory.formats.base import INVALID_RECORD, validation_message
 from toolfactory.models import Dialogue, Record, Rejected
 from toolfactory.stages.base import CALLS_BY_RECIPE, RECIPES, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
@@ -62,9 +65,11 @@ class VerifyStage:
             reasons = sorted({v.code for v in rejecting})
             return [Rejected(id=dialogue.id, stage=self.name, reasons=reasons, detail=detail, record=dialogue.model_dump())]
 
-        dialogues = [Dialogue.model_validate(data) for data in inputs]
+        dialogues, unreadable = readable(self.name, inputs)
         out = await map_records(self.name, dialogues, verify, lambda d: (d.id, d.model_dump()))
-        out.layers = {"rules": (len(dialogues), passed["rules"])}
+        out.items_in += len(unreadable)
+        out.rejected += unreadable
+        out.layers = {"rules": (len(inputs), passed["rules"])}
         if aspects:
             out.layers["model"] = (passed["rules"], passed["model"])
         for record in out.records:
@@ -72,3 +77,18 @@ class VerifyStage:
         for recipe, n in sorted(spent.items()):
             out.count(CALLS_BY_RECIPE, recipe, n)
         return out
+
+
+def readable(stage: str, inputs: list[dict[str, Any]]) -> tuple[list[Dialogue], list[Rejected]]:
+    """The inputs as Dialogues, and a rejection (``invalid_record``) for each the model refuses:
+    one bad record is a rejection with its reason, never the end of the shard."""
+    dialogues: list[Dialogue] = []
+    unreadable: list[Rejected] = []
+    for data in inputs:
+        try:
+            dialogues.append(Dialogue.model_validate(data))
+        except ValidationError as exc:
+            record_id = str(data.get("id") or "") if isinstance(data, dict) else ""
+            unreadable.append(Rejected(id=record_id, stage=stage, reasons=[INVALID_RECORD], detail=validation_message(exc),
+                                       record=data if isinstance(data, dict) else {"value": data}))
+    return dialogues, unreadable

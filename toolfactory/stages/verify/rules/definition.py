@@ -13,20 +13,16 @@ from typing import Iterator
 
 from toolfactory.models import Function
 
-from toolfactory.stages.tools.definition import NAME_NOT_OPENAI, function_problems
+from toolfactory.stages.tools.definition import NAME_NOT_OPENAI
 from toolfactory.stages.verify.rules.registry import Finding, Sample, rule
 
 
 _WARNINGS = frozenset({"tool_missing_description", NAME_NOT_OPENAI})
 
 
-def _problems(sample: Sample) -> list[tuple[tuple[str, str], ...]]:
-    """function_problems of each offered function, once per sample (three rules read them)."""
-    return [function_problems(fn) for fn in sample.dialogue.tools]
-
-
 def problems_of(sample: Sample) -> list[tuple[Function, tuple[tuple[str, str], ...]]]:
-    return list(zip(sample.dialogue.tools, sample.memo("function_problems", _problems)))
+    """Each offered function with its definition problems (computed once per distinct definition)."""
+    return [(fn, facts.problems) for fn, facts in zip(sample.dialogue.tools, sample.facts)]
 
 
 @rule("tool_definition_invalid")

@@ -7,16 +7,9 @@ Each schema violation is mapped by its jsonschema keyword (``error.validator``) 
 one fault gives one code; nested objects and arrays are validated by the same schema and the
 reported path is the deepest one (for ``anyOf``/``oneOf`` the best-matching branch's error).
 
-Undeclared arguments (``call_unknown_argument``): an argument that is not declared in
-``properties`` is an error whenever the object schema declares ``properties`` and does not
-opt in to extra keys (no ``additionalProperties``/``patternProperties``/
-``unevaluatedProperties`` and no composition such as ``allOf``/``$ref`` that could declare
-more). Tool schemas rarely say ``additionalProperties: false``, yet an argument the API does not
-document is a hallucination that a real API rejects or silently ignores; a schema that wants
-open objects says so with ``additionalProperties: true`` (or a schema). This applies at every
-level reached through ``properties``, ``items``, ``prefixItems`` and ``additionalProperties``,
-except a nested object with empty ``properties``, which is a free-form object (BFCL declares
-query parameters so).
+Undeclared arguments (``call_unknown_argument``) are errors wherever the object schema does not
+opt in to extra keys (:mod:`.arguments_schema`, which also compiles each schema once). A valid
+call is recognised by a compiled test and skips the explaining validator (:mod:`.fast_schema`).
 
 A call to a name the tool list lacks is ``call_unknown_function``; when one offered function is
 obviously meant (:meth:`~toolfactory.stages.verify.rules.registry.Sample.candidate`), the message
@@ -29,15 +22,12 @@ unverifiable: ``call_argument_invalid`` with the exception in the message.
 
 from __future__ import annotations
 
-import json
 import re
-from functools import lru_cache
-from typing import Any, Iterator
+from typing import Iterator
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from toolfactory.models import JsonSchema, canonical_json
+from toolfactory.stages.verify.rules.arguments_schema import ArgumentsSchema
 from toolfactory.stages.verify.rules.registry import NOT_JSON, Call, Finding, Sample, rule
 
 RANGE_KEYWORDS = frozenset({
@@ -61,46 +51,6 @@ OTHER_CODE = "call_argument_invalid"  # every other keyword: uniqueItems, anyOf/
 
 MESSAGE_LIMIT = 200
 
-# Keys with which an object schema opts in to keys beyond `properties` (or may declare more).
-_OPEN_KEYS = ("additionalProperties", "patternProperties", "unevaluatedProperties", "allOf", "anyOf", "oneOf",
-              "$ref", "$dynamicRef", "if", "dependentSchemas")
-
-
-def strict_schema(schema: Any, root: bool = True) -> Any:
-    """`schema` with ``additionalProperties: false`` on every closed object (see module doc)."""
-    if not isinstance(schema, dict):
-        return schema
-    out = dict(schema)
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        out["properties"] = {name: strict_schema(sub, False) for name, sub in props.items()}
-        # A nested object that declares no property at all is a free-form one (BFCL's
-        # `{"type": "dict", "properties": {}}` for query parameters); at the root, "no
-        # arguments".
-        if not any(key in schema for key in _OPEN_KEYS) and (props or root):
-            out["additionalProperties"] = False
-    items = schema.get("items")
-    if isinstance(items, dict):
-        out["items"] = strict_schema(items, False)
-    prefix = schema.get("prefixItems")
-    if isinstance(prefix, list):
-        out["prefixItems"] = [strict_schema(sub, False) for sub in prefix]
-    extra = schema.get("additionalProperties")
-    if isinstance(extra, dict):
-        out["additionalProperties"] = strict_schema(extra, False)
-    return out
-
-
-@lru_cache(maxsize=4096)
-def compiled(schema_json: str) -> Draft202012Validator:
-    """The validator of one distinct parameters schema, compiled once and reused across records."""
-    return Draft202012Validator(strict_schema(json.loads(schema_json)), format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-def validator_for(parameters: JsonSchema) -> Draft202012Validator:
-    return compiled(canonical_json(parameters))
-
-
 def _short(text: str) -> str:
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
 
@@ -120,11 +70,13 @@ def _missing(error: ValidationError) -> list[str]:
     return [dep for name, deps in (error.validator_value or {}).items() if name in instance for dep in deps if dep not in instance]
 
 
-def _call_findings(call: Call, validator: Draft202012Validator) -> Iterator[tuple[str, str, str]]:
+def _call_findings(call: Call, schema: ArgumentsSchema) -> Iterator[tuple[str, str, str]]:
     """(code, path, message) for each schema violation of one call's arguments."""
+    if schema.valid is not None and schema.valid(call.value):
+        return
     base = f"{call.path}.arguments"
     try:
-        found = list(validator.iter_errors(call.value))
+        found = list(schema.validator.iter_errors(call.value))
     except Exception as exc:  # noqa: BLE001 - a broken schema makes the call unverifiable
         yield OTHER_CODE, base, _short(f"the parameters schema cannot be applied: {type(exc).__name__}: {exc}")
         return
@@ -158,15 +110,11 @@ def _call_findings(call: Call, validator: Draft202012Validator) -> Iterator[tupl
 
 def _schema_findings(sample: Sample) -> dict[str, list[Finding]]:
     out: dict[str, list[Finding]] = {}
-    validators: dict[str, Draft202012Validator] = {}
     for call in sample.calls:
         function = sample.functions.get(call.name) or sample.candidate(call.name)
         if function is None or not isinstance(call.value, dict):
             continue  # reported by call_unknown_function / call_arguments_not_json
-        validator = validators.get(function.name)
-        if validator is None:
-            validator = validators[function.name] = validator_for(function.parameters)
-        for code, path, message in _call_findings(call, validator):
+        for code, path, message in _call_findings(call, sample.facts_for(function).arguments):
             out.setdefault(code, []).append((path, message))
     return out
 

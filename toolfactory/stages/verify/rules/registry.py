@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Literal
 from toolfactory.models import Dialogue, Function, Message, ToolCall, Verdict
 from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
 from toolfactory.stages.verify.limits import Limits, violation
+from toolfactory.stages.verify.rules.function_facts import FunctionFacts, facts_of
 from toolfactory.stages.verify.policy import DEFAULT as DEFAULT_POLICY
 from toolfactory.stages.verify.policy import Policy, recovered_calls
 
@@ -73,12 +74,15 @@ class Call:
 class Sample:
     """A dialogue plus the views the rules share, built once per :func:`check`."""
 
-    __slots__ = ("dialogue", "messages", "functions", "calls", "policy", "_memo")
+    __slots__ = ("dialogue", "messages", "functions", "facts", "calls", "policy", "_memo")
 
-    def __init__(self, dialogue: Dialogue, policy: Policy = DEFAULT_POLICY) -> None:
+    def __init__(self, dialogue: Dialogue, policy: Policy = DEFAULT_POLICY,
+                 facts: list[FunctionFacts] | None = None) -> None:
         self.dialogue = dialogue
         self.policy = policy
         self.messages: list[Message] = dialogue.messages
+        self.facts = facts if facts is not None else [facts_of(fn) for fn in dialogue.tools]
+        """The facts of each offered function, in tool-list order."""
         functions: dict[str, Function] = {}
         for fn in dialogue.tools:
             functions.setdefault(fn.name, fn)
@@ -98,6 +102,11 @@ class Sample:
         except KeyError:
             value = self._memo[key] = compute(self)
             return value
+
+    def facts_for(self, function: Function) -> FunctionFacts:
+        """The facts of `function`, one of the offered functions."""
+        by_id = self.memo("facts_by_id", lambda sample: {id(fn): f for fn, f in zip(sample.dialogue.tools, sample.facts)})
+        return by_id[id(function)]
 
     def candidate(self, name: str) -> Function | None:
         """The offered function an unknown called `name` obviously means, or None.
@@ -179,10 +188,11 @@ def check(dialogue: Dialogue, disabled: frozenset[str] | set[str] = frozenset(),
     ``record_too_deep`` / ``record_too_large`` for a record over `limits`. With `policy` None the
     policy rules are skipped (validity only). A policy that keeps error recovery turns the
     findings on a recovered call into warnings."""
-    over = violation(dialogue, limits)
+    facts = [facts_of(fn) for fn in dialogue.tools]
+    over = violation(dialogue, limits, facts)
     if over is not None:
         return [over]
-    sample = Sample(dialogue, policy or DEFAULT_POLICY)
+    sample = Sample(dialogue, policy or DEFAULT_POLICY, facts)
     recovered: tuple[str, ...] = ()
     if policy is not None and policy.keep_error_recovery:
         recovered = tuple(path + "." for path in sample.memo("recovered", recovered_calls))

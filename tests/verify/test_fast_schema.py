@@ -1,0 +1,120 @@
+"""The compiled validity test may only say "valid" where jsonschema says so too."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from toolfactory.formats import read
+from toolfactory.models import Dialogue
+from toolfactory.stages.verify.corpus import valid_dialogues
+from toolfactory.stages.verify.corruption import corruptions
+from toolfactory.stages.verify.rules import arguments_schema, check, fast_schema, function_facts
+from toolfactory.stages.verify.rules.arguments_schema import strict_schema
+from toolfactory.stages.verify.rules.fast_schema import fast_validator, plain
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "n": {"type": "integer", "minimum": 0, "maximum": 10},
+        "x": {"type": "number", "exclusiveMaximum": 1.5},
+        "s": {"type": "string", "minLength": 2, "maxLength": 3},
+        "unit": {"type": "string", "enum": ["c", "f"]},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "maxItems": 2},
+        "one": {"enum": [1, "1"]},
+        "opt": {"type": ["string", "null"]},
+        "pick": {"anyOf": [{"type": "boolean"}, {"type": "object", "properties": {"k": {"type": "integer"}}, "required": ["k"]}]},
+    },
+    "required": ["n"],
+}
+# Values where two implementations of JSON Schema could part: integral floats, booleans among
+# numbers, numbers beyond 64 bits, NaN, astral and lone-surrogate strings, 1 against 1.0 and True.
+TRICKY: list[dict[str, Any]] = [
+    {"n": 1}, {"n": 1.0}, {"n": True}, {"n": 2**70}, {"n": -1}, {"n": 10.5}, {"n": math.nan},
+    {"n": 1, "x": 1.4999}, {"n": 1, "x": 1.5}, {"n": 1, "x": math.inf}, {"n": 1, "x": False},
+    {"n": 1, "s": "😀😀"}, {"n": 1, "s": "😀"}, {"n": 1, "s": "\ud800\ud800"}, {"n": 1, "s": "abcd"},
+    {"n": 1, "unit": "c"}, {"n": 1, "unit": "C"}, {"n": 1, "unit": None},
+    {"n": 1, "tags": ["a", "b"]}, {"n": 1, "tags": ["a", "c"]}, {"n": 1, "tags": ["a", "a", "b"]}, {"n": 1, "tags": "a"},
+    {"n": 1, "one": 1}, {"n": 1, "one": 1.0}, {"n": 1, "one": True}, {"n": 1, "one": "1"}, {"n": 1, "one": 2},
+    {"n": 1, "opt": None}, {"n": 1, "opt": 3},
+    {"n": 1, "pick": True}, {"n": 1, "pick": 1}, {"n": 1, "pick": {"k": 1}}, {"n": 1, "pick": {"k": "1"}}, {"n": 1, "pick": {}},
+    {"n": 1, "pick": {"k": 1, "z": 0}}, {"n": 1, "extra": 0}, {}, {"n": None},
+]
+
+
+def agree(schema: dict[str, Any], value: Any) -> None:
+    strict = strict_schema(schema)
+    fast = fast_validator(strict)
+    assert fast is not None
+    explained = not any(Draft202012Validator(strict, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(value))
+    if fast(value):
+        assert explained, f"the fast test called {value!r} valid, jsonschema does not"
+
+
+@pytest.mark.parametrize("value", TRICKY, ids=repr)
+def test_the_fast_test_never_calls_valid_what_jsonschema_rejects(value: dict[str, Any]) -> None:
+    agree(SCHEMA, value)
+
+
+def test_the_fast_test_accepts_plain_valid_arguments() -> None:
+    test = fast_validator(strict_schema(SCHEMA))
+    assert test is not None
+    assert test({"n": 3, "unit": "f", "tags": ["b"], "pick": {"k": 2}})
+    assert not test({"n": 3, "unit": "kelvin"})
+
+
+@pytest.mark.parametrize("keyword", [
+    {"format": "date"}, {"pattern": "^a"}, {"$ref": "#/$defs/x"}, {"multipleOf": 0.1}, {"uniqueItems": True},
+    {"dependencies": {}}, {"x-custom": 1}, {"$schema": "http://json-schema.org/draft-07/schema#"},
+    {"patternProperties": {"^a": {}}}, {"contains": {}},
+])
+def test_schemas_with_other_keywords_get_no_fast_test(keyword: dict[str, Any]) -> None:
+    nested = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", **keyword}}}}
+    assert not plain(nested)
+    assert fast_validator(nested) is None
+
+
+def test_a_schema_the_compiler_refuses_gets_no_fast_test() -> None:
+    assert fast_validator({"type": "object", "properties": {"a": {"type": "no-such-type"}}}) is None
+
+
+def _without_fast_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(arguments_schema, "fast_validator", lambda schema: None)
+
+
+def _verdicts(dialogues: list[Dialogue]) -> Iterator[list[tuple[str, str, str, str]]]:
+    for d in dialogues:
+        yield [(v.code, v.severity, v.path, v.message) for v in check(d)]
+
+
+def _same_verdicts(dialogues: list[Dialogue], monkeypatch: pytest.MonkeyPatch) -> None:
+    arguments_schema.compiled.cache_clear()
+    function_facts.clear()
+    fast = list(_verdicts(dialogues))
+    assert any(fast_schema.plain(strict_schema(fn.parameters)) for d in dialogues for fn in d.tools)
+    with monkeypatch.context() as patch:
+        _without_fast_test(patch)
+        arguments_schema.compiled.cache_clear()
+        function_facts.clear()
+        slow = list(_verdicts(dialogues))
+    arguments_schema.compiled.cache_clear()
+    function_facts.clear()
+    assert fast == slow
+
+
+def test_the_labelled_corpus_gets_the_same_verdicts_with_and_without_the_fast_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    valid = valid_dialogues(60, seed=3)
+    dialogues = [*valid, *(c.dialogue for d in valid for c in corruptions(d, seed=3))]
+    assert sum(1 for verdicts in _verdicts(dialogues) if verdicts) > 100  # the corruptions are found
+    _same_verdicts(dialogues, monkeypatch)
+
+
+def test_released_data_gets_the_same_verdicts_with_and_without_the_fast_test(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dialogues = [item for item in read(shared_data / "toolalpaca/eval_simulated.json", "toolalpaca") if isinstance(item, Dialogue)]
+    dialogues += [item for item in read(shared_data / "toolbench/answer/G1_answer", "toolbench") if isinstance(item, Dialogue)]
+    assert len(dialogues) > 50
+    _same_verdicts(dialogues, monkeypatch)
