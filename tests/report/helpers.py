@@ -36,12 +36,13 @@ PRICES = {"usd_per_million_prompt_tokens": 2.0, "usd_per_million_completion_toke
 EXPORT_FILES = ("openai/train.jsonl", "openai/test.jsonl", "hf/README.md")
 
 
-def write_run_files(store: ObjectStore, provider: str = "simulator", run_id: str = RUN) -> None:
+def write_run_files(store: ObjectStore, provider: str = "simulator", run_id: str = RUN,
+                    preflight: dict[str, Any] | None = None) -> None:
     """What a run leaves beside its shards: the manifest (every role priced) and export files."""
     roles = {role: {"model": f"model-{role}", **PRICES} for role in ("user", "assistant", "tool", "judge", "designer")}
     llm = {"provider": provider, "roles": roles, **({"base_url": "http://127.0.0.1:9/v1"} if provider != "simulator" else {})}
     config = validate_config({"llm": llm, "storage": {"root": store.url}})
-    write_manifest(store, Manifest.create(run_id, config, {}))
+    write_manifest(store, Manifest.create(run_id, config, {}, preflight))
     for name in EXPORT_FILES:
         store.write_bytes(f"runs/{run_id}/export/{name}", b"{}\n")
 ROLES = {  # stage -> role -> (calls, cache hits, prompt tokens, completion tokens) per shard

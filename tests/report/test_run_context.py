@@ -22,6 +22,26 @@ def test_config_and_models_come_from_the_manifest(built: Built) -> None:
     assert models["judge"] == ["model-judge", "$2 / $8"] and set(models) == {"user", "assistant", "tool", "judge", "designer", "target"}
 
 
+def test_the_preflight_checks_and_the_modes_chosen_for_auto_are_shown(tmp_path: Path, stats_path: Path) -> None:
+    probe = {"role": "assistant", "model": "model-assistant", "capability": "tool calling", "cached": False}
+    preflight = {"endpoint": "http://127.0.0.1:9/v1", "choices": {"llm.roles.assistant.tool_calling": "text"}, "probes": [
+        {**probe, "mode": "native", "status": "unsupported", "latency_s": 0.12, "detail": '"auto" tool choice requires --enable-auto-tool-choice'},
+        {**probe, "mode": "text", "status": "ok", "latency_s": 0.34, "detail": "get_weather"},
+    ]}
+    store = open_store(tmp_path / "store")
+    write_dialogues(store, (3,))
+    write_run_files(store, provider="openai-compatible", preflight=preflight)
+    page = parse(store.read_bytes(build_report(store, stats_path, RUN)["index"]).decode())
+    assert page.rows("preflight-choices") == [["llm.roles.assistant.tool_calling", "text"]]
+    native, text = page.rows("preflight")
+    assert native[:5] == ["assistant", "model-assistant", "tool calling", "native", "unsupported"]
+    assert "enable-auto-tool-choice" in native[6] and text[4:] == ["ok", "0.34 s", ""]
+
+
+def test_a_run_without_preflight_probes_shows_no_preflight_table(built: Built) -> None:
+    assert "preflight" not in built.page.tables
+
+
 def test_a_simulated_run_opens_with_the_warning(built: Built) -> None:
     warning = re.search(r'<p class="warning" id="warning">(.*?)</p>', built.html)
     assert warning and "offline simulator" in warning.group(1)

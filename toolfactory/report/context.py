@@ -71,6 +71,7 @@ class Price:
 @dataclass
 class RunContext:
     config: dict[str, Any] = field(default_factory=dict)  # the manifest's config snapshot ({} without one)
+    preflight: dict[str, Any] = field(default_factory=dict)  # the manifest's preflight: endpoint, probes, choices
     settings: list[tuple[str, str]] = field(default_factory=list)
     models: dict[str, str] = field(default_factory=dict)  # role -> model
     prices: dict[str, Price] = field(default_factory=dict)  # roles with a configured price
@@ -182,7 +183,8 @@ def load_context(store: ObjectStore, stats_path: str | Path, run_id: str, failed
     """Everything :mod:`toolfactory.report.sections` shows beside the stage numbers."""
     context = RunContext()
     try:
-        context.config = load_manifest(store, run_id).config
+        manifest = load_manifest(store, run_id)
+        context.config, context.preflight = manifest.config, manifest.preflight
     except RunNotFound:
         pass
     config = context.config

@@ -8,7 +8,7 @@ not have yet, a stage that did not run). Table cells are plain text; the page es
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from toolfactory.report import charts
 from toolfactory.report.charts import TOP_N, TOP_REASONS, Chart, top
@@ -77,7 +77,25 @@ def run_summary(context: RunContext) -> Section:
     priced = {role: f"${p.prompt:g} / ${p.completion:g}" for role, p in context.prices.items()}
     models = Table("models", "The model of each agent role.", ("role", "model", "USD per million prompt / completion tokens"),
                    tuple((role, model, priced.get(role, "-")) for role, model in context.models.items()))
-    return Section("config", title, tables=(settings, models))
+    return Section("config", title, tables=(settings, models, *_preflight(context.preflight)))
+
+
+def _preflight(preflight: dict[str, Any]) -> tuple[Table, ...]:
+    """What preflight found at the endpoint, and the mode it chose for each `auto` setting."""
+    probes = [p for p in preflight.get("probes") or [] if isinstance(p, dict)]
+    if not probes:
+        return ()
+    chosen = preflight.get("choices") or {}
+    choices = Table("preflight-choices", "The modes preflight chose for the settings left at auto; the run used these.",
+                    ("setting", "chosen"), tuple((str(k), str(v)) for k, v in sorted(chosen.items())))
+    rows = tuple((str(p.get("role", "")), str(p.get("model", "")), str(p.get("capability", "")), str(p.get("mode") or "-"),
+                  str(p.get("status", "")), f"{float(p.get('latency_s') or 0):.2f} s{' (cached)' if p.get('cached') else ''}",
+                  "" if p.get("status") == "ok" else str(p.get("detail", ""))[:200])
+                 for p in probes)
+    checks = Table("preflight", f"Preflight at {preflight.get('endpoint', 'the endpoint')}: one small request per "
+                   "capability the run uses, before any stage.",
+                   ("role", "model", "capability", "mode", "status", "latency", "endpoint's message"), rows)
+    return (choices, checks) if chosen else (checks,)
 
 
 def _duration(seconds: float | None) -> str:
