@@ -254,7 +254,7 @@ class LLMGateway:
                 return key, cached
         started = time.perf_counter()
         try:
-            response = await self._send(lambda: self._client.chat.completions.with_raw_response.create(**request), usage)
+            body, response = await self._send(lambda: self._client.chat.completions.with_raw_response.create(**request), usage)
         except openai.APIStatusError as exc:
             if exc.status_code in (401, 403, 404):
                 raise TerminalError(
@@ -278,11 +278,12 @@ class LLMGateway:
         if self._limit is not None:
             self._limit.spent(role, int(counted.get("prompt_tokens") or 0), int(counted.get("completion_tokens") or 0))
         if self._cache is not None:
-            self._cache.put(key, response)
+            self._cache.put(key, body)
         return key, response
 
-    async def _send(self, call: Callable[[], Awaitable[Any]], usage: RoleUsage) -> dict[str, Any]:
-        """`call` (a raw-response request) with bounded concurrency and retries; its JSON body.
+    async def _send(self, call: Callable[[], Awaitable[Any]], usage: RoleUsage) -> tuple[bytes, dict[str, Any]]:
+        """`call` (a raw-response request) with bounded concurrency and retries; its JSON body,
+        as sent and parsed.
 
         The raw body is what the cache stores and what the stages read, so the client's pydantic
         models are never built (measured: parsing and dumping them cost ~5 % when CPU-bound)."""
@@ -309,7 +310,8 @@ class LLMGateway:
                             # The whole run waits, not this request only (and whether it is retried or not).
                             self._limit.pause(min(asked, self._llm.backoff_max_s))
                         raise
-        return raw.http_response.json()  # type: ignore[no-any-return]
+        body: bytes = raw.http_response.content
+        return body, json.loads(body)
 
     def _wait(self, state: RetryCallState) -> float:
         asked = retry_after_seconds(state.outcome.exception() if state.outcome else None)
@@ -389,7 +391,7 @@ class LLMGateway:
             usage.cache_hits += 1
             return [item["embedding"] for item in cached["data"]]
         try:
-            data = await self._send(
+            body, data = await self._send(
                 lambda: self._client.embeddings.with_raw_response.create(model=model, input=list(texts), encoding_format="float"),
                 usage,
             )
@@ -402,5 +404,5 @@ class LLMGateway:
                              detail=endpoint_message(exc) if refused else None) from None  # type: ignore[arg-type]
         usage.calls += 1
         if self._cache is not None:
-            self._cache.put(key, data)
+            self._cache.put(key, body)
         return [item["embedding"] for item in data["data"]]
