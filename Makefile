@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench setup clean browser
+.PHONY: demo test bench bench-peers setup clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,18 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.export
 	$(BIN)/python -m benchmarks.pool_growth
 	$(BIN)/python -m benchmarks.recipes
+
+# benchmarks.gateway with the peer frameworks beside it: they pin other versions of our
+# dependencies (curator: openai<3), so they get a venv of their own, and run there.
+PEERS := .venv-peers
+$(PEERS)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/pip install --quiet --upgrade pip
+	$(PEERS)/bin/pip install --quiet -e ".[bench-peers]"
+	touch $(PEERS)/.installed
+
+bench-peers: $(STAMP) $(PEERS)/.installed
+	$(BIN)/python -m benchmarks.gateway --peers-python $(PEERS)/bin/python
 
 clean:
 	rm -rf $(VENV) toolfactory-data toolfactory-stats.duckdb

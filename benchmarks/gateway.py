@@ -16,12 +16,20 @@ With ``--limit`` (the default) a third client runs in every round, side by side:
            that it never binds, its ledger a Ray actor as in a run: what leasing permits costs.
            The actor's own CPU is reported too (it is another process).
 
+With ``--peers`` (the default) and a peer framework installed (``make bench-peers``), it runs
+in every round too, on the same simulator; otherwise the reason it does not is printed:
+
+* curator: bespokelabs-curator's ``LLM`` with its OpenAI backend, ``max_concurrent_requests=C``,
+           its rate limits set never to bind, in a fresh working folder per round (its request,
+           response and dataset files are its cache). It runs in a venv of its own
+           (``--peers-python``), in a worker process that times itself: see benchmarks.peers.
+
 Then a cache-hit pass re-runs the gateway over the same requests with a filled cache (the
 simulator's request counter proves no request reached the endpoint).
 
 Reported per setting: median requests/second of each, their ratio to the concurrency bound
-C / latency, and gateway/bare. Client CPU seconds per request are reported too: they are a less
-noise-sensitive view of the gateway's own cost.
+C / latency, gateway/bare and gateway/curator. Client CPU seconds per request are reported too:
+they are a less noise-sensitive view of the gateway's own cost.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from typing import Any
 import openai
 
 from benchmarks._common import RESULTS_DIR, machine_info, median, table, write_json
+from benchmarks.peers import DEFAULT_PEERS_PYTHON, CuratorWorker, curator_missing
 from toolfactory.config import LLMConfig, StorageConfig, load_config
 from toolfactory.llm.cache import RequestCache
 from toolfactory.llm.endpoint import Endpoint
@@ -61,7 +70,9 @@ MAX_TOKENS = 256
 API_KEY = "sk-bench"
 TARGET_BOUND_RATIO = 0.8
 TARGET_GATEWAY_RATIO = 0.95
-# The bound C / latency is a target only where latency, not the client's CPU, is the limit.
+TARGET_CURATOR_RATIO = 1.2
+# The bound C / latency is a target only where latency, not the client's CPU, is the limit; the
+# ratio to curator only where the client's CPU is.
 BOUND_TARGET_MIN_LATENCY_MS = 200.0
 
 
@@ -210,14 +221,35 @@ async def gateway_round(
     )
 
 
+async def curator_round(sim: Any, worker: CuratorWorker, convs: list[list[dict[str, Any]]], working_dir: Path) -> dict[str, Any]:
+    """A round of curator in its worker process, which times itself (its CPU, not this process's)."""
+    before, sim0 = _sim_requests(sim.root_url), _child_cpu_s(sim.pid)
+    figures = await asyncio.to_thread(worker.run, [m[0]["content"] for m in convs], working_dir)
+    sim1 = _child_cpu_s(sim.pid)
+    meter = Meter(sim.pid)
+    meter.wall_s, meter.cpu_s, meter.context_switches = figures["wall_s"], figures["cpu_s"], figures["context_switches"]
+    meter.sim_cpu_s = None if sim0 is None or sim1 is None else sim1 - sim0
+    return _figures("curator", len(convs), meter, answers_digest=digest(figures["contents"]),
+                    endpoint_calls=_sim_requests(sim.root_url) - before)
+
+
+def start_curator(python: Path, sim: Any, llm: LLMConfig, concurrency: int) -> CuratorWorker:
+    params = llm.roles[ROLE]  # type: ignore[index]
+    generation = {"temperature": params.temperature, "top_p": params.top_p, "max_tokens": params.max_tokens}
+    return CuratorWorker(python, sim.base_url, API_KEY, MODEL, {k: v for k, v in generation.items() if v is not None},
+                         concurrency, llm.timeout_s)
+
+
 # --- the benchmark ------------------------------------------------------------------------
 
 
-async def warm_up(sim: Any, llm: LLMConfig, concurrency: int, tmp: Path) -> None:
+async def warm_up(sim: Any, llm: LLMConfig, concurrency: int, tmp: Path, curator: Any = None) -> None:
     """Imports, lazy client resources and first connections, outside any timed section."""
     convs = workload(min(concurrency, 32), tag="warmup")
     await bare_round(sim, llm, convs, concurrency)
     await gateway_round(sim, llm, convs, tmp / "warmup-cache")
+    if curator is not None:
+        await curator_round(sim, curator, convs, tmp / "warmup-curator")
 
 
 class BenchLedger:
@@ -247,7 +279,8 @@ class BenchLedger:
 
 
 async def run_setting(
-    latency_ms: float, n: int, concurrency: int, rounds: int, tmp: Path, hit_pass: bool, limit: bool = False
+    latency_ms: float, n: int, concurrency: int, rounds: int, tmp: Path, hit_pass: bool, limit: bool = False,
+    peers_python: Path | None = None,
 ) -> dict[str, Any]:
     llm = llm_config(concurrency)
     # Never binding: what is measured is the cost of leasing, not the limit's waiting.
@@ -260,9 +293,11 @@ async def run_setting(
     bare: list[dict[str, Any]] = []
     gw: list[dict[str, Any]] = []
     limited: list[dict[str, Any]] = []
+    cur: list[dict[str, Any]] = []
     hits: list[dict[str, Any]] = []
     with start_simulator(SimulatorSettings(latency_ms=latency_ms, latency_jitter_ms=0.0)) as sim:
-        await warm_up(sim, llm, concurrency, tmp / f"lat{latency_ms:g}")
+        curator = start_curator(peers_python, sim, llm, concurrency) if peers_python is not None else None
+        await warm_up(sim, llm, concurrency, tmp / f"lat{latency_ms:g}", curator)
         for r in range(rounds):
             bare.append(await bare_round(sim, llm, convs, concurrency))
             _progress(latency_ms, r, bare[-1])
@@ -272,15 +307,20 @@ async def run_setting(
             if ledger is not None:
                 limited.append(await gateway_round(sim, limited_llm, convs, cache_root.with_name(f"limited-{r}"), ledger))
                 _progress(latency_ms, r, limited[-1])
+            if curator is not None:
+                cur.append(await curator_round(sim, curator, convs, cache_root.with_name(f"curator-{r}")))
+                _progress(latency_ms, r, cur[-1])
         if hit_pass:
             for r in range(rounds):  # the cache filled by the last gateway round
                 figures = await gateway_round(sim, llm, convs, cache_root)
                 figures["kind"] = "gateway-cache-hit"
                 hits.append(figures)
                 _progress(latency_ms, r, figures)
+        if curator is not None:
+            curator.close()
     if ledger is not None:
         ledger.stop()
-    digests = {f["answers_digest"] for f in bare + gw + limited + hits}
+    digests = {f["answers_digest"] for f in bare + gw + limited + cur + hits}
     bare_rps = median([f["rps"] for f in bare])
     gw_rps = median([f["rps"] for f in gw])
     result: dict[str, Any] = {
@@ -317,6 +357,18 @@ async def run_setting(
             "context_switches_per_request_median": median([f["context_switches_per_request"] for f in limited]),
             "leases_per_round": [f["leases"] for f in limited],
             "rounds": limited,
+        }
+    if cur:
+        cur_rps = median([f["rps"] for f in cur])
+        result["curator"] = {
+            "rps_median": round(cur_rps, 2),
+            "gateway_curator_ratio": round(gw_rps / cur_rps, 4),
+            "gateway_curator_ratio_per_round": [round(g["rps"] / c["rps"], 4) for g, c in zip(gw, cur)],
+            "curator_bare_ratio": round(cur_rps / bare_rps, 4),
+            "cpu_ms_per_request_median": round(median([f["client_cpu_ms_per_request"] for f in cur]), 3),
+            "context_switches_per_request_median": median([f["context_switches_per_request"] for f in cur]),
+            "endpoint_calls": [f["endpoint_calls"] for f in cur],
+            "rounds": cur,
         }
     if hits:
         result["cache_hit"] = {
@@ -364,27 +416,30 @@ def profile_gateway(latency_ms: float, n: int, concurrency: int, tmp: Path, top:
 def report(results: dict[str, Any]) -> str:
     rows = []
     for s in results["settings"]:
+        peer = s.get("curator", {})
         rows.append([
-            f"{s['latency_ms']:g} ms", s["bound_rps"], s["bare_rps_median"], s["gateway_rps_median"],
-            s["bare_bound_ratio"], s["gateway_bound_ratio"], s["gateway_bare_ratio"],
-            s["bare_cpu_ms_per_request_median"], s["gateway_cpu_ms_per_request_median"],
+            f"{s['latency_ms']:g} ms", s["bound_rps"], s["bare_rps_median"], s["gateway_rps_median"], peer.get("rps_median", "-"),
+            s["bare_bound_ratio"], s["gateway_bound_ratio"], s["gateway_bare_ratio"], peer.get("gateway_curator_ratio", "-"),
+            s["bare_cpu_ms_per_request_median"], s["gateway_cpu_ms_per_request_median"], peer.get("cpu_ms_per_request_median", "-"),
             s["bare_context_switches_per_request_median"], s["gateway_context_switches_per_request_median"],
+            peer.get("context_switches_per_request_median", "-"),
         ])
     lines = [
         f"gateway benchmark: {results['params']['requests']} requests, concurrency "
         f"{results['params']['concurrency']}, median of {results['params']['rounds']} interleaved rounds "
-        f"({results['machine']['nproc']} CPUs, Python {results['machine']['python']})",
+        f"({results['machine']['nproc']} CPUs, Python {results['machine']['python']}, openai {results['params']['openai']})",
         "",
         table(
-            ["latency", "bound rps", "bare rps", "gateway rps", "bare/bound", "gw/bound", "gw/bare",
-             "bare cpu ms/req", "gw cpu ms/req", "bare ctxsw/req", "gw ctxsw/req"],
+            ["latency", "bound rps", "bare rps", "gw rps", "curator rps", "bare/bound", "gw/bound", "gw/bare", "gw/curator",
+             "bare cpu ms/req", "gw cpu ms/req", "curator cpu ms/req", "bare ctxsw/req", "gw ctxsw/req", "curator ctxsw/req"],
             rows,
         ),
     ]
     for s in results["settings"]:
+        per_round = f"; gw/curator per round {s['curator']['gateway_curator_ratio_per_round']}" if "curator" in s else ""
         lines.append(
-            f"  {s['latency_ms']:g} ms: gw/bare per round {s['gateway_bare_ratio_per_round']}; "
-            f"identical answers bare vs gateway: {s['identical_answers']}"
+            f"  {s['latency_ms']:g} ms: gw/bare per round {s['gateway_bare_ratio_per_round']}{per_round}; "
+            f"identical answers of every client: {s['identical_answers']}"
         )
     for s in results["settings"]:
         lim = s.get("limited")
@@ -396,6 +451,8 @@ def report(results: dict[str, Any]) -> str:
                 f"{s['gateway_cpu_ms_per_request_median']} ms/req, + ledger actor {lim['ledger_cpu_ms_per_request_median']} ms/req; "
                 f"leases per round {lim['leases_per_round']} for {s['requests']} requests"
             )
+    if results["params"]["peers"] != "on":
+        lines.append(f"  curator not run: {results['params']['peers']}")
     for s in results["settings"]:
         hit = s.get("cache_hit")
         if hit:
@@ -414,6 +471,11 @@ def report(results: dict[str, Any]) -> str:
         f"gateway/bare >= {TARGET_GATEWAY_RATIO} at {s['latency_ms']:g} ms: "
         f"{'PASS' if s['gateway_bare_ratio'] >= TARGET_GATEWAY_RATIO else 'FAIL'}"
         for s in results["settings"]
+    ] + [
+        f"gateway/curator >= {TARGET_CURATOR_RATIO} at {s['latency_ms']:g} ms: "
+        f"{'PASS' if s['curator']['gateway_curator_ratio'] >= TARGET_CURATOR_RATIO else 'FAIL'}"
+        for s in results["settings"]
+        if "curator" in s and s["latency_ms"] < BOUND_TARGET_MIN_LATENCY_MS
     ]
     lines.append("targets: " + "; ".join(verdicts))
     for s in results["settings"]:
@@ -434,8 +496,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="also cProfile one gateway round at the last latency")
     parser.add_argument("--limit", action=argparse.BooleanOptionalAction, default=True,
                         help="also run the gateway with a run-wide rate limit (needs a local Ray; default on)")
+    parser.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the peer frameworks that are installed (curator; default on)")
+    parser.add_argument("--peers-python", type=Path, default=DEFAULT_PEERS_PYTHON,
+                        help=f"the Python of the peers' venv (default {DEFAULT_PEERS_PYTHON.relative_to(DEFAULT_PEERS_PYTHON.parents[2])})")
     args = parser.parse_args(argv)
     latencies = [float(x) for x in args.latencies.split(",") if x.strip()]
+    peers_missing = curator_missing(args.peers_python) if args.peers else "--no-peers"
+    if peers_missing:
+        print(f"curator not run: {peers_missing}", file=sys.stderr, flush=True)
 
     load_start = os.getloadavg()
     started = time.perf_counter()
@@ -450,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"latency {latency:g} ms: starting simulator", file=sys.stderr, flush=True)
             settings.append(
                 asyncio.run(run_setting(latency, args.requests, args.concurrency, args.rounds, Path(tmp), hit_pass=i == 0,
-                                        limit=args.limit))
+                                        limit=args.limit, peers_python=None if peers_missing else args.peers_python))
             )
         profile = profile_gateway(latencies[-1], args.requests, args.concurrency, Path(tmp)) if args.profile else None
     if args.limit:
@@ -471,8 +540,12 @@ def main(argv: list[str] | None = None) -> int:
             "cache": "on, fresh empty local folder per gateway round",
             "retries": "on (llm.max_retries default)",
             "limit": "run-wide llm.rate_limit of 1e9 requests/min (never binding), ledger a Ray actor" if args.limit else "off",
+            "peers": peers_missing or "on",
+            "peers_python": str(args.peers_python),
+            "openai": openai.__version__,
         },
-        "targets": {"gateway_bound_ratio": TARGET_BOUND_RATIO, "gateway_bare_ratio": TARGET_GATEWAY_RATIO},
+        "targets": {"gateway_bound_ratio": TARGET_BOUND_RATIO, "gateway_bare_ratio": TARGET_GATEWAY_RATIO,
+                    "gateway_curator_ratio": TARGET_CURATOR_RATIO},
         "settings": settings,
         "total_s": round(time.perf_counter() - started, 1),
     }

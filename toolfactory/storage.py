@@ -87,6 +87,11 @@ class ObjectStore:
     def uri(self, path: str) -> str:
         return f"{self.url}/{path.lstrip('/')}"
 
+    def local_path(self, path: str) -> str | None:
+        """`path` as a file name of this machine, for a local store (None on S3): for writers that
+        cannot afford pyarrow's calls per file."""
+        return self._full(path) if isinstance(self.fs, pafs.LocalFileSystem) else None
+
     def write_bytes(self, path: str, data: bytes) -> None:
         full = self._full(path)
         if self.s3 is not None:  # the object appears when its upload completes
