@@ -20,6 +20,7 @@ Errors are one line on stderr; `--debug` shows the traceback.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -495,6 +496,11 @@ def main() -> None:
         bad_input = isinstance(exc, (ConfigError, TerminalError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError))
         typer.echo(f"error: {type(exc).__name__}: {exc}" + ("" if bad_input else " (run again with --debug for the traceback)"), err=True)
         sys.exit(2 if bad_input else 1)
+    finally:
+        # Free what still holds Arrow's threads while Arrow is alive: freed during interpreter
+        # shutdown instead, they can abort a finished command ("terminate called without an
+        # active exception", apache/arrow#34314; seen once at the end of an `export`).
+        gc.collect()
 
 
 if __name__ == "__main__":  # pragma: no cover
