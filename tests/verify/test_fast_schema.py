@@ -69,13 +69,22 @@ def test_the_fast_test_accepts_plain_valid_arguments() -> None:
 
 @pytest.mark.parametrize("keyword", [
     {"format": "date"}, {"pattern": "^a"}, {"$ref": "#/$defs/x"}, {"multipleOf": 0.1}, {"uniqueItems": True},
-    {"dependencies": {}}, {"x-custom": 1}, {"$schema": "http://json-schema.org/draft-07/schema#"},
+    {"dependencies": {}}, {"additionalItems": False}, {"$schema": "http://json-schema.org/draft-07/schema#"},
     {"patternProperties": {"^a": {}}}, {"contains": {}},
 ])
 def test_schemas_with_other_keywords_get_no_fast_test(keyword: dict[str, Any]) -> None:
     nested = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", **keyword}}}}
     assert not plain(nested)
     assert fast_validator(nested) is None
+
+
+def test_keys_that_are_no_json_schema_keyword_are_annotations() -> None:
+    # ToolBench's example_value, BFCL's optional, OpenAPI's example and nullable, extensions.
+    schema = {"type": "object", "properties": {"q": {"type": "string", "example_value": "x", "optional": True, "x-doc": {}},
+                                               "n": {"type": "integer", "example": 3, "nullable": True}}}
+    assert plain(schema)
+    agree(schema, {"q": "a", "n": None})
+    agree(schema, {"q": "a", "n": 2})
 
 
 def test_a_schema_the_compiler_refuses_gets_no_fast_test() -> None:

@@ -8,8 +8,9 @@ specification) answers "valid or not" in about 1 µs. Nearly every call of a dat
 
 The test is built only for schemas made entirely of keywords both libraries read the same way
 (:data:`KEYWORDS`: types, properties, required, items, enums, bounds, the combinators, and
-annotations). A schema with anything else (``format``, ``pattern``, ``$ref``, ``$schema``,
-``multipleOf``, ``uniqueItems``, a keyword of another draft, an unknown one) gets no test. A schema the Rust
+annotations; keys that are no JSON Schema keyword at all, such as ToolBench's ``example_value``,
+mean nothing to either). A schema with any other keyword (``format``, ``pattern``, ``$ref``,
+``$schema``, ``multipleOf``, ``uniqueItems``, a keyword of another draft) gets no test. A schema the Rust
 library cannot compile gets none, and a value it cannot take (a number beyond 64 bits, NaN, a
 lone surrogate) is not called valid. So the fast test can only say "valid" where ``jsonschema``
 says so too; a differential test over the labelled corpus and the released data holds it to that.
@@ -35,18 +36,28 @@ _ASSERTIONS = frozenset({
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
                           "$comment"})
 KEYWORDS = _SUBSCHEMA | _SUBSCHEMA_LISTS | _SUBSCHEMA_MAPS | _ASSERTIONS | _ANNOTATIONS
+# Every keyword of JSON Schema drafts 4 to 2020-12. A key outside it (ToolBench's
+# `example_value`, BFCL's `optional`, OpenAPI's `example`, `x-…`) means nothing to either library.
+JSON_SCHEMA = KEYWORDS | frozenset({
+    "$schema", "$id", "id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor",
+    "$vocabulary", "$defs", "definitions", "if", "then", "else", "dependentSchemas", "dependencies", "additionalItems",
+    "contains", "patternProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties", "multipleOf",
+    "pattern", "uniqueItems", "maxContains", "minContains", "dependentRequired", "format", "contentEncoding",
+    "contentMediaType", "contentSchema",
+})
 
 Test = Callable[[Any], bool]
 
 
 def plain(schema: Any) -> bool:
-    """Whether every keyword of `schema`, at every level, is one of :data:`KEYWORDS`."""
+    """Whether every JSON Schema keyword of `schema`, at every level, is one of :data:`KEYWORDS`
+    (keys that are no JSON Schema keyword at all are annotations to both libraries)."""
     stack = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, bool):
             continue
-        if not isinstance(node, dict) or not node.keys() <= KEYWORDS:
+        if not isinstance(node, dict) or any(key in JSON_SCHEMA and key not in KEYWORDS for key in node):
             return False
         for key, value in node.items():
             if key in _SUBSCHEMA:
