@@ -73,3 +73,54 @@ def test_a_request_writer_states_the_required_values_of_the_listed_functions() -
     sentence = values_sentences(["add_expense"], offered, random.Random(1), ["lunch"])
     assert sentence is not None and sentence.startswith("The details: amount ")
     assert "amount" in mentioned_values(offered["add_expense"].parameters["properties"], [sentence])
+
+
+def test_values_inside_quoted_json_are_not_stated() -> None:
+    properties = {"return_type": {"type": "string", "enum": ["give_answer", "give_up_and_restart"]}}
+    text = ('Previous actions:\n[{"name": "Finish", "arguments": "{\\"return_type\\": \\"give_up_and_restart\\"}"}]\n'
+            "Make an action different from them.")
+    assert mentioned_values(properties, [text]) == {}
+
+
+def test_capitalised_words_are_no_codes_for_a_pattern() -> None:
+    properties = {"symbol": {"type": "string", "pattern": "^[A-Z]{1,5}$"}}
+    assert mentioned_values(properties, ["I think This is the one."]) == {}
+    assert mentioned_values(properties, ["I think AAPL is the one."]) == {"symbol": ["AAPL"]}
+
+
+def test_a_retry_prompt_listing_a_give_up_is_not_obeyed_as_a_value() -> None:
+    finish = {"type": "function", "function": {"name": "Finish", "description": "Finish the task.", "parameters": {
+        "type": "object", "properties": {"return_type": {"type": "string", "enum": ["give_answer", "give_up_and_restart"]},
+                                         "final_answer": {"type": "string"}}, "required": ["return_type"]}}}
+    shown = json.dumps([{"name": "Finish", "arguments": json.dumps({"return_type": "give_up_and_restart"})}], indent=2)
+    kinds = set()
+    for k in range(12):
+        body = {"model": "m", "tools": [finish], "messages": [
+            {"role": "system", "content": f"Attempt {k}."}, {"role": "user", "content": "Weather in Lyon?"},
+            {"role": "user", "content": f"All previous trails failed. Previous actions:\n{shown}\nFinish differently."}]}
+        reply = complete_chat(body, SimulatorSettings(obedience=1.0), request_hash(body))
+        kinds |= {json.loads(c["function"]["arguments"])["return_type"] for c in reply["choices"][0]["message"]["tool_calls"]}
+    assert "give_answer" in kinds
+
+
+def test_a_latest_message_stating_no_value_leaves_the_choice_to_chance_among_equals() -> None:
+    chosen = set()
+    for k in range(12):
+        body = {"model": "m", "tools": WEATHER_TOOLS, "messages": [
+            {"role": "system", "content": f"Attempt {k}."}, {"role": "user", "content": "Weather in Lyon for 3 days?"},
+            {"role": "assistant", "content": "Done."}, {"role": "user", "content": "Now try something else."}]}
+        reply = complete_chat(body, SimulatorSettings(obedience=1.0), request_hash(body))
+        chosen |= {c["function"]["name"] for c in reply["choices"][0]["message"].get("tool_calls") or []}
+    assert len(chosen) > 1
+
+
+def test_parallel_repeats_without_stated_values_follow_the_draw() -> None:
+    body = {"model": "m", "tools": [t for t in WEATHER_TOOLS if t["function"]["name"] == "get_weather"], "messages": [
+        {"role": "user", "content": "Tell me something nice."}]}
+    settings = SimulatorSettings(obedience=1.0, rate_parallel_calls=1.0, decline_when_irrelevant=False)
+    sizes = set()
+    for k in range(16):
+        body["messages"] = [{"role": "system", "content": f"Attempt {k}."}, *body["messages"][-1:]]
+        reply = complete_chat(body, settings, request_hash(body))
+        sizes.add(len(reply["choices"][0]["message"].get("tool_calls") or []))
+    assert 2 in sizes

@@ -10,7 +10,11 @@ top-level parameter of a function, the values the user's messages offer it, gene
 * anywhere in the text: one of the parameter's `enum` values, a value of its lexicon list (a
   known city for `city`), a capitalised name after a place preposition for a place parameter
   ("in Lyon", "to New York"), a token of its `format` (a date, an e-mail, a URL) or, for a
-  parameter with a `pattern`, a token that is no plain lower-case word and matches it ("CDG").
+  parameter with a `pattern`, a token that reads as a code and matches it ("CDG", "H12").
+
+Data a message quotes is no statement: a JSON object or array inside it (ToolLLM's
+diversity prompt lists the earlier actions, `give_up_and_restart` among them, to be avoided)
+offers no value; only the prose around it does.
 
 The values are offered the way tool results offer theirs (:mod:`.grounding`): a parameter takes
 the first one with which the arguments still validate against the function's schema, so a value
@@ -19,6 +23,7 @@ that does not fit its type, enum or format is never taken.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -43,6 +48,26 @@ _FORMATS = {
     "url": re.compile(r"^https?://\S+$"),
 }
 _TRUE, _FALSE = frozenset({"true", "yes"}), frozenset({"false", "no"})
+_DECODER = json.JSONDecoder()
+_OPENING = re.compile(r"[{\[]")
+
+
+def prose(text: str) -> str:
+    """`text` without the JSON objects and arrays it quotes (each becomes a line break, so a
+    value written before one ends there)."""
+    pieces: list[str] = []
+    at = 0
+    for opening in _OPENING.finditer(text):
+        if opening.start() < at:
+            continue
+        try:
+            data, end = _DECODER.raw_decode(text, opening.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, (dict, list)) and data:
+            pieces.append(text[at:opening.start()])
+            at = end
+    return "\n".join([*pieces, text[at:]])
 
 
 def _readings(text: str) -> list[Any]:
@@ -107,13 +132,23 @@ def _anywhere(name: str, schema: dict[str, Any], text: str) -> Iterator[Any]:
             compiled = re.compile(pattern)
         except re.error:
             return
-        marked = (token for token in tokens if not token.islower() or any(c.isdigit() for c in token))
-        yield from (token for token in marked if compiled.search(token))
+        yield from (token for token in tokens if _code_like(token) and compiled.search(token))
+
+
+def _code_like(token: str) -> bool:
+    """Whether a token reads as a code or identifier ("CDG", "x-12", "iPhone") rather than a
+    word: a capitalised word ("This", "I") is prose, whatever pattern it happens to match."""
+    return (
+        any(c.isdigit() for c in token)
+        or (token.isupper() and len(token) > 1)
+        or any(c.isupper() for c in token[1:])
+    )
 
 
 def mentioned_values(properties: dict[str, Any], texts: list[str]) -> ResultValues:
     """The values `texts` (the user's messages, latest first) offer each parameter, by the
     parameter's normalised name (as :func:`.grounding.result_values` keys them)."""
+    texts = [prose(text) for text in texts]
     values: ResultValues = {}
     for name, schema in properties.items():
         found: list[Any] = []
@@ -130,4 +165,5 @@ def mentioned_values(properties: dict[str, Any], texts: list[str]) -> ResultValu
 def spells_out(properties: dict[str, Any], texts: list[str]) -> bool:
     """Whether `texts` write a value after some parameter's name: a request that spells its
     values out, whose call has those values and no others."""
+    texts = [prose(text) for text in texts]
     return any(next(_named(str(name), text), None) is not None for name in properties for text in texts)

@@ -265,10 +265,13 @@ def plan_calls(
     argument values; a repeat that cannot get different values is dropped.
 
     With `said` (the user's messages, when the model follows them, see :func:`_arguments`)
-    the request's stated values also choose: first the function the user gives most values
-    for, and for the extra calls exactly the other functions the user gives values for.
+    the request's stated values also choose, when the latest message states some (a message
+    that states none, like ToolLLM's "try something different", leaves the choice to the words):
+    first the function the user gives most values for, and for the extra calls exactly the
+    other functions the user gives values for.
     """
     stated = {spec.name: statement(spec, said) if said is not None else (False, 0) for spec in functions}
+    latest = {spec.name: statement(spec, said[:1]) if said else (False, 0) for spec in functions}
     retried = [spec for spec in functions if spec.name == history.failed]
     if retried:
         first = retried[0]
@@ -276,11 +279,11 @@ def plan_calls(
         first = _follow_up_function(functions, context, history, rng, said is not None)
     elif len(functions) == 1:
         first = functions[0]
-    elif said and any(count for _, count in stated.values()):
+    elif said and any(count for _, count in latest.values()):
         # The function the latest message gives all it needs, then the words, then the values.
         wanted = wanted_words(context)
         ranks = {
-            spec.name: (statement(spec, said[:1])[0], word_score(spec, wanted), stated[spec.name][1])
+            spec.name: (latest[spec.name][0], word_score(spec, wanted), stated[spec.name][1])
             for spec in functions
         }
         best = max(ranks.values())
@@ -302,8 +305,9 @@ def plan_calls(
         (spec for spec in related if stated[spec.name][0]),
         key=lambda spec: (-stated[spec.name][1], spec.name),
     )
-    # Repeats that follow the request: one per value it states ("Lyon and Oslo"), no more.
-    repeats = MAX_PARALLEL_CALLS - 1 if said is not None else count - 1
+    # Repeats that follow the request: one per value it states ("Lyon and Oslo"), no more; a
+    # request stating none for the function leaves the count to the draw.
+    repeats = MAX_PARALLEL_CALLS - 1 if stated[first.name][1] else count - 1
     targets = asked[: MAX_PARALLEL_CALLS - 1] or related[: count - 1] or [first] * repeats
     for spec in targets:
         same = [arguments for other, arguments in calls if other.name == spec.name]
