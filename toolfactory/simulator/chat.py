@@ -67,7 +67,7 @@ from .functions import (
 )
 from .grounding import result_values
 from .prompt_json import schema_in_prompt
-from .instructions import obeys, requested_mode, write_for_mode
+from .instructions import obeys, requested_mode, write_for_mode, writing_prompt
 from .reading import read_choices
 from .replies import answer_question
 from .schema_instance import instance_for
@@ -270,7 +270,7 @@ def _json_answer(
             value = instance_for(schema, rng, context, true_rate=settings.boolean_true_rate)
         value = read_choices(value, schema, conversation.messages)
         value = answer_question(value, schema, conversation.messages, rng, context)
-        value = write_for_mode(value, conversation.user_text, settings, request_hash)
+        value = write_for_mode(value, writing_prompt(conversation.said), settings, request_hash)
         value = settle(value, schema, conversation.messages, settings, seed)
     return json.dumps(value, ensure_ascii=False)
 

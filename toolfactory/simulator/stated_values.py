@@ -8,6 +8,12 @@ of inventing them. The simulator reads the functions the way a reader would: a l
 ``- name: description Parameters: {json}`` (optionally ``Required: [...]`` after it), where the
 JSON is a parameters schema or a map of properties; a function whose required parameters the
 prompt does not say gets no values.
+
+A request that needs a later call's input to come from an earlier call's result (ToolACE's
+dependent mode) names two functions a reader sees chained: a required parameter of the second is
+documented as coming from the first ("Station id as returned by list_monitoring_stations"), or,
+failing any such, is the id of what the first one's name is about (`hotel_id` after
+`search_hotels`). That value is left for the first result to give; the others are stated.
 """
 
 from __future__ import annotations
@@ -91,17 +97,49 @@ def values_sentences(
     context: list[str],
     *,
     leave_out_one: bool = False,
+    unstated: frozenset[str] = frozenset(),
 ) -> str | None:
-    """A sentence giving the value of each parameter the listed functions require; with
-    `leave_out_one` the first is left out (a request missing a value). None if none."""
+    """A sentence giving the value of each parameter the listed functions require, but the
+    `unstated` ones; with `leave_out_one` the first is left out (a request missing a value).
+    None if none."""
     named: list[tuple[str, str]] = []
     for function in (name for name in functions if name in offered):
-        given = {name for name, _ in named}
+        given = {name for name, _ in named} | unstated
         named += [(name, said) for name, said in _required_values(offered[function], rng, context) if name not in given]
     if leave_out_one:
         named = named[1:]
     stated = ", ".join(f"{' '.join(identifier_words(name)) or name} {said}" for name, said in named)
     return f"{VALUES_OPENING} {stated}." if stated else None
+
+
+def _documented_source(name: str, schema: Any, earlier: str) -> bool:
+    return isinstance(schema, dict) and bool(re.search(rf"\b{re.escape(earlier)}\b", str(schema.get("description") or "")))
+
+
+def _named_source(name: str, schema: Any, earlier: str) -> bool:
+    words = identifier_words(name)
+    subjects = {word.removesuffix("s") for word in identifier_words(earlier)}
+    return len(words) > 1 and words[-1] == "id" and words[-2].removesuffix("s") in subjects
+
+
+def chained_pair(offered: dict[str, Offered], rng: random.Random) -> tuple[str, str, frozenset[str]] | None:
+    """(earlier, later, the parameters of `later` the earlier result gives) for two offered
+    functions a reader sees chained, drawn from `rng`; None if no two are."""
+    for source in (_documented_source, _named_source):
+        pairs: list[tuple[str, str, frozenset[str]]] = []
+        for earlier, first in offered.items():
+            for later, second in offered.items():
+                props = second.parameters.get("properties") or {}
+                needs = set(first.parameters.get("required") or [])
+                fed = frozenset(
+                    name for name in second.parameters.get("required") or []
+                    if name in props and name not in needs and source(name, props[name], earlier)
+                )
+                if later != earlier and fed:
+                    pairs.append((earlier, later, fed))
+        if pairs:
+            return rng.choice(pairs)
+    return None
 
 
 def request_context(prompt: str) -> list[str]:

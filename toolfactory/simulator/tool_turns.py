@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -165,18 +167,27 @@ def _follow_up_function(
 ) -> FunctionSpec:
     """After tool results: preferably a related function not called yet, then the one most of
     whose parameters the results can fill (search -> book), then by shared words. A model that
-    `follows` the request goes by its words before the results ("then get the air quality")."""
+    `follows` the request goes first to a function whose parameters are documented as coming
+    from a function it called ("Alert id as returned by list_active_alerts"), then by the
+    request's words before the results ("then get the air quality")."""
 
-    def rank(spec: FunctionSpec) -> tuple[bool, int, int, bool]:
+    def rank(spec: FunctionSpec) -> tuple[bool, ...]:
         related, fillable, shared = _relation(spec, context, history)
         fresh = spec.name not in history.calls
         if follows:
-            return fresh and related, shared, fillable, fresh
+            fed = _documented_after(spec, history.calls)
+            return fresh and (related or fed), fresh and fed, shared, fillable, fresh
         return fresh and related, fillable, shared, fresh
 
     ranks = [rank(spec) for spec in functions]
     best = max(ranks)
     return rng.choice([spec for spec, r in zip(functions, ranks, strict=True) if r == best])
+
+
+def _documented_after(spec: FunctionSpec, called: Iterable[str]) -> bool:
+    """Whether a parameter's description names one of the `called` functions as its source."""
+    texts = [str(schema.get("description") or "") for schema in spec.properties().values() if isinstance(schema, dict)]
+    return any(re.search(rf"\b{re.escape(name)}\b", text) for name in called for text in texts)
 
 
 def _arguments(
