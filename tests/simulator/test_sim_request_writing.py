@@ -86,3 +86,14 @@ def test_after_a_result_an_obedient_call_goes_to_the_function_documented_to_take
         reply = complete_chat(body, SimulatorSettings(obedience=1.0), request_hash(body))
         chosen += [c["function"]["name"] for c in reply["choices"][0]["message"]["tool_calls"]]
     assert set(chosen) == {"get_alert"}
+
+
+def test_a_reask_without_the_schema_is_answered_with_the_schema_written_before() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    body = {"model": "m", "messages": [
+        {"role": "user", "content": f"Name a city. Answer with only a JSON value that fits this JSON Schema:\n{json.dumps(schema)}"},
+        {"role": "assistant", "content": "Here is the JSON: {\"city\": "},
+        {"role": "user", "content": "Your answer is not valid JSON. Reply again with only JSON that fits the schema and fixes this."}]}
+    reply = complete_chat(body, SimulatorSettings(profile="plain-text"), request_hash(body))
+    content = reply["choices"][0]["message"]["content"]
+    assert isinstance(json.loads(content[content.index("{"):content.rindex("}") + 1])["city"], str)
