@@ -112,11 +112,18 @@ def values_sentences(
     return f"{VALUES_OPENING} {stated}." if stated else None
 
 
-def _documented_source(name: str, schema: Any, earlier: str) -> bool:
+def documented_source(schema: Any, earlier: str) -> bool:
+    """Whether a parameter's description names the function `earlier` as where its value
+    comes from ("Alert id as returned by list_active_alerts")."""
     return isinstance(schema, dict) and bool(re.search(rf"\b{re.escape(earlier)}\b", str(schema.get("description") or "")))
 
 
-def _named_source(name: str, schema: Any, earlier: str) -> bool:
+# How a reader of the prompt tells that parameter `name` (schema given) takes `earlier`'s result.
+def _documented(name: str, schema: Any, earlier: str) -> bool:
+    return documented_source(schema, earlier)
+
+
+def _named_after(name: str, schema: Any, earlier: str) -> bool:
     words = identifier_words(name)
     subjects = {word.removesuffix("s") for word in identifier_words(earlier)}
     return len(words) > 1 and words[-1] == "id" and words[-2].removesuffix("s") in subjects
@@ -125,7 +132,7 @@ def _named_source(name: str, schema: Any, earlier: str) -> bool:
 def chained_pair(offered: dict[str, Offered], rng: random.Random) -> tuple[str, str, frozenset[str]] | None:
     """(earlier, later, the parameters of `later` the earlier result gives) for two offered
     functions a reader sees chained, drawn from `rng`; None if no two are."""
-    for source in (_documented_source, _named_source):
+    for source in (_documented, _named_after):
         pairs: list[tuple[str, str, frozenset[str]]] = []
         for earlier, first in offered.items():
             for later, second in offered.items():

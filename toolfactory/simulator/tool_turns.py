@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -28,6 +27,7 @@ from .mentions import mentioned_values, spells_out
 from .schema_instance import instance_for, is_valid_instance
 from .seeding import canonical_json, unit_draw
 from .settings import SimulatorSettings
+from .stated_values import documented_source
 from .text import identifier_words, join_phrase, lower_words, words
 
 MAX_TOOL_ROUNDS = 3  # assistant turns with tool calls per conversation before a final answer
@@ -171,7 +171,7 @@ def _follow_up_function(
     from a function it called ("Alert id as returned by list_active_alerts"), then by the
     request's words before the results ("then get the air quality")."""
 
-    def rank(spec: FunctionSpec) -> tuple[bool, ...]:
+    def rank(spec: FunctionSpec) -> tuple[int, ...]:
         related, fillable, shared = _relation(spec, context, history)
         fresh = spec.name not in history.calls
         if follows:
@@ -186,8 +186,7 @@ def _follow_up_function(
 
 def _documented_after(spec: FunctionSpec, called: Iterable[str]) -> bool:
     """Whether a parameter's description names one of the `called` functions as its source."""
-    texts = [str(schema.get("description") or "") for schema in spec.properties().values() if isinstance(schema, dict)]
-    return any(re.search(rf"\b{re.escape(name)}\b", text) for name in called for text in texts)
+    return any(documented_source(schema, name) for name in called for schema in spec.properties().values())
 
 
 def _arguments(
