@@ -28,7 +28,11 @@ is a seeded draw against that rate, see :mod:`.tool_turns`):
    (see :mod:`.grounding`). If the `rate_parallel_calls` draw hits (and the request does not
    set `parallel_tool_calls: false`) the turn holds 2-3 calls, each with its own id: the
    first is the call of a single-call turn, the others go to other functions related to the
-   request or the results, else repeat the function with other argument values;
+   request or the results, else repeat the function with other argument values. A choice
+   that follows the request (the `obedience` draw) takes the values the user's messages state
+   (see :mod:`.mentions`): it prefers the function they give all required values, calls in
+   parallel the other functions they give values for (or repeats one per stated value), and,
+   for a request that spells its values out, leaves out the optional arguments it does not give;
 5. text: after tool results a short summary quoting them, else a sentence reusing the user's
    words (or the decline / question of step 3); with a JSON `response_format` the text is
    instead a JSON value (an instance of the given schema, or a small object for
@@ -63,7 +67,7 @@ from .functions import (
 )
 from .grounding import result_values
 from .prompt_json import schema_in_prompt
-from .instructions import obeys, requested_mode, write_for_mode
+from .instructions import obeys, requested_mode, write_for_mode, writing_prompt
 from .reading import read_choices
 from .replies import answer_question
 from .schema_instance import instance_for
@@ -96,6 +100,7 @@ class Conversation:
     messages: list[dict[str, Any]]
     user_text: str
     context: list[str]
+    said: list[str] = field(default_factory=list)  # every user message's text, latest first
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     call_names: dict[str, str] = field(default_factory=dict)
     history: ToolHistory = field(default_factory=ToolHistory)
@@ -173,8 +178,9 @@ def parse_conversation(body: dict[str, Any]) -> Conversation:
         values=result_values(messages),
         calls=calls,
     )
+    said = [message_text(m.get("content")) for m in reversed(users)]
     return Conversation(
-        messages, user_text, content_words(user_text), trailing, call_names, history
+        messages, user_text, content_words(user_text), said, trailing, call_names, history
     )
 
 
@@ -264,7 +270,7 @@ def _json_answer(
             value = instance_for(schema, rng, context, true_rate=settings.boolean_true_rate)
         value = read_choices(value, schema, conversation.messages)
         value = answer_question(value, schema, conversation.messages, rng, context)
-        value = write_for_mode(value, conversation.user_text, settings, request_hash)
+        value = write_for_mode(value, writing_prompt(conversation.said), settings, request_hash)
         value = settle(value, schema, conversation.messages, settings, seed)
     return json.dumps(value, ensure_ascii=False)
 
@@ -448,7 +454,8 @@ def complete_chat(
             finish = "tool_calls"
         elif turn is Turn.CALL:
             parallel = wants_parallel(body, settings, request_hash, index)
-            if intent is not None and obeys(settings, request_hash, "act", index):
+            follows = obeys(settings, request_hash, "act", index)
+            if intent is not None and follows:
                 parallel = intent == "parallel" and body.get("parallel_tool_calls") is not False
             calls = plan_calls(
                 callable_,
@@ -456,6 +463,7 @@ def complete_chat(
                 conversation.history,
                 rng,
                 derive_rng(request_hash, "parallel", index) if parallel else None,
+                conversation.said if follows else None,
             )
             message, produced = _tool_call_message(
                 index,

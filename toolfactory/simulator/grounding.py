@@ -28,7 +28,8 @@ MAX_VALUES_PER_KEY = 32  # candidate values kept (and validated at most) per key
 ResultValues = dict[str, list[Any]]
 
 
-def _key(name: str) -> str:
+def parameter_key(name: str) -> str:
+    """A parameter or result key as identifier words (`flightId` and `flight_id` are one)."""
     return "_".join(identifier_words(name))
 
 
@@ -58,7 +59,7 @@ def result_values(messages: list[dict[str, Any]]) -> ResultValues:
         except ValueError:
             continue
         for key, value in _pairs(data):
-            normal = _key(key)
+            normal = parameter_key(key)
             mark = (normal, canonical_json(value))
             found = values.setdefault(normal, []) if normal else []
             if normal and mark not in seen and len(found) < MAX_VALUES_PER_KEY:
@@ -69,7 +70,7 @@ def result_values(messages: list[dict[str, Any]]) -> ResultValues:
 
 def groundable(properties: dict[str, Any], values: ResultValues) -> int:
     """How many of these parameters have a same-named value in the tool results."""
-    return sum(1 for name in properties if values.get(_key(str(name))))
+    return sum(1 for name in properties if values.get(parameter_key(str(name))))
 
 
 def ground_arguments(
@@ -77,29 +78,39 @@ def ground_arguments(
     parameters: dict[str, Any],
     values: ResultValues,
     used: dict[str, list[Any]] | None = None,
+    *,
+    distinct: bool = False,
 ) -> list[str]:
     """Set top-level arguments to same-named tool-result values, in place; the names set.
 
     `arguments` must already validate against `parameters` (otherwise nothing is changed, as
     no value could be shown to keep them valid). `used` maps a parameter to the values earlier
-    calls of this function passed for it; those are tried last.
+    calls of this function passed for it; those are tried last. With `distinct`, so is a value
+    this call already gave another parameter ("from Paris to Berlin": origin and destination).
     """
     props = parameters.get("properties")
     if not values or not isinstance(props, dict) or not is_valid_instance(parameters, arguments):
         return []
     grounded: list[str] = []
+    placed: set[str] = set()
     for name in props:
-        candidates = values.get(_key(str(name)))
+        candidates = values.get(parameter_key(str(name)))
         if not candidates:
             continue
         taken = {canonical_json(value) for value in (used or {}).get(name, [])}
-        ordered = sorted(candidates, key=lambda value: canonical_json(value) in taken)
+
+        def lateness(value: Any) -> tuple[bool, bool]:
+            mark = canonical_json(value)
+            return mark in taken, distinct and mark in placed
+
+        ordered = sorted(candidates, key=lateness)
         missing = name not in arguments
         original = arguments.get(name)
         for candidate in ordered:
             arguments[name] = copy.deepcopy(candidate)
             if is_valid_instance(parameters, arguments):
                 grounded.append(name)
+                placed.add(canonical_json(candidate))
                 break
         else:
             if missing:

@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .seeding import unit_draw
+from .seeding import derive_rng, unit_draw
 from .settings import SimulatorSettings
+from .stated_values import asks_for_values, chained_pair, offered_functions, request_context, values_sentences
 from .text import words
 
 # How request-writing prompts phrase each mode (ToolACE's multi-mode prompting and its kin).
@@ -55,6 +56,13 @@ def stated_mode(prompt: str) -> str | None:
     return next((mode for mode, pattern in _STATED if pattern.search(prompt)), None)
 
 
+def writing_prompt(said: list[str]) -> str:
+    """The request-writing prompt among the user's messages (latest first): the latest that
+    states a mode or asks for concrete values. A re-ask ("Your answer is not valid JSON. Reply
+    again ...") corrects the answer's form, so the answer still does what the prompt asked."""
+    return next((text for text in said if stated_mode(text) or asks_for_values(text)), said[0] if said else "")
+
+
 def requested_mode(user_text: str) -> str | None:
     """The mode a user's request calls for, if it says so."""
     return next((mode for mode, pattern in _REQUESTED if pattern.search(user_text)), None)
@@ -73,11 +81,16 @@ def _subject_request(prompt: str) -> str | None:
 
 
 def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request_hash: str) -> Any:
-    """`value` (a JSON answer) with its requests written for the prompt's stated mode."""
+    """`value` (a JSON answer) with its requests written for the prompt's stated mode, and
+    giving the values their functions require when the prompt asks for concrete values (see
+    :mod:`.stated_values`; a ``missing`` request leaves one out, a ``dependent`` one names two
+    chained functions and leaves the value the first result gives)."""
     mode = stated_mode(prompt) if settings.obedience > 0 else None
-    if mode is None:
+    offered = offered_functions(prompt) if settings.obedience > 0 and asks_for_values(prompt) else {}
+    if mode is None and not offered:
         return value
     subject = _subject_request(prompt) if mode == "non_tool" else None
+    context = request_context(prompt)
     position = 0
 
     def rewrite(node: Any) -> Any:
@@ -90,13 +103,25 @@ def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request
         request = out.get("request")
         if isinstance(request, str):
             position += 1
-            if obeys(settings, request_hash, "write", position):
-                if mode == "non_tool":
-                    out["request"] = subject or request
-                    if isinstance(out.get("functions"), list):
-                        out["functions"] = []
-                else:
-                    out["request"] = f"{request.rstrip()} {CUES[mode]}"
+            if not obeys(settings, request_hash, "write", position):
+                return out
+            if mode == "non_tool":
+                out["request"] = subject or request
+                if isinstance(out.get("functions"), list):
+                    out["functions"] = []
+                return out
+            listed = [str(name) for name in out.get("functions") or []]
+            rng = derive_rng(request_hash, "values", position)
+            chain = chained_pair(offered, rng) if mode == "dependent" else None
+            unstated: frozenset[str] = frozenset()
+            if chain is not None:
+                earlier, later, unstated = chain
+                listed = [earlier, later]
+                if isinstance(out.get("functions"), list):
+                    out["functions"] = listed
+            given = values_sentences(listed, offered, rng, context, leave_out_one=mode == "missing", unstated=unstated)
+            parts = [request.rstrip(), given, CUES[mode] if mode else None]
+            out["request"] = " ".join(part for part in parts if part)
         return out
 
     return rewrite(value)

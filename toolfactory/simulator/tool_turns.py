@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from . import lexicon
 from .functions import FunctionSpec, choose_function, shares_stem, wanted_words, word_score
-from .grounding import ResultValues, ground_arguments, groundable
-from .schema_instance import instance_for
+from .grounding import ResultValues, ground_arguments, groundable, parameter_key
+from .mentions import mentioned_values, spells_out
+from .schema_instance import instance_for, is_valid_instance
 from .seeding import canonical_json, unit_draw
 from .settings import SimulatorSettings
+from .stated_values import documented_source
 from .text import identifier_words, join_phrase, lower_words, words
 
 MAX_TOOL_ROUNDS = 3  # assistant turns with tool calls per conversation before a final answer
@@ -156,19 +159,34 @@ def _relation(
 
 
 def _follow_up_function(
-    functions: list[FunctionSpec], context: list[str], history: ToolHistory, rng: random.Random
+    functions: list[FunctionSpec],
+    context: list[str],
+    history: ToolHistory,
+    rng: random.Random,
+    follows: bool = False,
 ) -> FunctionSpec:
     """After tool results: preferably a related function not called yet, then the one most of
-    whose parameters the results can fill (search -> book), then by shared words."""
+    whose parameters the results can fill (search -> book), then by shared words. A model that
+    `follows` the request goes first to a function whose parameters are documented as coming
+    from a function it called ("Alert id as returned by list_active_alerts"), then by the
+    request's words before the results ("then get the air quality")."""
 
-    def rank(spec: FunctionSpec) -> tuple[bool, int, int, bool]:
+    def rank(spec: FunctionSpec) -> tuple[int, ...]:
         related, fillable, shared = _relation(spec, context, history)
         fresh = spec.name not in history.calls
+        if follows:
+            fed = _documented_after(spec, history.calls)
+            return fresh and (related or fed), fresh and fed, shared, fillable, fresh
         return fresh and related, fillable, shared, fresh
 
     ranks = [rank(spec) for spec in functions]
     best = max(ranks)
     return rng.choice([spec for spec, r in zip(functions, ranks, strict=True) if r == best])
+
+
+def _documented_after(spec: FunctionSpec, called: Iterable[str]) -> bool:
+    """Whether a parameter's description names one of the `called` functions as its source."""
+    return any(documented_source(schema, name) for name in called for schema in spec.properties().values())
 
 
 def _arguments(
@@ -177,7 +195,12 @@ def _arguments(
     context: list[str],
     history: ToolHistory,
     earlier: list[dict[str, Any]],
+    said: list[str] | None = None,
 ) -> dict[str, Any]:
+    """Arguments drawn from the schema; with `said` (the user's messages, when the model
+    follows them) those the user states are taken from the text and optional ones the user
+    does not state are left out, as the prompt asks ("argument values taken from the
+    conversation"). Values from tool results come last (a dependent call uses the result)."""
     arguments = instance_for(spec.parameters, rng, context)
     if not isinstance(arguments, dict):
         arguments = {}
@@ -185,8 +208,41 @@ def _arguments(
     for previous in earlier:
         for key, value in previous.items():
             used.setdefault(key, []).append(value)
+    if said is not None:
+        stated = mentioned_values(spec.properties(), said)
+        if spells_out(spec.properties(), said):
+            _drop_unstated(arguments, spec, stated)
+        ground_arguments(arguments, spec.parameters, stated, used, distinct=True)
     ground_arguments(arguments, spec.parameters, history.values, used)
     return arguments
+
+
+def _drop_unstated(arguments: dict[str, Any], spec: FunctionSpec, stated: ResultValues) -> None:
+    """Leave out the optional arguments the user gave no value for, unless the schema then
+    fails (a `minProperties`, a `dependentRequired`). Only for a request that spells its values
+    out: otherwise the values are the model's own (ToolLLM's `Finish` and its `final_answer`)."""
+    required = set(spec.required())
+    kept = {
+        name: value
+        for name, value in arguments.items()
+        if name in required or stated.get(parameter_key(name))
+    }
+    if len(kept) < len(arguments) and is_valid_instance(spec.parameters, kept):
+        arguments.clear()
+        arguments.update(kept)
+
+
+def statement(spec: FunctionSpec, said: list[str]) -> tuple[bool, int]:
+    """(whether `said` gives every required parameter of the function a value, how many of its
+    parameters it gives a value of their own): "weather in Lyon" gives `city` one value, and
+    `origin` and `destination` one between them."""
+    stated = mentioned_values(spec.properties(), said)
+    claimed: set[str] = set()
+    for name in spec.properties():
+        free = [mark for mark in map(canonical_json, stated.get(parameter_key(str(name)), [])) if mark not in claimed]
+        claimed.update(free[:1])
+    complete = all(stated.get(parameter_key(name)) for name in spec.required())
+    return complete and bool(claimed), len(claimed)
 
 
 def _unused_context(context: list[str], earlier: list[dict[str, Any]]) -> list[str]:
@@ -209,6 +265,7 @@ def plan_calls(
     history: ToolHistory,
     rng: random.Random,
     parallel_rng: random.Random | None,
+    said: list[str] | None = None,
 ) -> list[Call]:
     """The functions to call and their arguments; several when `parallel_rng` is given.
 
@@ -216,18 +273,35 @@ def plan_calls(
     draws from `rng`). Extra calls go to the other functions related to the request or to
     earlier results (best first), or, if there are none, repeat the first function with other
     argument values; a repeat that cannot get different values is dropped.
+
+    With `said` (the user's messages, when the model follows them, see :func:`_arguments`)
+    the request's stated values also choose, when the latest message states some (a message
+    that states none, like ToolLLM's "try something different", leaves the choice to the words):
+    first the function the user gives most values for, and for the extra calls exactly the
+    other functions the user gives values for.
     """
+    stated = {spec.name: statement(spec, said) if said is not None else (False, 0) for spec in functions}
+    latest = {spec.name: statement(spec, said[:1]) if said else (False, 0) for spec in functions}
     retried = [spec for spec in functions if spec.name == history.failed]
     if retried:
         first = retried[0]
     elif history.trailing_results:
-        first = _follow_up_function(functions, context, history, rng)
+        first = _follow_up_function(functions, context, history, rng, said is not None)
     elif len(functions) == 1:
         first = functions[0]
+    elif said and any(count for _, count in latest.values()):
+        # The function the latest message gives all it needs, then the words, then the values.
+        wanted = wanted_words(context)
+        ranks = {
+            spec.name: (latest[spec.name][0], word_score(spec, wanted), stated[spec.name][1])
+            for spec in functions
+        }
+        best = max(ranks.values())
+        first = rng.choice([spec for spec in functions if ranks[spec.name] == best])
     else:
         first = choose_function(functions, context, rng)
     calls: list[Call] = [
-        (first, _arguments(first, rng, context, history, history.calls.get(first.name, [])))
+        (first, _arguments(first, rng, context, history, history.calls.get(first.name, []), said))
     ]
     if parallel_rng is None:
         return calls
@@ -237,19 +311,38 @@ def plan_calls(
     relations = {spec.name: _relation(spec, context, history) for spec in others}
     related = [spec for spec in others if relations[spec.name][0]]
     related.sort(key=lambda spec: relations[spec.name][1:], reverse=True)
-    targets = related[: count - 1] or [first] * (count - 1)
+    asked = sorted(
+        (spec for spec in related if stated[spec.name][0]),
+        key=lambda spec: (-stated[spec.name][1], spec.name),
+    )
+    # Repeats that follow the request: one per value it states ("Lyon and Oslo"), no more; a
+    # request stating none for the function leaves the count to the draw.
+    repeats = MAX_PARALLEL_CALLS - 1 if stated[first.name][1] else count - 1
+    targets = asked[: MAX_PARALLEL_CALLS - 1] or related[: count - 1] or [first] * repeats
     for spec in targets:
         same = [arguments for other, arguments in calls if other.name == spec.name]
         earlier = history.calls.get(spec.name, []) + same
-        seen = {canonical_json(arguments) for arguments in same}
+        seen = {_distinct_part(arguments, spec, said) for arguments in same}
         for _ in range(DISTINCT_ATTEMPTS):
             arguments = _arguments(
-                spec, parallel_rng, _unused_context(context, earlier), history, earlier
+                spec, parallel_rng, _unused_context(context, earlier), history, earlier, said
             )
-            if canonical_json(arguments) not in seen:
+            if _distinct_part(arguments, spec, said) not in seen:
                 calls.append((spec, arguments))
                 break
     return calls
+
+
+def _distinct_part(arguments: dict[str, Any], spec: FunctionSpec, said: list[str] | None) -> str:
+    """What must differ between two calls of one turn to the same function: the arguments, or
+    those the user states when the model follows the request (another city, not another
+    invented day count)."""
+    if said is not None:
+        stated = mentioned_values(spec.properties(), said)
+        part = {name: value for name, value in arguments.items() if stated.get(parameter_key(name))}
+        if part:
+            return canonical_json(part)
+    return canonical_json(arguments)
 
 
 # -- texts ---------------------------------------------------------------------------------

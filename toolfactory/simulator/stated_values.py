@@ -1,0 +1,154 @@
+"""Concrete values in the requests a user agent writes (ToolACE §2.2.1, ToolLLM §2.2).
+
+Request-writing prompts ask for "concrete values (names, places, dates, amounts) instead of
+placeholders" and list the functions with their parameters. A model following that writes a
+request that gives every value its functions require ("... for amount 54.4, category dining"),
+which is what lets the assistant take the values from the request (:mod:`.mentions`) instead
+of inventing them. The simulator reads the functions the way a reader would: a line
+``- name: description Parameters: {json}`` (optionally ``Required: [...]`` after it), where the
+JSON is a parameters schema or a map of properties; a function whose required parameters the
+prompt does not say gets no values.
+
+A request that needs a later call's input to come from an earlier call's result (ToolACE's
+dependent mode) names two functions a reader sees chained: a required parameter of the second is
+documented as coming from the first ("Station id as returned by list_monitoring_stations"), or,
+failing any such, is the id of what the first one's name is about (`hotel_id` after
+`search_hotels`). That value is left for the first result to give; the others are stated.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .schema_instance import instance_for
+from .text import content_words, identifier_words
+
+VALUES_OPENING = "The details:"
+_FUNCTION_LINE = re.compile(r"^\s*-\s*(?:API\s+)?([A-Za-z_][\w.-]*):\s*(.*?)\s*Parameters:\s*", re.M)
+_REQUIRED = re.compile(r"\s*Required:\s*\[([^\]]*)\]")
+_DECODER = json.JSONDecoder()
+_ASKS = re.compile(r"concrete values|every value a call needs", re.I)
+
+
+@dataclass(frozen=True)
+class Offered:
+    """A function as a request-writing prompt lists it."""
+
+    description: str
+    parameters: dict[str, Any]
+
+
+def asks_for_values(prompt: str) -> bool:
+    """Whether a request-writing prompt asks for concrete values."""
+    return bool(_ASKS.search(prompt))
+
+
+def offered_functions(prompt: str) -> dict[str, Offered]:
+    """The functions the prompt lists, with their parameters schema (required ones as it says)."""
+    found: dict[str, Offered] = {}
+    for match in _FUNCTION_LINE.finditer(prompt):
+        try:
+            schema, end = _DECODER.raw_decode(prompt, match.end())
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(schema, dict):
+            continue
+        if not isinstance(schema.get("properties"), dict):
+            schema = {"type": "object", "properties": schema}
+        required = _REQUIRED.match(prompt, end)
+        if required is not None:
+            schema = {**schema, "required": re.findall(r"[\w.-]+", required.group(1))}
+        found[match.group(1)] = Offered(match.group(2).strip().rstrip("."), schema)
+    return found
+
+
+def _spoken(value: Any) -> str | None:
+    """A value as a user writes it; None for values a sentence cannot carry (objects)."""
+    if isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return value.strip() or None
+    if isinstance(value, list) and value and all(isinstance(item, (str, int, float)) for item in value):
+        return " and ".join(str(item) for item in value)
+    return None
+
+
+def _required_values(offered: Offered, rng: random.Random, context: list[str]) -> list[tuple[str, str]]:
+    props = offered.parameters.get("properties") or {}
+    named: list[tuple[str, str]] = []
+    for name in offered.parameters.get("required") or []:
+        if name not in props:
+            continue
+        drawn = instance_for({"type": "object", "properties": {name: props[name]}, "required": [name]}, rng, context)
+        said = _spoken(drawn.get(name)) if isinstance(drawn, dict) else None
+        if said is not None:
+            named.append((name, said))
+    return named
+
+
+def values_sentences(
+    functions: list[str],
+    offered: dict[str, Offered],
+    rng: random.Random,
+    context: list[str],
+    *,
+    leave_out_one: bool = False,
+    unstated: frozenset[str] = frozenset(),
+) -> str | None:
+    """A sentence giving the value of each parameter the listed functions require, but the
+    `unstated` ones; with `leave_out_one` the first is left out (a request missing a value).
+    None if none."""
+    named: list[tuple[str, str]] = []
+    for function in (name for name in functions if name in offered):
+        given = {name for name, _ in named} | unstated
+        named += [(name, said) for name, said in _required_values(offered[function], rng, context) if name not in given]
+    if leave_out_one:
+        named = named[1:]
+    stated = ", ".join(f"{' '.join(identifier_words(name)) or name} {said}" for name, said in named)
+    return f"{VALUES_OPENING} {stated}." if stated else None
+
+
+def documented_source(schema: Any, earlier: str) -> bool:
+    """Whether a parameter's description names the function `earlier` as where its value
+    comes from ("Alert id as returned by list_active_alerts")."""
+    return isinstance(schema, dict) and bool(re.search(rf"\b{re.escape(earlier)}\b", str(schema.get("description") or "")))
+
+
+# How a reader of the prompt tells that parameter `name` (schema given) takes `earlier`'s result.
+def _documented(name: str, schema: Any, earlier: str) -> bool:
+    return documented_source(schema, earlier)
+
+
+def _named_after(name: str, schema: Any, earlier: str) -> bool:
+    words = identifier_words(name)
+    subjects = {word.removesuffix("s") for word in identifier_words(earlier)}
+    return len(words) > 1 and words[-1] == "id" and words[-2].removesuffix("s") in subjects
+
+
+def chained_pair(offered: dict[str, Offered], rng: random.Random) -> tuple[str, str, frozenset[str]] | None:
+    """(earlier, later, the parameters of `later` the earlier result gives) for two offered
+    functions a reader sees chained, drawn from `rng`; None if no two are."""
+    for source in (_documented, _named_after):
+        pairs: list[tuple[str, str, frozenset[str]]] = []
+        for earlier, first in offered.items():
+            for later, second in offered.items():
+                props = second.parameters.get("properties") or {}
+                needs = set(first.parameters.get("required") or [])
+                fed = frozenset(
+                    name for name in second.parameters.get("required") or []
+                    if name in props and name not in needs and source(name, props[name], earlier)
+                )
+                if later != earlier and fed:
+                    pairs.append((earlier, later, fed))
+        if pairs:
+            return rng.choice(pairs)
+    return None
+
+
+def request_context(prompt: str) -> list[str]:
+    """Words a free-text value may reuse: the prompt's content words before the functions."""
+    return [word for word in content_words(_FUNCTION_LINE.split(prompt)[0]) if word.isalpha() and len(word) > 2]
