@@ -5,7 +5,7 @@ drawn from a pool of distinct APIs (the release draws 60,000 records from 3,673)
 sentence of description and 1 to 5 parameters in APIGen's flat ``{param: {type, description,
 default}}`` form with Python type names; ``answers`` holds 1 to 3 calls to offered APIs with
 argument values drawn per record, so no two records are the same and only the APIs recur, as in
-the release. ``tools`` and ``answers`` are JSON text, as released. A record is about 1.2 KB.
+the release. ``tools`` and ``answers`` are JSON text, as released. A record is about 1.85 KB.
 """
 
 from __future__ import annotations
