@@ -233,6 +233,16 @@ async def curator_round(sim: Any, worker: CuratorWorker, convs: list[list[dict[s
                     endpoint_calls=_sim_requests(sim.root_url) - before)
 
 
+def _client_summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The medians every client beside the gateway reports, and its rounds."""
+    return {
+        "rps_median": round(median([f["rps"] for f in rounds]), 2),
+        "cpu_ms_per_request_median": round(median([f["client_cpu_ms_per_request"] for f in rounds]), 3),
+        "context_switches_per_request_median": median([f["context_switches_per_request"] for f in rounds]),
+        "rounds": rounds,
+    }
+
+
 def start_curator(python: Path, sim: Any, llm: LLMConfig, concurrency: int) -> CuratorWorker:
     params = llm.roles[ROLE]  # type: ignore[index]
     generation = {"temperature": params.temperature, "top_p": params.top_p, "max_tokens": params.max_tokens}
@@ -349,26 +359,20 @@ async def run_setting(
     if limited:
         limited_rps = median([f["rps"] for f in limited])
         result["limited"] = {
-            "rps_median": round(limited_rps, 2),
+            **_client_summary(limited),
             "limited_gateway_ratio": round(limited_rps / gw_rps, 4),
             "limited_bare_ratio": round(limited_rps / bare_rps, 4),
-            "cpu_ms_per_request_median": round(median([f["client_cpu_ms_per_request"] for f in limited]), 3),
             "ledger_cpu_ms_per_request_median": round(median([f["ledger_cpu_ms_per_request"] for f in limited]), 3),
-            "context_switches_per_request_median": median([f["context_switches_per_request"] for f in limited]),
             "leases_per_round": [f["leases"] for f in limited],
-            "rounds": limited,
         }
     if cur:
         cur_rps = median([f["rps"] for f in cur])
         result["curator"] = {
-            "rps_median": round(cur_rps, 2),
+            **_client_summary(cur),
             "gateway_curator_ratio": round(gw_rps / cur_rps, 4),
             "gateway_curator_ratio_per_round": [round(g["rps"] / c["rps"], 4) for g, c in zip(gw, cur)],
             "curator_bare_ratio": round(cur_rps / bare_rps, 4),
-            "cpu_ms_per_request_median": round(median([f["client_cpu_ms_per_request"] for f in cur]), 3),
-            "context_switches_per_request_median": median([f["context_switches_per_request"] for f in cur]),
             "endpoint_calls": [f["endpoint_calls"] for f in cur],
-            "rounds": cur,
         }
     if hits:
         result["cache_hit"] = {
