@@ -1,6 +1,6 @@
 """Dialogue generation by recipe, and DFSDT against ReAct@N (ToolLLM §2.3).
 
-    python -m benchmarks.recipes [--tools 12] [--latency-ms 50] [--react-n 3] [--obedience 0.9]
+    python -m benchmarks.recipes [--tools 12] [--seeds 1] [--latency-ms 50] [--react-n 3] [--obedience 0.9]
                                  [--profiles openai,vllm-hermes,…] [--set section.field=value …]
 
 Part 1, per provider profile and recipe: the tasks and dialogues stages run on the first
@@ -12,7 +12,9 @@ the dialogues stage, the share of tasks kept, LLM calls and tokens per kept dial
 stages (kept = passing the verify stage's rule layer; judges are not run), and why the others
 were dropped. The recipes run side by side in one process, so the ratios between them hold on a
 noisy machine even when the absolute rates do not. With `--obedience 0.9` the toolace recipe's
-multi-mode steering is exercised: it should keep at least half of its tasks.
+multi-mode steering is exercised: it should keep at least half of its tasks. `--seeds N` repeats
+part 1 with run and simulator seeds 1..N and reports the pooled counts: a share of 16 tasks moves
+by 0.1 with one record, so the toolace figure is read over N × 2 × `--tools` tasks.
 
 Part 2, solution search: the same toolllm instructions are solved by DFSDT (`--children` tries per
 node) and by ReAct@N (up to N independent ReAct chains, each with new samples, until one gives
@@ -69,16 +71,39 @@ async def by_recipe(base: Config, endpoint: Endpoint, recipe: str, tools: list[d
         "tasks": len(tasks.records),
         "dialogues": len(dialogues.records),
         "kept": len(kept),
-        "dialogues_per_s": round(len(dialogues.records) / wall, 2),
-        "kept_share_of_tasks": round(len(kept) / len(tasks.records), 2) if tasks.records else None,
-        "calls_per_kept": round(dialogue_calls / len(kept), 2) if kept else None,
-        "all_calls_per_kept": round(totals["calls"] / len(kept), 2) if kept else None,
-        "tokens_per_kept": round((totals["prompt_tokens"] + totals["completion_tokens"]) / len(kept)) if kept else None,
         "dialogue_stage_calls": dialogue_calls,
-        "llm_failures": dict(sum((Counter(u.failures) for u in gateway.meter.by_role.values()), Counter())),
-        "wall_s": round(wall, 2),
-        "top_drops": dict(dropped.most_common(5)),
-        "modes": dict(Counter(d.mode for d in kept)),
+        "calls": totals["calls"],
+        "tokens": totals["prompt_tokens"] + totals["completion_tokens"],
+        "llm_failures": Counter(sum((Counter(u.failures) for u in gateway.meter.by_role.values()), Counter())),
+        "wall_s": wall,
+        "drops": dropped,
+        "modes": Counter(d.mode for d in kept),
+    }
+
+
+COUNTS = ("tasks", "dialogues", "kept", "dialogue_stage_calls", "calls", "tokens", "wall_s")
+TALLIES = ("llm_failures", "drops", "modes")
+
+
+def pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One recipe's runs (one per seed) as one row: counts summed, ratios of the sums."""
+    total: dict[str, Any] = {key: sum(run[key] for run in runs) for key in COUNTS}
+    tallies = {key: sum((run[key] for run in runs), Counter()) for key in TALLIES}
+    kept, tasks = total["kept"], total["tasks"]
+    return {
+        "recipe": runs[0]["recipe"],
+        "seeds": len(runs),
+        **{key: total[key] for key in ("tasks", "dialogues", "kept", "dialogue_stage_calls")},
+        "dialogues_per_s": round(total["dialogues"] / total["wall_s"], 2) if total["wall_s"] else None,
+        "kept_share_of_tasks": round(kept / tasks, 2) if tasks else None,
+        "kept_share_by_seed": [round(run["kept"] / run["tasks"], 2) if run["tasks"] else None for run in runs],
+        "calls_per_kept": round(total["dialogue_stage_calls"] / kept, 2) if kept else None,
+        "all_calls_per_kept": round(total["calls"] / kept, 2) if kept else None,
+        "tokens_per_kept": round(total["tokens"] / kept) if kept else None,
+        "llm_failures": dict(tallies["llm_failures"]),
+        "wall_s": round(total["wall_s"], 2),
+        "top_drops": dict(tallies["drops"].most_common(5)),
+        "modes": dict(tallies["modes"]),
     }
 
 
@@ -124,6 +149,7 @@ async def search_comparison(config: Config, endpoint: Endpoint, tasks: list[Task
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.recipes", description=__doc__.splitlines()[0])
     parser.add_argument("--tools", type=int, default=12)
+    parser.add_argument("--seeds", type=int, default=1, help="part 1 with seeds 1..N, counts pooled")
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--react-n", type=int, default=3)
     parser.add_argument("--children", type=int, default=3)
@@ -142,10 +168,15 @@ def main(argv: list[str] | None = None) -> None:
     tools = [t.model_dump() for t in catalog[: args.tools]]
     recipes: list[dict[str, Any]] = []
     for profile in args.profiles.split(","):
-        profiled = load_config(args.config, [*common, *client_overrides(profile), *args.overrides])
-        with llm_endpoint(profiled) as base_url:
-            endpoint = resolve_endpoint(profiled.llm, base_url)
-            recipes += [{"profile": profile, **asyncio.run(by_recipe(profiled, endpoint, recipe, tools))} for recipe in RECIPES]
+        runs: dict[str, list[dict[str, Any]]] = {recipe: [] for recipe in RECIPES}
+        for seed in range(1, args.seeds + 1):
+            seeded = [f"run.seed={seed}", f"llm.simulator.seed={seed}"] if args.seeds > 1 else []
+            profiled = load_config(args.config, [*common, *client_overrides(profile), *seeded, *args.overrides])
+            with llm_endpoint(profiled) as base_url:
+                endpoint = resolve_endpoint(profiled.llm, base_url)
+                for recipe in RECIPES:
+                    runs[recipe].append(asyncio.run(by_recipe(profiled, endpoint, recipe, tools)))
+        recipes += [{"profile": profile, **pooled(runs[recipe])} for recipe in RECIPES]
     config = load_config(args.config, [*common, *args.overrides])
     search: dict[str, Any] = {}
     if not args.no_search:
@@ -157,6 +188,7 @@ def main(argv: list[str] | None = None) -> None:
                                  recipe="toolllm", mode="open") for k in range(args.instructions)]
             search = asyncio.run(search_comparison(config, endpoint, instructions, args.react_n, args.children))
     report = {"benchmark": "recipes", "provider": config.llm.provider, "latency_ms": args.latency_ms, "tools": args.tools,
+              "seeds": args.seeds,
               "obedience": args.obedience, "recipes": recipes, "search": search}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1))
@@ -165,7 +197,8 @@ def main(argv: list[str] | None = None) -> None:
     for r in recipes:
         print(f"{r['profile']:<20} {r['recipe']:<11} {r['tasks']:>6} {r['dialogues']:>5} {r['kept']:>5} "
               f"{str(r['kept_share_of_tasks']):>9} {r['dialogues_per_s']:>7} {str(r['calls_per_kept']):>11} "
-              f"{str(r['all_calls_per_kept']):>15} {str(r['tokens_per_kept']):>12}  {r['top_drops']}")
+              f"{str(r['all_calls_per_kept']):>15} {str(r['tokens_per_kept']):>12}  {r['top_drops']}"
+              + (f"  by seed {r['kept_share_by_seed']}" if args.seeds > 1 else ""))
     for name, s in search.items():
         print(f"{name:<11} solved {s['solved']}/{s['instructions']}  calls {s['calls']}  calls/solved {s['calls_per_solved']}")
     if config.llm.provider == "simulator":

@@ -212,3 +212,22 @@ def test_clusters_are_fitted_on_the_pool_once_and_mean_the_same_on_later_nights(
     assert ObjectStore.open(config.storage).exists(centroids_path(config.llm.embedding_model, 6)) and k == 6
     # A function's cluster does not depend on which night's APIs it was clustered with.
     assert {**a, **b} == whole and len(set(whole.values())) > 1
+
+
+# --- dependent requests over functions that chain ----------------------------------------------
+
+
+def test_a_dependent_request_is_asked_for_only_over_functions_one_of_which_feeds_another(sim: Any, pool: list[Tool], tmp_path: Path) -> None:
+    tools = [t for t in pool if t.name in ("SevereWeatherAlerts", "MathSolver")]
+    out = run_stage(sim, TasksStage(), ShardSpec("tasks", 0, (), {"part": 0, "parts": 1}), [t.model_dump() for t in tools],
+                    tmp_path, {"obedience": 1.0}, "tasks.recipes={toolace: 1}", "tasks.modes={dependent: 1}")
+    tasks = [t for t in out.records if isinstance(t, Task)]
+    by_anchor = {name: [t for t in tasks if t.tools[0].name == name] for name in ("SevereWeatherAlerts", "MathSolver")}
+    assert by_anchor["SevereWeatherAlerts"] and by_anchor["MathSolver"]
+    # The alerts API chains (list, then one alert): its requests are dependent, written on the
+    # link the prompt names (the simulator, like a model, builds on it: the id is left out).
+    assert all(t.mode == "dependent" for t in by_anchor["SevereWeatherAlerts"])
+    assert all(t.relevant_functions == ["list_active_alerts", "get_alert"] and "alert id" not in t.instruction
+               for t in by_anchor["SevereWeatherAlerts"])
+    # No function of the solver feeds another: asked for several calls, not for dependent ones.
+    assert all(t.mode == "parallel" for t in by_anchor["MathSolver"])

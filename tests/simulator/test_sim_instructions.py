@@ -24,7 +24,7 @@ REQUESTS_SCHEMA = {
 
 
 def requests_for(client: openai.OpenAI, mode: str) -> list[str]:
-    prompt = PROMPT.format(count=4, guide=MODE_GUIDES[mode], style="short", subject="", turns="", calls="",
+    prompt = PROMPT.format(count=4, guide=MODE_GUIDES[mode], style="short", note="", turns="", calls="",
                            functions="- get_weather: Weather of a city.")
     reply = client.chat.completions.create(
         model="sim-small", messages=[{"role": "user", "content": prompt}],

@@ -37,7 +37,7 @@ REQUESTS_SCHEMA: dict[str, Any] = {
 
 def prompt_for(mode: str) -> str:
     functions = "\n".join(f"- {f['name']}: {f['description']} Parameters: {json.dumps(f['parameters'])}" for f in ALERT_FUNCTIONS)
-    return PROMPT.format(count=3, guide=MODE_GUIDES[mode], style="short", subject="", turns="", calls="", functions=functions)
+    return PROMPT.format(count=3, guide=MODE_GUIDES[mode], style="short", note="", turns="", calls="", functions=functions)
 
 
 def written(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -51,7 +51,20 @@ def test_a_dependent_request_names_two_chained_functions_and_leaves_the_value_th
     for item in written([{"role": "user", "content": prompt_for("dependent")}]):
         assert item["functions"] == ["list_alerts", "get_alert"]
         assert "country code " in item["request"] and "alert id" not in item["request"]
-        assert item["request"].endswith(CUES["dependent"])
+        # The cue, and the next step in the words of the second function's description.
+        assert item["request"].endswith(CUES["dependent"].rstrip(".") + ": get one alert.")
+
+
+def test_a_dependent_request_is_built_on_the_link_the_prompt_states() -> None:
+    # Documentation alone chains list_alerts -> get_alert; the prompt says get_forecast takes
+    # the location list_alerts gives, and a reader takes the prompt at its word.
+    stated = prompt_for("dependent").replace(
+        "Functions offered", "Functions that can feed each other: list_alerts's result gives the location that "
+        "get_forecast needs.\nFunctions offered")
+    for item in written([{"role": "user", "content": stated}]):
+        assert item["functions"] == ["list_alerts", "get_forecast"]
+        assert "location" not in item["request"].split(CUES["dependent"].rstrip("."))[0]
+        assert item["request"].endswith("forecast variables for a location in a country.")
 
 
 def test_a_reask_keeps_the_mode_of_the_prompt_it_corrects() -> None:
@@ -97,3 +110,28 @@ def test_a_reask_without_the_schema_is_answered_with_the_schema_written_before()
     reply = complete_chat(body, SimulatorSettings(profile="plain-text"), request_hash(body))
     content = reply["choices"][0]["message"]["content"]
     assert isinstance(json.loads(content[content.index("{"):content.rindex("}") + 1])["city"], str)
+
+
+RESPONSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"alerts": {"type": "array", "minItems": 1, "items": {"type": "object", "properties": {
+        "alert_id": {"type": "string"}, "event": {"type": "string"}, "severity": {"type": "string"}}}},
+        "count": {"type": "integer"}, "country": {"type": "string"}, "updated": {"type": "string"}},
+}
+
+
+def _response(obedience: float, k: int) -> dict[str, Any]:
+    body = {"model": "m", "messages": [{"role": "user", "content": f"You simulate an API. Request {k}: list_alerts"}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": RESPONSE_SCHEMA}}}
+    reply = complete_chat(body, SimulatorSettings(obedience=obedience), request_hash(body))
+    return dict(json.loads(reply["choices"][0]["message"]["content"]))
+
+
+def test_a_model_that_follows_the_request_fills_in_every_documented_field() -> None:
+    # An API's response has the fields its schema documents (the alert ids a dependent call
+    # needs among them); a model not following the request leaves some out.
+    followed = [_response(1.0, k) for k in range(20)]
+    assert all(set(r) == set(RESPONSE_SCHEMA["properties"]) for r in followed)
+    assert all(set(a) == {"alert_id", "event", "severity"} for r in followed for a in r["alerts"])
+    drawn = [_response(0.0, k) for k in range(20)]
+    assert any(set(r) != set(RESPONSE_SCHEMA["properties"]) for r in drawn)

@@ -70,7 +70,7 @@ from .prompt_json import schema_in_prompt
 from .instructions import obeys, requested_mode, write_for_mode, writing_prompt
 from .reading import read_choices
 from .replies import answer_question
-from .schema_instance import instance_for
+from .schema_instance import OPTIONAL_PROBABILITY, instance_for
 from .seeding import canonical_json, derive_rng, sub_hash
 from .verdicts import settle
 from .settings import SimulatorSettings
@@ -259,15 +259,21 @@ def _json_answer(
     conversation: Conversation,
     request_hash: str,
     seed: int = 0,
+    index: int = 0,
 ) -> str:
     if schema is None:
         value: Any = {"answer": text, "keywords": [w.lower() for w in context[:5]]}
     else:
-        value = api_answer(
-            schema, conversation.messages, lambda branch: instance_for(branch, rng, context, true_rate=settings.boolean_true_rate)
-        )
+        # A model that follows the request fills in the fields the schema documents (an API's
+        # response has all of them), not an arbitrary half of the optional ones.
+        optional = 1.0 if obeys(settings, request_hash, "fill", index) else OPTIONAL_PROBABILITY
+
+        def instance(branch: dict[str, Any]) -> Any:
+            return instance_for(branch, rng, context, true_rate=settings.boolean_true_rate, optional_rate=optional)
+
+        value = api_answer(schema, conversation.messages, instance)
         if value is None:
-            value = instance_for(schema, rng, context, true_rate=settings.boolean_true_rate)
+            value = instance(schema)
         value = read_choices(value, schema, conversation.messages)
         value = answer_question(value, schema, conversation.messages, rng, context)
         value = write_for_mode(value, writing_prompt(conversation.said), settings, request_hash)
@@ -480,7 +486,7 @@ def complete_chat(
             )
             if wants_json:
                 text = _json_answer(schema, text, context, rng, settings, conversation, request_hash,
-                                    _seed(body))
+                                    _seed(body), index)
                 if faults.malformed_json:
                     text = fault_lib.malform_json(
                         text, fault_lib.fault_rng(request_hash, "malformed", index)

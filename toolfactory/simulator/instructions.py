@@ -21,7 +21,8 @@ from typing import Any
 
 from .seeding import derive_rng, unit_draw
 from .settings import SimulatorSettings
-from .stated_values import asks_for_values, chained_pair, offered_functions, request_context, values_sentences
+from .stated_values import (asks_for_values, chained_pair, offered_functions, request_context, stated_links,
+                            values_sentences)
 from .text import words
 
 # How request-writing prompts phrase each mode (ToolACE's multi-mode prompting and its kin).
@@ -80,11 +81,18 @@ def _subject_request(prompt: str) -> str | None:
     return f"{NON_TOOL_OPENING} {' '.join(said)}." if said else None
 
 
+def _step(description: str) -> str:
+    """A function's description as the step a user asks for ("get the forecast for a place")."""
+    text = description.strip().rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
 def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request_hash: str) -> Any:
     """`value` (a JSON answer) with its requests written for the prompt's stated mode, and
     giving the values their functions require when the prompt asks for concrete values (see
     :mod:`.stated_values`; a ``missing`` request leaves one out, a ``dependent`` one names two
-    chained functions and leaves the value the first result gives)."""
+    chained functions, leaves the value the first result gives and says what the second step
+    does, in the words of its description)."""
     mode = stated_mode(prompt) if settings.obedience > 0 else None
     offered = offered_functions(prompt) if settings.obedience > 0 and asks_for_values(prompt) else {}
     if mode is None and not offered:
@@ -112,7 +120,7 @@ def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request
                 return out
             listed = [str(name) for name in out.get("functions") or []]
             rng = derive_rng(request_hash, "values", position)
-            chain = chained_pair(offered, rng) if mode == "dependent" else None
+            chain = chained_pair(offered, rng, stated_links(prompt)) if mode == "dependent" else None
             unstated: frozenset[str] = frozenset()
             if chain is not None:
                 earlier, later, unstated = chain
@@ -120,7 +128,10 @@ def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request
                 if isinstance(out.get("functions"), list):
                     out["functions"] = listed
             given = values_sentences(listed, offered, rng, context, leave_out_one=mode == "missing", unstated=unstated)
-            parts = [request.rstrip(), given, CUES[mode] if mode else None]
+            cue = CUES[mode] if mode else None
+            if chain is not None and cue is not None:
+                cue = f"{cue.rstrip('.')}: {_step(offered[chain[1]].description)}."  # what the next step does
+            parts = [request.rstrip(), given, cue]
             out["request"] = " ".join(part for part in parts if part)
         return out
 

@@ -103,18 +103,20 @@ def instance_for(
     *,
     max_attempts: int = 25,
     true_rate: float = 0.5,
+    optional_rate: float = OPTIONAL_PROBABILITY,
 ) -> Any:
     """A value valid against `schema`, drawn with `rng`, worded from `context_words`.
 
     `context_words` are words of the prompt; free-text strings reuse them so answers read as
     on-topic. The result is checked with `jsonschema` (format checker included) and
     regenerated up to `max_attempts` times; see the module docstring for what is supported.
+    `optional_rate` is the chance that an optional property (above :data:`SOFT_DEPTH`) is given.
     """
     validator = _validator(schema)
     words = [word for word in context_words if word]
     candidate: Any = None
     for _ in range(max(1, max_attempts)):
-        candidate = _Generator(schema, rng, words, true_rate).value(schema, [], 0)
+        candidate = _Generator(schema, rng, words, true_rate, optional_rate).value(schema, [], 0)
         if candidate is MISSING:
             candidate = None
         if validator is None or _is_valid(validator, candidate):
@@ -251,10 +253,12 @@ def _numeric(value: Any) -> bool:
 class _Generator:
     """One candidate's worth of choices over one root schema."""
 
-    def __init__(self, root: Any, rng: random.Random, context: list[str], true_rate: float = 0.5) -> None:
+    def __init__(self, root: Any, rng: random.Random, context: list[str], true_rate: float = 0.5,
+                 optional_rate: float = OPTIONAL_PROBABILITY) -> None:
         self.root = root
         self.rng = rng
         self.true_rate = true_rate
+        self.optional_rate = optional_rate
         self.context = context
         self.budget = NODE_BUDGET
         self.used: set[str] = set()  # lower-case words already placed in some value
@@ -412,7 +416,7 @@ class _Generator:
         required = [r for r in schema.get("required", []) if isinstance(r, str)]
         extra_schema = schema.get("additionalProperties", True)
         soft = depth >= SOFT_DEPTH
-        chance = 0.0 if soft else OPTIONAL_PROBABILITY
+        chance = 0.0 if soft else self.optional_rate
         keys = [k for k in props if k in required or rng.random() < chance]
         keys += [r for r in required if r not in props]
         dependent = schema.get("dependentRequired") or {}

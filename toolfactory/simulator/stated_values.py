@@ -13,7 +13,9 @@ A request that needs a later call's input to come from an earlier call's result 
 dependent mode) names two functions a reader sees chained: a required parameter of the second is
 documented as coming from the first ("Station id as returned by list_monitoring_stations"), or,
 failing any such, is the id of what the first one's name is about (`hotel_id` after
-`search_hotels`). That value is left for the first result to give; the others are stated.
+`search_hotels`); a prompt that states which functions feed which ("search_symbols's result
+gives the symbol that get_quote needs") is taken at its word. That value is left for the first
+result to give; the others are stated.
 """
 
 from __future__ import annotations
@@ -129,9 +131,25 @@ def _named_after(name: str, schema: Any, earlier: str) -> bool:
     return len(words) > 1 and words[-1] == "id" and words[-2].removesuffix("s") in subjects
 
 
-def chained_pair(offered: dict[str, Offered], rng: random.Random) -> tuple[str, str, frozenset[str]] | None:
+_LINK = re.compile(r"([A-Za-z_][\w.-]*)'s result gives the ([\w.-]+) that ([A-Za-z_][\w.-]*) needs")
+
+
+def stated_links(prompt: str) -> list[tuple[str, str, str]]:
+    """(earlier, parameter, later) for each link the prompt states between two functions
+    ("search_symbols's result gives the symbol that get_quote needs")."""
+    return [(m.group(1), m.group(2), m.group(3)) for m in _LINK.finditer(prompt)]
+
+
+def chained_pair(offered: dict[str, Offered], rng: random.Random,
+                 stated: list[tuple[str, str, str]] | None = None) -> tuple[str, str, frozenset[str]] | None:
     """(earlier, later, the parameters of `later` the earlier result gives) for two offered
-    functions a reader sees chained, drawn from `rng`; None if no two are."""
+    functions a reader sees chained, drawn from `rng`: those the prompt says are linked
+    (`stated`, see :func:`stated_links`) if any, else as their documentation shows; None if no
+    two are."""
+    told = [(earlier, later, frozenset({name})) for earlier, name, later in stated or []
+            if earlier in offered and later in offered and earlier != later]
+    if told:
+        return rng.choice(told)
     for source in (_documented, _named_after):
         pairs: list[tuple[str, str, frozenset[str]]] = []
         for earlier, first in offered.items():

@@ -5,7 +5,10 @@ similar functions. Each task gets a target mode (``tasks.modes``), a number of u
 (``tasks.multi_turn``) and a language style; the user agent is told all three. For
 ``non_tool`` the offered tools come from another domain than the request's subject, so no
 offered tool fits; for ``multiple`` several similar functions are offered and one serves.
-Whether the dialogue really has its target mode is checked by the verify stage.
+Whether the dialogue really has its target mode is checked by the verify stage. A ``dependent``
+request is asked for only over functions of which one can feed another (:mod:`.data_flow`; up to
+three tool sets are drawn, then the request is made ``parallel``, the other mode of several
+calls), and the prompt names those links, as the data flow a model has to build the request on.
 
 With a guided complexity (:mod:`.complexity_guide`) the task is made at it: that many APIs
 offered (more same-domain tools, or fewer functions), a mode that needs that many calls (the
@@ -22,6 +25,7 @@ from toolfactory.models import Task, Tool, stable_id
 from toolfactory.stages.base import ShardContext
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
 from toolfactory.stages.tasks.complexity_guide import NO_CALL_MODES, Complexity
+from toolfactory.stages.tasks.data_flow import Link, links
 from toolfactory.stages.tasks.sampling import other_domain_tools, sample_tool_set, weighted
 
 MODE_GUIDES = {
@@ -56,7 +60,7 @@ You play a user who talks to an assistant that can call the functions below. Wri
 different opening requests. Each request {guide}. Style: {style}. {turns}
 {calls}Use concrete values (names, places, dates, amounts) instead of placeholders, never name a
 function, and for each request list the functions it needs (none if no function fits).
-{subject}Functions offered to the assistant:
+{note}Functions offered to the assistant:
 {functions}"""
 
 
@@ -106,6 +110,31 @@ def _with_api_count(tools: list[Tool], count: int) -> list[Tool]:
     return out
 
 
+DEPENDENT_DRAWS = 3  # tool sets drawn for a dependent request before it becomes a parallel one
+SHOWN_LINKS = 3  # links between functions a dependent request's prompt names
+
+
+def _same_domain(hierarchy: PoolHierarchy, anchor: Tool, rng: random.Random, settings: Any,
+                 guide: Complexity | None) -> list[Tool]:
+    offered = sample_tool_set(hierarchy, anchor, "same_domain", rng, max_tools=settings.max_tools_per_set,
+                              max_apis=settings.max_apis_per_tool).tools
+    if guide is not None:
+        wide = sample_tool_set(hierarchy, anchor, "same_domain", rng, max_tools=5, max_apis=10).tools
+        offered = _with_api_count(wide, guide.apis)
+    return offered
+
+
+def _first_links(flow: list[Link]) -> list[Link]:
+    """Up to :data:`SHOWN_LINKS` links, identifiers first (an `alert_id` from a list of alerts
+    is what a dependent call usually carries), each later function once."""
+    ordered = sorted(flow, key=lambda link: not link.parameter.lower().endswith("id"))
+    shown: list[Link] = []
+    for link in ordered:
+        if all(link.later != other.later for other in shown):
+            shown.append(link)
+    return shown[:SHOWN_LINKS]
+
+
 async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng: random.Random, ctx: ShardContext,
                         guide: Complexity | None = None) -> list[Task]:
     settings = ctx.config.tasks
@@ -114,22 +143,29 @@ async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng:
     if guide is not None:
         turns = guide.turns
     style = rng.choice(STYLES)
-    subject = ""
+    note = ""  # what the mode needs the model to know: the subject, the data flow
     if mode == "non_tool":
         offered = other_domain_tools(hierarchy, anchor, rng, rng.randint(1, 2)) or [anchor]
         if offered == [anchor]:
             mode = "single"  # a pool of one domain has no tool that does not fit
         else:
-            subject = f"Subject of the requests (NOT served by the functions): {anchor.name}: {anchor.description}\n"
+            note = f"Subject of the requests (NOT served by the functions): {anchor.name}: {anchor.description}\n"
     else:
-        offered = sample_tool_set(hierarchy, anchor, "same_domain", rng, max_tools=settings.max_tools_per_set,
-                                  max_apis=settings.max_apis_per_tool).tools
-        if guide is not None:
-            wide = sample_tool_set(hierarchy, anchor, "same_domain", rng, max_tools=5, max_apis=10).tools
-            offered = _with_api_count(wide, guide.apis)
+        offered = _same_domain(hierarchy, anchor, rng, settings, guide)
+        if mode == "dependent":
+            flow = links([fn for tool in offered for fn in tool.functions])
+            for _ in range(DEPENDENT_DRAWS - 1):
+                if flow:
+                    break
+                offered = _same_domain(hierarchy, anchor, rng, settings, guide)
+                flow = links([fn for tool in offered for fn in tool.functions])
+            if flow:
+                note = f"Functions that can feed each other: {'; '.join(link.sentence() for link in _first_links(flow))}.\n"
+            else:  # no two of these functions chain: the other mode of several calls
+                mode = "parallel"
     names = [fn.name for tool in offered for fn in tool.functions]
     prompt = PROMPT.format(
-        count=count, guide=MODE_GUIDES[mode], style=style, subject=subject, functions=_functions_text(offered),
+        count=count, guide=MODE_GUIDES[mode], style=style, note=note, functions=_functions_text(offered),
         turns=f"The conversation will have {turns} user turns; write only the first request now." if turns > 1 else "",
         calls=f"Each request needs {guide.calls} function calls in all.\n" if guide and guide.calls >= 2 and mode in ("parallel", "dependent") else "",
     )
