@@ -35,6 +35,7 @@ test: $(STAMP) browser
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.gateway
 	$(BIN)/python -m benchmarks.quickstart
+	$(BIN)/python -m benchmarks.overlap
 	$(BIN)/python -m benchmarks.verifier
 	$(BIN)/python -m benchmarks.real_data
 	$(BIN)/python -m benchmarks.judges

@@ -2,25 +2,27 @@
 
 Shared by the generate flow (a new run) and the rerun flow (an existing one): a shard whose
 output is committed is never run again, a shard whose input is missing is recorded as blocked,
-and every other shard is submitted, one task per (stage, shard). Stages run in order; within a
-stage all shards run in parallel on Ray. Metrics go to DuckDB from here only.
+and every other shard is submitted, one task per (stage, shard). Stages run in order, except
+that a chain of one-to-one stages runs at once, shard i of each starting when its input shard
+commits (:mod:`flows.overlap`); within a stage all shards run in parallel on Ray. Metrics go to
+DuckDB from the driver only.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound
-from prefect.futures import as_completed
 from prefect.states import Failed, State
 from prefect_ray import RayTaskRunner
 
-from flows.progress import StageProgress
+from flows.overlap import Group, Settled, StageWork, current_link, run_group
+from flows.progress import StageProgress, shared_display
 from flows.runtime import ray_session, run_ledger
 from tasks.shard import configured
 from toolfactory.attempts import attempt_usage
@@ -30,7 +32,7 @@ from toolfactory.config import Config
 from toolfactory.errors import EndpointRefused
 from toolfactory.floors import below_floors
 from toolfactory.export import OutputDir, SplitSpec, export_run
-from toolfactory.fan_in import FAN_IN, available, supplements
+from toolfactory.fan_in import FAN_IN, ONE_TO_ONE, available, chains, supplements
 from toolfactory.manifest import Manifest, write_manifest
 from toolfactory.outcome import budget_message, failure_message, rerun_command, with_larger_budget
 from toolfactory.pool import publish, publish_dialogues
@@ -57,35 +59,44 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
     stopped: str | None = None  # why the run stopped early: an endpoint's repeated refusals
     stop: str | None = None  # the budget is spent
     driver = Driver()
-    with ray_session(config), run_ledger(config, manifest.run_id, stats) as ledger:
-        for stage in STAGE_NAMES:
-            added = supplements(stage, plan, store, manifest.run_id)
-            if added:  # inputs a fan-in stage ran without have arrived: the plan grows (fan_in.py)
-                plan[stage] = [*plan[stage], *added]
-                manifest = _grown(manifest, store, plan)
-                get_run_logger().info("%s: %d supplement shard(s) for inputs that arrived late", stage, len(added))
-            pending = _record_done(store, stats, manifest.run_id, plan[stage])
+    with ray_session(config), run_ledger(config, manifest.run_id, stats) as ledger, shared_display() as display:
+        limits = ledger.ref if ledger is not None else None
+        for stages in chains(STAGE_NAMES):  # a chain of one-to-one stages runs at once (flows/overlap.py)
             stop = ledger.stop_reason() if ledger is not None else None
-            if stop is not None:  # the budget is spent: no stage starts any more
-                _record_not_started(stats, manifest.run_id, pending, stop)
-                continue
-            runnable = _runnable(store, stats, manifest.run_id, pending, config.run.fan_in == "proceed")
-            if pending:  # a stage whose shards are all blocked still shows, as failed
-                limits = ledger.ref if ledger is not None else None
-                jobs = [ShardJob(manifest.run_id, config, spec, base_url, driver, limits) for spec in runnable]
-                blocked = sorted({spec.index for spec in pending} - {spec.index for spec in runnable})
-                state = stage_flow.with_options(
-                    flow_run_name=f"{manifest.run_id}/{stage}",
-                    task_runner=RayTaskRunner(),
-                )(config, stage, jobs, blocked, str(stats.path), return_state=True)
-                stopped = _refusal_of(state)
-            manifest = _record_partial(manifest, store, [spec for spec in runnable if spec.params.get("missing_inputs")])
-            # Every attempt's LLM use, killed ones included (their task never returned metrics).
-            stats.record_attempts(attempt_usage(store, manifest.run_id, stage))
-            if stopped:  # every later request of that shape would be refused alike
+            work: list[StageWork] = []
+            for stage in stages:
+                added = supplements(stage, plan, store, manifest.run_id)
+                if added:  # inputs a fan-in stage ran without have arrived: the plan grows (fan_in.py)
+                    plan[stage] = [*plan[stage], *added]
+                    manifest = _grown(manifest, store, plan)
+                    get_run_logger().info("%s: %d supplement shard(s) for inputs that arrived late", stage, len(added))
+                pending = _record_done(store, stats, manifest.run_id, plan[stage])
+                if stop is not None:  # the budget is spent: no stage starts any more
+                    _record_not_started(stats, manifest.run_id, pending, stop)
+                    continue
+                if pending:
+                    work.append(_stage_work(
+                        stage, pending, work, store, stats, manifest.run_id, config.run.fan_in == "proceed",
+                        lambda spec: ShardJob(manifest.run_id, config, spec, base_url, driver, limits),
+                    ))
+            budget_stop = ledger.stop_reason if ledger is not None else lambda: None
+            states = run_group(work, Group(budget_stop, display), lambda item: stage_flow.with_options(
+                flow_run_name=f"{manifest.run_id}/{item.stage}",
+                task_runner=RayTaskRunner(),
+            )(config, item.stage, item.ready, item.blocked, str(stats.path), return_state=True))
+            for item in work:
+                partial = [job.spec for job in item.ready if job.spec.params.get("missing_inputs")]
+                manifest = _record_partial(manifest, store, partial)
+            for stage in stages:
+                # Every attempt's LLM use, killed ones included (their task never returned metrics).
+                stats.record_attempts(attempt_usage(store, manifest.run_id, stage))
+            refusals = [(item.stage, reason) for item, state in zip(work, states) if (reason := _refusal_of(state))]
+            if refusals:  # every later request of that shape would be refused alike
+                stage, stopped = refusals[0]
                 get_run_logger().error("run stopped at the %s stage: %s", stage, stopped)
                 break
-            _grow_pool(stage, store, manifest.run_id, plan)
+            for stage in stages:
+                _grow_pool(stage, store, manifest.run_id, plan)
         if ledger is not None:
             stop = ledger.stop_reason()
     failed = _not_completed(plan, store, manifest.run_id)
@@ -159,25 +170,48 @@ def summary_of(state: State[Any]) -> dict[str, Any]:
 
 @flow(name="stage", log_prints=False)
 def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
-    """One stage of a run: one task per shard, all submitted at once, each recorded as it finishes.
-    It ends `Failed` when a shard failed or could not start because its input is missing."""
+    """One stage of a run: one task per shard, each recorded as it finishes. `jobs` are submitted
+    at once; in a group of stages that run at once (see :mod:`flows.overlap`), a shard that waits
+    for its input shard is submitted when that commits. It ends `Failed` when a shard failed or
+    could not start because its input is missing."""
+    link = current_link(stage)
+    link.started.set()
     stats = StatsDB(stats_path)
     shard = configured(config)
-    futures = [shard.submit(job.run_id, job.spec.stage, job.spec.index, job) for job in jobs]
     logger = get_run_logger()
     for index in blocked:
         logger.warning("%s shard %d blocked: an input shard is missing (its shard failed)", stage, index)
-    failed = []
-    refused: str | None = None
-    job_of = {future.task_run_id: job for job, future in zip(jobs, futures)}
-    with StageProgress(stage, len(jobs)) as progress:
-        for future in as_completed(futures):
-            job = job_of[future.task_run_id]
-            future.wait()  # done: this only fetches its final state
-            if future.state.is_completed():
-                metrics = future.result()
+    running: dict[Any, ShardJob] = {}
+
+    def submit(job: ShardJob) -> None:
+        future = shard.submit(job.run_id, job.spec.stage, job.spec.index, job)
+        running[future.task_run_id] = job
+        future.add_done_callback(link.inbox.put)  # from a Ray thread; read below, in this one
+
+    for job in jobs:
+        submit(job)
+    failed: list[int] = []
+    blocked, not_started = list(blocked), []
+    with StageProgress(stage, len(jobs) + len(link.awaited), link.group.display) as progress:
+        while running or link.awaited:
+            event = link.inbox.get()
+            if isinstance(event, Settled):
+                job = link.awaited.pop(event.index)
+                why = _not_starting(job, event.committed, link.group, stats)
+                if why is None:
+                    submit(job)
+                    continue
+                progress.not_started()
+                (blocked if why == "blocked" else not_started).append(event.index)
+                link.settle(event.index, False)
+                continue
+            job = running.pop(event.task_run_id)
+            event.wait()  # done: this only fetches its final state
+            if event.state.is_completed():
+                metrics = event.result()
                 stats.record_shard(metrics, metrics.get("attempts", 1))
                 progress.shard_done(metrics)
+                link.settle(job.spec.index, True)
                 logger.info(
                     "%s shard %d: %d in, %d out, %d rejected, %d LLM calls (%d cached) in %.1f s; stage so far: %s",
                     stage, job.spec.index, metrics["items_in"], metrics["items_out"], metrics["rejected"],
@@ -186,15 +220,36 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
                 continue
             progress.shard_done(None)
             failed.append(job.spec.index)
-            exception = _record_failure(stats, job, future)
-            if isinstance(exception, EndpointRefused) and refused is None:
-                refused = str(exception)
-    if refused is not None:
+            exception = _record_failure(stats, job, event)
+            if isinstance(exception, EndpointRefused):
+                link.group.refuse(stage, str(exception))
+            link.settle(job.spec.index, False)
+    refused = link.group.refused
+    if refused is not None and refused[0] == stage:
         # The stage's one message: the role, the model and the endpoint's words.
-        return Failed(message=f"{stage}: {refused}", data={"refused": refused})
-    if failed or blocked:
-        return Failed(message=f"{stage}: {len(failed)} shard(s) failed {failed}, {len(blocked)} blocked {blocked} "
-                              f"of {len(jobs) + len(blocked)}")
+        return Failed(message=f"{stage}: {refused[1]}", data={"refused": refused[1]})
+    if failed or blocked or not_started:
+        total = len(jobs) + len(failed) + len(blocked) + len(not_started)
+        return Failed(message=f"{stage}: {len(failed)} shard(s) failed {sorted(failed)}, {len(blocked)} blocked {sorted(blocked)}"
+                              + (f", {len(not_started)} not started {sorted(not_started)}" if not_started else "")
+                              + f" of {total}")
+    return None
+
+
+def _not_starting(job: ShardJob, committed: bool, group: Group, stats: StatsDB) -> str | None:
+    """Why a shard that waited for its input does not start now (recorded, unless the run was
+    stopped by a refusal: then it never started, as the stages after one); None: it starts."""
+    spec = job.spec
+    if group.refused is not None:
+        return "stopped"
+    stop = group.budget_stop()
+    if stop is not None:  # the budget is spent: no shard starts any more
+        _record_not_started(stats, job.run_id, [spec], stop)
+        return "budget"
+    if not committed:
+        error = f"input shard missing (its shard failed): {', '.join(spec.inputs)}"
+        stats.record_shard_status(job.run_id, spec.stage, spec.index, "blocked", 0, error, spec.fingerprint())
+        return "blocked"
     return None
 
 
@@ -289,6 +344,18 @@ def _record_partial(manifest: Manifest, store: ObjectStore, partial: list[ShardS
 def _record_not_started(stats: StatsDB, run_id: str, specs: list[ShardSpec], reason: str) -> None:
     for spec in specs:
         stats.record_shard_status(run_id, spec.stage, spec.index, "blocked", 0, f"not started: {reason}", spec.fingerprint())
+
+
+def _stage_work(stage: str, pending: list[ShardSpec], before: list[StageWork], store: ObjectStore, stats: StatsDB,
+                run_id: str, proceed: bool, job: Callable[[ShardSpec], ShardJob]) -> StageWork:
+    """A stage's part in its group: a shard whose input shard is still to run in the stage before
+    it in the group waits for that; any other runs if its inputs exist, else is recorded blocked."""
+    upstream = before[-1].indices() if before and ONE_TO_ONE.get(stage) == before[-1].stage else set()
+    waiting = [spec for spec in pending if spec.index in upstream]
+    runnable = _runnable(store, stats, run_id, [spec for spec in pending if spec.index not in upstream], proceed)
+    blocked = {spec.index for spec in pending} - {spec.index for spec in (*runnable, *waiting)}
+    # A stage whose shards are all blocked still shows, as failed.
+    return StageWork(stage, [job(spec) for spec in runnable], [job(spec) for spec in waiting], sorted(blocked))
 
 
 def _runnable(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec], proceed: bool) -> list[ShardSpec]:

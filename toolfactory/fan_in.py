@@ -23,7 +23,7 @@ run up to the choices that depend on order (which of two near-duplicates is kept
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from toolfactory.shards import ShardPaths, read_metrics
 from toolfactory.stages import ShardSpec
@@ -33,6 +33,19 @@ from toolfactory.storage import ObjectStore
 FAN_IN = {"pool": "tools", "curate": "verify"}
 # one-to-one stage -> the stage it follows shard by shard
 ONE_TO_ONE = {"dialogues": "tasks", "verify": "dialogues"}
+
+
+def chains(stages: Sequence[str]) -> list[tuple[str, ...]]:
+    """`stages` (in run order) in groups that run together: a one-to-one stage joins the group of
+    the stage it follows, whose shard i is all its shard i waits for; every other stage reads a
+    whole stage (or the pool a whole stage made) and starts a group of its own."""
+    groups: list[list[str]] = []
+    for stage in stages:
+        if groups and ONE_TO_ONE.get(stage) == groups[-1][-1]:
+            groups[-1].append(stage)
+        else:
+            groups.append([stage])
+    return [tuple(group) for group in groups]
 
 
 def available(spec: ShardSpec, store: ObjectStore) -> ShardSpec | None:

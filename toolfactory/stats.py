@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -201,22 +202,36 @@ def per_accepted(stages: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+# One connection per file at a time in a process: the stage flows of a run that run at once (in
+# threads) write to one file, and a second connection of the same process would conflict with
+# the first (a write-write conflict on the schema, or a read-only open beside a writable one).
+# Other processes wait for the file's lock instead (see _open).
+_FILE_LOCKS: dict[Path, threading.RLock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+def _file_lock(path: Path) -> threading.RLock:
+    with _FILE_LOCKS_GUARD:
+        return _FILE_LOCKS.setdefault(path.resolve(), threading.RLock())
+
+
 class StatsDB:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
 
     @contextmanager
     def _connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        con = _open(str(self.path), read_only)
-        try:
+        with _file_lock(self.path):
             if not read_only:
-                con.execute(_SCHEMA)
-                _migrate(con)
-            yield con
-        finally:
-            con.close()
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            con = _open(str(self.path), read_only)
+            try:
+                if not read_only:
+                    con.execute(_SCHEMA)
+                    _migrate(con)
+                yield con
+            finally:
+                con.close()
 
     # --- writing (the flow only) --------------------------------------------------------------
 
