@@ -32,7 +32,7 @@ from toolfactory.config import Config
 from toolfactory.errors import EndpointRefused
 from toolfactory.floors import below_floors
 from toolfactory.export import OutputDir, SplitSpec, export_run
-from toolfactory.fan_in import FAN_IN, ONE_TO_ONE, available, chains, supplements
+from toolfactory.fan_in import FAN_IN, ONE_TO_ONE, available, chains, grown, supplements
 from toolfactory.manifest import Manifest, write_manifest
 from toolfactory.outcome import budget_message, failure_message, rerun_command, with_larger_budget
 from toolfactory.pool import publish, publish_dialogues
@@ -67,7 +67,7 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
             for stage in stages:
                 added = supplements(stage, plan, store, manifest.run_id)
                 if added:  # inputs a fan-in stage ran without have arrived: the plan grows (fan_in.py)
-                    plan[stage] = [*plan[stage], *added]
+                    plan[stage] = grown(plan[stage], added)
                     manifest = _grown(manifest, store, plan)
                     get_run_logger().info("%s: %d supplement shard(s) for inputs that arrived late", stage, len(added))
                 pending = _record_done(store, stats, manifest.run_id, plan[stage])

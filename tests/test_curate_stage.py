@@ -3,7 +3,6 @@ run and against earlier runs, complexity levels, API clusters and diversity subs
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 from pathlib import Path
@@ -13,15 +12,16 @@ import pytest
 
 from toolfactory.config import load_config
 from toolfactory.curation import signature_row
-from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue
 from toolfactory.pool import DIALOGUES
 from toolfactory.shards import write_rows
 from toolfactory.simulator import SimulatorSettings, start_simulator
-from toolfactory.stages import ShardContext, ShardSpec, StageOutput
-from toolfactory.stages.curate.stage import CurateStage, record_key
+from toolfactory.stages import StageOutput
+from toolfactory.stages.curate.stage import record_key
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.storage import ObjectStore
+
+from curation.staged import curate_parts
 
 
 @pytest.fixture(scope="module")
@@ -31,14 +31,9 @@ def sim() -> Iterator[Any]:
 
 
 def curate(sim: Any, dialogues: list[Dialogue], root: Path, pool_files: list[str] = (), *overrides: str) -> StageOutput:  # type: ignore[assignment]
-    config = load_config(None, [f"storage.root={root}", *overrides], environ={})
-
-    async def go() -> StageOutput:
-        async with LLMGateway(Endpoint(sim.base_url, "sk-test"), config.llm) as gateway:
-            ctx = ShardContext(config=config, run_id="tonight", gateway=gateway, store=ObjectStore.open(config.storage))
-            return await CurateStage().run(ShardSpec("curate", 0, (), {"pool_dialogues": list(pool_files)}), [d.model_dump() for d in dialogues], ctx)
-
-    return asyncio.run(go())
+    """The three curation stages over `dialogues` in two verify parts."""
+    half = len(dialogues) // 2
+    return curate_parts(sim.base_url, [dialogues[:half], dialogues[half:]], root, pool_files, *overrides)
 
 
 def distinct_dialogues(n: int) -> list[Dialogue]:

@@ -26,8 +26,8 @@ from toolfactory.stages.verify.rules import check, errors
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e
-STAGES = ["tools", "pool", "tasks", "dialogues", "verify", "curate"]  # domains: off without synthesis
-SHARDS = {"tools": 3, "pool": 1, "tasks": 3, "dialogues": 3, "verify": 3, "curate": 1}
+STAGES = ["tools", "pool", "tasks", "dialogues", "verify", "measure", "select", "curate"]  # domains: off without synthesis
+SHARDS = {"tools": 3, "pool": 1, "tasks": 3, "dialogues": 3, "verify": 3, "measure": 3, "select": 1, "curate": 3}
 
 
 def stage_of(summary: dict, name: str) -> dict:
@@ -296,7 +296,7 @@ def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, tmp_
     assert summary["run_id"] == run_dir.name and summary["status"] == "completed"
     for stage in summary["stages"]:
         assert {"stage", "shards_total", "shards_failed", "items_in", "items_out", "pass_rate", "llm_calls", "cache_hits", "rejections"} <= set(stage)
-        assert stage["shards_total"] == (1 if stage["stage"] in ("pool", "curate") else 4) and stage["shards_failed"] == 0
+        assert stage["shards_total"] == (1 if stage["stage"] in ("pool", "select") else 4) and stage["shards_failed"] == 0
 
 
 @pytest.mark.fault_matrix

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from toolfactory.config import load_config
-from toolfactory.fan_in import available, supplements
+from toolfactory.fan_in import available, grown, supplements
 from toolfactory.stages import ShardSpec
 from toolfactory.storage import ObjectStore
 
@@ -64,3 +64,30 @@ def test_late_inputs_become_supplement_shards_down_the_stages(tmp_path: Path) ->
 
     plan["dialogues"] = [ShardSpec("dialogues", i, (_part("tasks", i),)) for i in range(2)]
     assert supplements("dialogues", plan, store, RUN) == [ShardSpec("dialogues", 2, (_part("tasks", 2),))]
+
+
+def test_a_late_verify_part_is_measured_selected_against_the_earlier_parts_and_curated(tmp_path: Path) -> None:
+    store = ObjectStore.open(load_config(None, [f"storage.root={tmp_path}"], environ={}).storage)
+    plan = {
+        "verify": [ShardSpec("verify", i, (_part("dialogues", i),)) for i in range(2)],
+        "measure": [ShardSpec("measure", i, (_part("verify", i),)) for i in range(2)],
+        "select": [ShardSpec("select", 0, (_part("measure", 0), _part("measure", 1)), {"pool_dialogues": []})],
+        "curate": [ShardSpec("curate", i, (_part("verify", i), _part("measure", i), _part("select", 0))) for i in range(2)],
+    }
+    _commit(store, "verify", 0)
+    _commit(store, "measure", 0)
+    _commit(store, "select", 0, inputs=[_part("measure", 0)])  # proceeded without measure part 1
+    _commit(store, "curate", 0)
+    assert supplements("curate", plan, store, RUN) == []  # curate 1 waits for its measures
+
+    _commit(store, "verify", 1)  # a re-run committed it, then its measures
+    _commit(store, "measure", 1)
+    [select] = supplements("select", plan, store, RUN)
+    assert (select.index, select.inputs, select.params["prior"]) == (1, (_part("measure", 1),), [_part("select", 0)])
+    plan["select"].append(select)
+    _commit(store, "select", 1, inputs=[_part("measure", 1)])
+    [curate] = supplements("curate", plan, store, RUN)  # planned on select 0, which never read its measures
+    assert curate == ShardSpec("curate", 1, (_part("verify", 1), _part("measure", 1), _part("select", 1)))
+    plan["curate"] = grown(plan["curate"], [curate])
+    assert [spec.index for spec in plan["curate"]] == [0, 1] and plan["curate"][1] == curate
+    assert supplements("curate", plan, store, RUN) == []

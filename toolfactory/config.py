@@ -606,7 +606,7 @@ class RunConfig(Section):
     """A run whose dataset (the curate stage's output) holds fewer dialogues ends failed, with
     the reason, and is not exported (its records stay in storage; `toolfactory export` writes
     them on demand). 0: no floor."""
-    min_pass_rate: dict[Literal["domains", "tools", "pool", "tasks", "dialogues", "verify", "curate"], float] = Field(
+    min_pass_rate: dict[Literal["domains", "tools", "pool", "tasks", "dialogues", "verify", "measure", "select", "curate"], float] = Field(
         default_factory=dict
     )
     """Optional pass-rate floor per stage (records kept over records judged, as `stats` shows),

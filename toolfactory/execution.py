@@ -76,13 +76,15 @@ async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
 
 async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: UsageMeter, started_at: str,
                    started: float) -> dict[str, Any]:
-    inputs = [record for path in job.spec.inputs for record in read_records(store, path)]
+    stage = stage_named(job.spec.stage)
+    streams = getattr(stage, "streams_inputs", False)
+    inputs = [] if streams else [record for path in job.spec.inputs for record in read_records(store, path)]
     endpoint = resolve_endpoint(job.config.llm, job.llm_base_url)
     limit = job.limits.connect(job.config.llm) if job.limits is not None else None
     try:
         async with LLMGateway(endpoint, job.config.llm, RequestCache(store), meter, limit) as gateway:
             ctx = ShardContext(config=job.config, run_id=job.run_id, gateway=gateway, store=store)
-            output = await stage_named(job.spec.stage).run(job.spec, inputs, ctx)
+            output = await stage.run(job.spec, inputs, ctx)
     except BudgetExhausted as exc:
         # The shard's work is not done (not rejected): it fails, and a re-run with a larger budget redoes it.
         stopped = BudgetExhausted(f"{job.spec.stage} shard {job.spec.index}: {exc}")

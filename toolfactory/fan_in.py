@@ -1,6 +1,6 @@
 """Fan-in stages that proceed without a failed input, and the supplement shards that add it later.
 
-The pool stage reads every tools shard and the curate stage every verify shard (fan-in,
+The pool stage reads every tools shard and the select stage every measure shard (fan-in,
 docs/architecture.md §2). With `run.fan_in: proceed`, such a shard whose inputs are partly missing
 runs on those that exist (:func:`available`) and says which it lacked (its metrics `inputs` and
 `missing_inputs`, the stats, the manifest). Its output is committed like any other and is never
@@ -11,9 +11,12 @@ rewritten. When a later `rerun` has committed the missing upstream shards, the r
              run's earlier pool parts hold (`params.prior`), as one pool shard would have;
 * tasks:     new shards anchor on the tools of the new pool part (`params.anchors`), sampling tool
              sets from the whole pool;
-* dialogues, verify: one new shard per new shard upstream;
-* curate:    shard k reads the new verify parts and rejects duplicates of the dataset's earlier
-             parts (`params.prior`).
+* dialogues, verify, measure: one new shard per new shard upstream;
+* select:    shard k reads the new measure parts and rejects duplicates of the dataset's earlier
+             parts (`params.prior`: the earlier selections, which name the measures they read);
+* curate:    one shard per verify shard, reading the selection that decided on its measures: a
+             new one for a new verify shard, and one planned on the first selection that has not
+             run yet is planned again on the supplement that read its measures.
 
 Every supplement is an ordinary shard with the next free index, so the shard protocol holds (a
 deterministic name, the main part last, idempotent re-runs), the dataset is the union of the curate
@@ -30,9 +33,9 @@ from toolfactory.stages import ShardSpec
 from toolfactory.storage import ObjectStore
 
 # fan-in stage -> the stage whose every shard it reads
-FAN_IN = {"pool": "tools", "curate": "verify"}
+FAN_IN = {"pool": "tools", "select": "measure"}
 # one-to-one stage -> the stage it follows shard by shard
-ONE_TO_ONE = {"dialogues": "tasks", "verify": "dialogues"}
+ONE_TO_ONE = {"dialogues": "tasks", "verify": "dialogues", "measure": "verify"}
 
 
 def chains(stages: Sequence[str]) -> list[tuple[str, ...]]:
@@ -78,6 +81,8 @@ def supplements(stage: str, plan: dict[str, list[ShardSpec]], store: ObjectStore
     upstream = FAN_IN.get(stage) or ONE_TO_ONE.get(stage)
     if upstream is None and stage == "tasks":
         return _task_supplements(plan, store, run_id)
+    if stage == "curate":
+        return _dataset_supplements(plan, store, run_id)
     if upstream is None or not specs:
         return []
     if stage in ONE_TO_ONE:
@@ -96,6 +101,35 @@ def supplements(stage: str, plan: dict[str, list[ShardSpec]], store: ObjectStore
     params: dict[str, Any] = {key: value for key, value in first.params.items() if key not in ("missing_inputs", "prior")}
     params["prior"] = [_main(run_id, spec) for spec in specs]
     return [ShardSpec(stage, max(spec.index for spec in specs) + 1, late, params)]
+
+
+def grown(specs: list[ShardSpec], added: list[ShardSpec]) -> list[ShardSpec]:
+    """A stage's plan with `added`: a spec of an index already planned replaces it (that shard has
+    not run: :func:`supplements` plans only such shards again)."""
+    replaced = {spec.index for spec in added}
+    return sorted([*(spec for spec in specs if spec.index not in replaced), *added], key=lambda spec: spec.index)
+
+
+def _dataset_supplements(plan: dict[str, list[ShardSpec]], store: ObjectStore, run_id: str) -> list[ShardSpec]:
+    """Curate shards for verify shards without one, and curate shards still to run planned again
+    on the selection that read their measures, when that is not the one they name."""
+    from toolfactory.stages.curate.stage import dataset_inputs
+
+    decided_by: dict[str, str] = {}  # measure part -> the selection that read it
+    for spec in plan.get("select", []):
+        for path in _read_by(store, run_id, spec) or ():
+            decided_by[path] = _main(run_id, spec)
+    planned = {spec.index: spec for spec in plan.get("curate", [])}
+    added: list[ShardSpec] = []
+    for measure in plan.get("measure", []):
+        selection = decided_by.get(_main(run_id, measure))
+        if selection is None:  # not decided on yet: a later execution adds it
+            continue
+        spec = planned.get(measure.index)
+        inputs = dataset_inputs(run_id, measure.index, selection)
+        if spec is None or (spec.inputs != inputs and not store.exists(_main(run_id, spec))):
+            added.append(ShardSpec("curate", measure.index, inputs))
+    return added
 
 
 def _task_supplements(plan: dict[str, list[ShardSpec]], store: ObjectStore, run_id: str) -> list[ShardSpec]:

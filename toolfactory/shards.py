@@ -18,7 +18,7 @@ import io
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -124,6 +124,15 @@ def write_rows(store: ObjectStore, path: str, rows: list[tuple[str, str]]) -> No
 def read_records(store: ObjectStore, path: str) -> list[dict[str, Any]]:
     table = pq.read_table(io.BytesIO(store.read_bytes(path)))
     return [json.loads(text) for text in table.column("record").to_pylist()]
+
+
+def iter_records(store: ObjectStore, path: str, batch_size: int = 2_000) -> Iterator[dict[str, Any]]:
+    """The records of a file, parsed `batch_size` at a time (a reader that keeps only what it
+    needs of each never holds the file's records at once)."""
+    file = pq.ParquetFile(io.BytesIO(store.read_bytes(path)))
+    for batch in file.iter_batches(batch_size=batch_size, columns=["record"]):
+        for text in batch.column(0).to_pylist():
+            yield json.loads(text)
 
 
 def read_rejected(store: ObjectStore, path: str) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ DIVERSITY_LEVELS: dict[str, float] = {"low": 6 / 30, "medium": 14 / 30, "high": 
 
 
 async def cluster_apis(
-    functions: Sequence[Function],
+    functions: Sequence[Function] | Mapping[str, str],
     gateway: LLMGateway,
     model: str,
     k: int = DEFAULT_CLUSTERS,
@@ -37,7 +37,8 @@ async def cluster_apis(
     *,
     batch_size: int = EMBEDDING_BATCH,
 ) -> dict[str, int]:
-    """{function key: cluster} by k-means over the unit embeddings of ``"name: description"``.
+    """{function key: cluster} by k-means over the unit embeddings of ``"name: description"``
+    (of the functions, or of the texts of a {function key: text} map).
 
     Fewer than `k` clusters when there are fewer distinct embeddings (k-means cannot make more
     clusters than points). Labels are renumbered by cluster size, largest first (ties by the
@@ -46,7 +47,7 @@ async def cluster_apis(
 
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    distinct = {function_key(fn): function_text(fn) for fn in functions}
+    distinct = dict(functions) if isinstance(functions, Mapping) else {function_key(fn): function_text(fn) for fn in functions}
     keys = sorted(distinct)
     if not keys:
         return {}

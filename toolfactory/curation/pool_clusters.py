@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -55,16 +55,26 @@ class Centroids:
         return distances.argmin(axis=1)
 
 
+Functions = Sequence[Function] | Mapping[str, str]  # functions, or their {key: text}
+
+
+def function_texts(functions: Functions) -> dict[str, str]:
+    """{:func:`.records.function_key`: :func:`.records.function_text`} of distinct functions."""
+    if isinstance(functions, Mapping):
+        return dict(functions)
+    return {function_key(fn): function_text(fn) for fn in functions}
+
+
 def centroids_path(model: str, k: int) -> str:
     return f"{CLUSTERS}/{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}-k{k}.json"
 
 
-async def fit_centroids(functions: Sequence[Function], gateway: LLMGateway, model: str, k: int, seed: int, run_id: str) -> Centroids | None:
+async def fit_centroids(functions: Functions, gateway: LLMGateway, model: str, k: int, seed: int, run_id: str) -> Centroids | None:
     """k-means over the unit embeddings of the functions; clusters renumbered largest first
     (ties by their smallest function key). None without functions."""
     from sklearn.cluster import KMeans  # ~1 s to import; only the curate stage needs it
 
-    distinct = {function_key(fn): function_text(fn) for fn in functions}
+    distinct = function_texts(functions)
     keys = sorted(distinct)
     if not keys:
         return None
@@ -79,9 +89,9 @@ async def fit_centroids(functions: Sequence[Function], gateway: LLMGateway, mode
     return Centroids(model, fitted.cluster_centers_[order], len(keys), run_id)
 
 
-async def assign_clusters(functions: Sequence[Function], centroids: Centroids, gateway: LLMGateway) -> dict[str, int]:
+async def assign_clusters(functions: Functions, centroids: Centroids, gateway: LLMGateway) -> dict[str, int]:
     """{function key: cluster} of each function by its nearest centroid."""
-    distinct = {function_key(fn): function_text(fn) for fn in functions}
+    distinct = function_texts(functions)
     if not distinct:
         return {}
     vectors = await embed_texts(gateway, distinct.values(), model=centroids.model)
@@ -90,7 +100,7 @@ async def assign_clusters(functions: Sequence[Function], centroids: Centroids, g
     return {key: int(label) for key, label in zip(keys, labels, strict=True)}
 
 
-async def pool_centroids(store: ObjectStore | None, pool_functions: Sequence[Function] | Callable[[], Sequence[Function]],
+async def pool_centroids(store: ObjectStore | None, pool_functions: Functions | Callable[[], Functions],
                          gateway: LLMGateway, *, model: str, k: int, seed: int, run_id: str) -> Centroids | None:
     """The pool's stored centroids for (model, k); fitted on `pool_functions` (a callable is
     called only then: reading the whole pool is the costly part) and stored when there are none

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Iterator, Protocol
 
 from toolfactory.config import Config
 from toolfactory.llm import LLMGateway
@@ -100,6 +100,14 @@ class ShardContext:
             raise RuntimeError("this shard context has no storage")
         return read_records(self.store, path)
 
+    def iter(self, path: str) -> Iterator[dict[str, Any]]:
+        """The records of a shard file one at a time (see :func:`toolfactory.shards.iter_records`)."""
+        from toolfactory.shards import iter_records
+
+        if self.store is None:
+            raise RuntimeError("this shard context has no storage")
+        return iter_records(self.store, path)
+
 
 @dataclass(frozen=True)
 class Planning:
@@ -120,6 +128,10 @@ class Planning:
 
 
 class Stage(Protocol):
+    """A stage may also set ``streams_inputs: ClassVar[bool] = True``: its `run` then gets no
+    records and reads the spec's inputs itself, record by record (a fan-in stage whose inputs
+    together would not fit in memory; see :meth:`ShardContext.iter`)."""
+
     name: ClassVar[str]
 
     def plan(self, planning: Planning) -> list[ShardSpec]:

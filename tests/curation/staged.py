@@ -1,0 +1,64 @@
+"""Running the three curation stages (measure, select, curate) in-process over verify parts."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Sequence
+
+from toolfactory.config import load_config
+from toolfactory.llm import Endpoint, LLMGateway
+from toolfactory.models import Dialogue
+from toolfactory.shards import ShardPaths, encode_records, read_records, write_rows
+from toolfactory.stages import ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.curate.stage import CurateStage, dataset_inputs
+from toolfactory.stages.measure.stage import MeasureStage
+from toolfactory.stages.select.stage import SelectStage
+from toolfactory.storage import ObjectStore
+
+RUN = "tonight"
+
+
+def _write(store: ObjectStore, path: str, records: Sequence[Any]) -> None:
+    rows, unstorable = encode_records(records, "test")
+    assert not unstorable
+    write_rows(store, path, rows)
+
+
+def curate_parts(base_url: str, parts: Sequence[Sequence[Dialogue]], root: Path, pool_files: Sequence[str] = (),
+                 *overrides: str, order: Sequence[int] | None = None, first: int = 0,
+                 prior: Sequence[str] = ()) -> StageOutput:
+    """The curate output of verify parts `first`, `first + 1`, … holding `parts`; measure shards run
+    in `order`. With `prior`: a supplement selection (index 1) after the earlier ones."""
+    config = load_config(None, [f"storage.root={root}", *overrides], environ={})
+    store = ObjectStore.open(config.storage)
+    indices = [first + i for i in range(len(parts))]
+
+    async def go() -> StageOutput:
+        async with LLMGateway(Endpoint(base_url, "sk-test"), config.llm) as gateway:
+            ctx = ShardContext(config=config, run_id=RUN, gateway=gateway, store=store)
+            for index, dialogues in zip(indices, parts, strict=True):
+                _write(store, ShardPaths(RUN, "verify", index).main, dialogues)
+            for i in order or range(len(parts)):
+                index = indices[i]
+                out = await MeasureStage().run(ShardSpec("measure", index, ()), [d.model_dump() for d in parts[i]], ctx)
+                _write(store, ShardPaths(RUN, "measure", index).main, out.records)
+            select_index = 1 if prior else 0
+            measured = tuple(ShardPaths(RUN, "measure", index).main for index in indices)
+            params: dict[str, Any] = {"pool_dialogues": list(pool_files), "pool_tools": []}
+            if prior:
+                params["prior"] = list(prior)
+            selected = await SelectStage().run(ShardSpec("select", select_index, measured, params), [], ctx)
+            selection = ShardPaths(RUN, "select", select_index).main
+            _write(store, selection, selected.records)
+            total = StageOutput()
+            total.profile = selected.profile
+            for index in indices:
+                spec = ShardSpec("curate", index, dataset_inputs(RUN, index, selection))
+                records = [r for path in spec.inputs for r in read_records(store, path)]
+                out = await CurateStage().run(spec, records, ctx)
+                _write(store, ShardPaths(RUN, "curate", index).main, out.records)
+                total.merge(out)
+            return total
+
+    return asyncio.run(go())
