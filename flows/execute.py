@@ -20,6 +20,7 @@ from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Failed, State
 from prefect_ray import RayTaskRunner
+from prefect_ray.context import remote_options
 
 from flows.overlap import Group, Settled, StageWork, current_link, run_group
 from flows.progress import StageProgress, shared_display
@@ -184,7 +185,8 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
     running: dict[Any, ShardJob] = {}
 
     def submit(job: ShardJob) -> None:
-        future = shard.submit(job.run_id, job.spec.stage, job.spec.index, job)
+        with remote_options(num_cpus=config.orchestration.shard_cpus):
+            future = shard.submit(job.run_id, job.spec.stage, job.spec.index, job)
         running[future.task_run_id] = job
         future.add_done_callback(link.inbox.put)  # from a Ray thread; read below, in this one
 

@@ -15,7 +15,8 @@ from toolfactory.stages import STAGE_NAMES
 
 
 def test_the_one_to_one_stages_form_one_chain_and_fan_in_stages_stand_alone() -> None:
-    assert chains(STAGE_NAMES) == [("domains",), ("tools",), ("pool",), ("tasks", "dialogues", "verify"), ("curate",)]
+    assert chains(STAGE_NAMES) == [("domains",), ("tools",), ("pool",), ("tasks", "dialogues", "verify", "measure"),
+                                   ("select",), ("curate",)]
     assert chains(("tasks", "verify", "dialogues")) == [("tasks",), ("verify",), ("dialogues",)]  # only the stage followed
 
 
@@ -33,8 +34,10 @@ def _run(overrides: list[str]) -> dict[str, Any]:
     return summary_of(generate(overrides=overrides, return_state=True))
 
 
-# Four shards a stage on the tests' two Ray CPUs, with some latency: a stage takes several rounds.
-FOUR_SHARDS = {"tools.max_tools": 12, "tools.tools_per_shard": 3, "llm.simulator.latency_ms": 20}
+# Four shards a stage, with some latency; a quarter of a CPU a shard, so that the tests' two Ray
+# CPUs hold every shard of two stages at once: a verify shard waits for its input, not for a slot.
+FOUR_SHARDS = {"tools.max_tools": 12, "tools.tools_per_shard": 3, "llm.simulator.latency_ms": 20,
+               "orchestration.shard_cpus": 0.25}
 
 
 @pytest.mark.e2e

@@ -638,6 +638,10 @@ class OrchestrationConfig(Section):
     """Ray cluster address; default RAY_ADDRESS from the environment, else a local Ray."""
     ray_num_cpus: int | None = Field(None, ge=1)
     """CPUs of a local Ray (default: all)."""
+    shard_cpus: float = Field(1.0, gt=0, le=64)
+    """Ray CPUs a shard task reserves. A shard mostly waits for LLM answers, so a fraction (0.25:
+    four shards in flight per core) keeps more requests going and lets the shards of stages that
+    overlap start as soon as their input commits; 1 is one shard per core."""
     task_retries: int = Field(2, ge=0, le=10)
     """Retries of a shard task after a transient error."""
     task_retry_delay_s: float = Field(2.0, ge=0)
