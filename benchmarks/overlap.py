@@ -1,11 +1,13 @@
 """Stages that overlap: the quickstart run's wall time against its longest chain of shards.
 
-    python -m benchmarks.overlap [--before PATH] [--rounds N] [--out PATH]
+    python -m benchmarks.overlap [--before PATH] [--rounds N] [--shard-cpus 1,0.25] [--out PATH]
 
 Runs ``toolfactory run --config configs/quickstart.yaml`` (the offline simulator) into a fresh
 storage root, with this checkout's code ("after") and, with ``--before``, with the code of another
 checkout of the project (its own ``.venv``, e.g. the commit before stages overlapped): "before".
-The rounds alternate (before, after, before, …) since the machine is shared and noisy.
+The rounds alternate (before, after, before, …) since the machine is shared and noisy. With
+``--shard-cpus``, this checkout runs once per value of ``orchestration.shard_cpus`` (the Ray CPUs a
+shard reserves) in each round, labelled ``after@<value>``.
 
 From each run's DuckDB ``shards`` table (started_at, finished_at, wall_s of every shard):
 
@@ -15,8 +17,8 @@ From each run's DuckDB ``shards`` table (started_at, finished_at, wall_s of ever
   slowest shard of each stage that stands alone plus, for tasks → dialogues → verify, the largest
   sum over i of the wall times of shards i (:func:`toolfactory.fan_in.chains`);
 * ``span/chain``: the target is <= 1.2;
-* ``work/slots``: every shard's wall time summed over the Ray CPUs: the least the span can be on
-  this many workers, so on a small machine ``span/chain`` cannot go below ``work/slots / chain``;
+* ``work/slots``: every shard's wall time summed over the shards Ray runs at once (its CPUs over
+  ``shard_cpus``): the least the span can be on this many workers, so on a small machine ``span/chain`` cannot go below ``work/slots / chain``;
 * the same three for the chain group alone (first tasks start to last verify finish);
 * ``wall``: the whole command, as a user waits for it.
 """
@@ -45,11 +47,13 @@ RUN_TIMEOUT_S = 900
 TARGET = 1.2
 
 
-def run_once(label: str, checkout: Path, workdir: Path) -> dict[str, Any]:
-    """One quickstart run with the code of `checkout`; its figures."""
+def run_once(label: str, checkout: Path, workdir: Path, shard_cpus: float | None = None) -> dict[str, Any]:
+    """One quickstart run with the code of `checkout` (and `shard_cpus`, when given); its figures."""
     root = workdir / f"data-{label}"
     command = [str(checkout / ".venv" / "bin" / "toolfactory"), "run", "--config", str(REPO / "configs" / "quickstart.yaml"),
                "--set", f"storage.root={root}"]
+    if shard_cpus is not None:
+        command += ["--set", f"orchestration.shard_cpus={shard_cpus}"]
     print(f"{label}: {' '.join(command)}", file=sys.stderr, flush=True)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
@@ -59,10 +63,11 @@ def run_once(label: str, checkout: Path, workdir: Path) -> dict[str, Any]:
     match = re.search(r"^run (\S+): storage", done.stdout, re.MULTILINE)
     if match is None:
         raise SystemExit(f"{label}: no run id in the output\n{done.stdout[-2000:]}")
-    return {"label": label, "checkout": str(checkout), "wall_s": round(wall, 2), **shard_figures(root / "stats.duckdb", match.group(1))}
+    return {"label": label, "checkout": str(checkout), "wall_s": round(wall, 2),
+            **shard_figures(root / "stats.duckdb", match.group(1), shard_cpus or 1.0)}
 
 
-def shard_figures(stats_path: Path, run_id: str) -> dict[str, Any]:
+def shard_figures(stats_path: Path, run_id: str, shard_cpus: float = 1.0) -> dict[str, Any]:
     with duckdb.connect(str(stats_path), read_only=True) as con:
         rows = con.execute(
             "SELECT stage, shard, epoch(started_at), epoch(finished_at), wall_s FROM shards "
@@ -72,12 +77,13 @@ def shard_figures(stats_path: Path, run_id: str) -> dict[str, Any]:
         shards.setdefault(stage, {})[index] = (start, finish, wall)
     groups = [group for group in chains(STAGE_NAMES) if any(stage in shards for stage in group)]
     chain = sum(_longest(group, shards) for group in groups)
-    figures = _window([s for stage in shards.values() for s in stage.values()], chain)
+    slots = _ray_slots() / shard_cpus
+    figures = _window([s for stage in shards.values() for s in stage.values()], chain, slots)
     figures["shards"] = {stage: len(parts) for stage, parts in shards.items()}
     overlapping = next((group for group in groups if len(group) > 1), None)
     if overlapping is not None:
         parts = [s for stage in overlapping for s in shards.get(stage, {}).values()]
-        figures["group"] = {"stages": list(overlapping), **_window(parts, _longest(overlapping, shards))}
+        figures["group"] = {"stages": list(overlapping), **_window(parts, _longest(overlapping, shards), slots)}
     return figures
 
 
@@ -87,9 +93,8 @@ def _longest(group: tuple[str, ...], shards: dict[str, dict[int, tuple[float, fl
     return max((sum(shards.get(stage, {}).get(i, (0, 0, 0.0))[2] for stage in group) for i in indices), default=0.0)
 
 
-def _window(parts: list[tuple[float, float, float]], chain: float) -> dict[str, Any]:
+def _window(parts: list[tuple[float, float, float]], chain: float, slots: float) -> dict[str, Any]:
     span = max(p[1] for p in parts) - min(p[0] for p in parts)
-    slots = _ray_slots()
     work = sum(p[2] for p in parts)
     return {
         "span_s": round(span, 2),
@@ -116,9 +121,11 @@ def report(results: dict[str, Any]) -> str:
              f"(target span/chain <= {TARGET})", "", table(head, rows), ""]
     for label, figures in results["medians"].items():
         lines.append(f"{label}: median wall {figures['wall_s']} s, span {figures['span_s']} s, span/chain {figures['span_per_chain']}")
-    if "before" in results["medians"] and "after" in results["medians"]:
-        before, after = results["medians"]["before"], results["medians"]["after"]
-        lines.append(f"after/before: wall x{after['wall_s'] / before['wall_s']:.2f}, span x{after['span_s'] / before['span_s']:.2f}")
+    series = list(results["medians"])
+    base = results["medians"][series[0]]
+    for label in series[1:]:  # each series against the first, run side by side
+        other = results["medians"][label]
+        lines.append(f"{label}/{series[0]}: wall x{other['wall_s'] / base['wall_s']:.2f}, span x{other['span_s'] / base['span_s']:.2f}")
     lines.append("best span/chain: what the Ray CPUs allow at best (work/slots over chain, or 1)")
     return "\n".join(lines)
 
@@ -133,22 +140,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.overlap", description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, help="a checkout of the code to compare with (with its own .venv)")
     parser.add_argument("--rounds", type=int, default=1, help="runs of each code (alternating)")
+    parser.add_argument("--shard-cpus", default=None, help="comma-separated orchestration.shard_cpus values for this checkout")
     parser.add_argument("--out", default=str(RESULTS_DIR / "overlap.json"), help="JSON results file")
     args = parser.parse_args(argv)
 
     load = [round(x, 2) for x in os.getloadavg()]
     workdir = Path(tempfile.mkdtemp(prefix="toolfactory-bench-overlap-"))
-    codes = [("before", args.before.resolve()), ("after", REPO)] if args.before else [("after", REPO)]
+    cpus: list[float | None] = [float(v) for v in args.shard_cpus.split(",")] if args.shard_cpus else [None]
+    codes: list[tuple[str, Path, float | None]] = [("before", args.before.resolve(), None)] if args.before else []
+    codes += [("after" if value is None else f"after@{value:g}", REPO, value) for value in cpus]
     runs: list[dict[str, Any]] = []
     try:
         for round_ in range(args.rounds):
-            for label, checkout in codes:
-                runs.append({**run_once(label, checkout, workdir), "round": round_ + 1})
+            for label, checkout, value in codes:
+                runs.append({**run_once(f"{label}-{round_ + 1}", checkout, workdir, value), "series": label, "round": round_ + 1})
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     medians = {
-        label: {key: _median([r[key] for r in runs if r["label"] == label]) for key in ("wall_s", "span_s", "span_per_chain")}
-        for label, _ in codes
+        label: {key: _median([r[key] for r in runs if r["series"] == label]) for key in ("wall_s", "span_s", "span_per_chain")}
+        for label, _, _ in codes
     }
     results = {"benchmark": "overlap", "machine": machine_info(), "loadavg_start": load, "runs": runs, "medians": medians}
     print(report(results))

@@ -50,7 +50,8 @@ def test_every_image_on_the_page_is_a_real_png_next_to_it(built: Built) -> None:
 def test_funnel_table_shows_the_stats_of_each_stage(built: Built) -> None:
     summary = StatsDB(built.stats_path).run_summary(RUN, STAGE_NAMES)
     rows = built.page.rows("funnel")
-    assert [row[0] for row in rows] == [s["stage"] for s in summary["stages"]] == [s for s in STAGE_NAMES if s != "curate"]
+    # The fixture's run failed at verify: the stages after it recorded nothing and are not shown.
+    assert [row[0] for row in rows] == [s["stage"] for s in summary["stages"]] == list(STAGE_NAMES[: STAGE_NAMES.index("verify") + 1])
     for row, stage in zip(rows, summary["stages"]):
         assert row[1] == f"{stage['shards_completed']}/{stage['shards_total']}"
         assert [number(c) for c in row[2:6]] == [stage["shards_failed"], stage["items_in"], stage["items_out"], stage["rejected"]]
