@@ -98,7 +98,7 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
         "inputs": list(job.spec.inputs),  # what it read: a fan-in shard may run on some (fan_in.py)
         "missing_inputs": list(job.spec.params.get("missing_inputs", [])),
         "items_in": output.items_in,
-        "items_out": len(rows),
+        "items_out": len(rows) if output.items_out is None else output.items_out,
         "rejected": len(output.rejected),
         "rejections": dict(output.rejections()),
         "layers": {layer: list(counts) for layer, counts in output.layers.items()},

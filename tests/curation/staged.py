@@ -59,6 +59,8 @@ def curate_parts(base_url: str, parts: Sequence[Sequence[Dialogue]], root: Path,
                 out = await CurateStage().run(spec, records, ctx)
                 _write(store, ShardPaths(RUN, "curate", index).main, out.records)
                 total.merge(out)
+            # The selection passes what the curate shards keep: its pass rate in the stats.
+            assert selected.items_out == selected.items_in - len(total.rejected) == total.items_in - len(total.rejected)
             return total
 
     return asyncio.run(go())

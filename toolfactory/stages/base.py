@@ -52,6 +52,9 @@ class StageOutput:
     records: list[Record] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     items_in: int = 0
+    # The items the shard passes, when its records are not one per item passed (a fan-in stage
+    # that writes its decisions); None: its records.
+    items_out: int | None = None
     # Records that failed on transient LLM errors: the shard is incomplete unless tolerated.
     transient_failures: Counter[str] = field(default_factory=Counter)
     # Checks in layers (verify: rules, then model): layer -> (records in, records passed).

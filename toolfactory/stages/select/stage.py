@@ -140,6 +140,8 @@ class SelectStage:
             measures.close()
         out.records.append(selection)
         out.records.extend(verdicts[key] for key in sorted(verdicts))
+        # Its pass rate in the stats: the share of the measured dialogues the selection keeps.
+        out.items_out = out.items_in - sum(1 for verdict in verdicts.values() if verdict.reasons)
         return out
 
     def _measures(self, paths: Sequence[str], ctx: ShardContext, skip: set[str] | None = None) -> Iterator[list[Measure]]:
