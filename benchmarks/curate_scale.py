@@ -101,7 +101,7 @@ def _peak_rss_mb() -> float:
 
 def _stage_worker(root: str, stage: str, parts: int) -> dict[str, Any]:
     """Run every shard of `stage` in this (fresh) process; its peak RSS and wall time."""
-    from toolfactory.shards import ShardPaths, read_records
+    from toolfactory.shards import ShardPaths
     from toolfactory.stages import ShardSpec
     from toolfactory.stages.curate.stage import CurateStage, dataset_inputs
     from toolfactory.stages.measure.stage import MeasureStage
@@ -121,7 +121,7 @@ def _stage_worker(root: str, stage: str, parts: int) -> dict[str, Any]:
                 out = await MeasureStage().run(ShardSpec("measure", i, ()), ctx.read(ShardPaths("bench", "verify", i).main), ctx)
             else:
                 spec = ShardSpec("curate", i, dataset_inputs("bench", i, selection))
-                out = await CurateStage().run(spec, [r for p in spec.inputs for r in read_records(ctx.store, p)], ctx)
+                out = await CurateStage().run(spec, [], ctx)  # it reads its inputs itself (streams_inputs)
             _write(ctx, ShardPaths("bench", stage, i).main, out.records)
 
     asyncio.run(go())

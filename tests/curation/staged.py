@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from toolfactory.config import load_config
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue
-from toolfactory.shards import ShardPaths, encode_records, read_records, write_rows
+from toolfactory.shards import ShardPaths, encode_records, write_rows
 from toolfactory.stages import ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.curate.stage import CurateStage, dataset_inputs
 from toolfactory.stages.measure.stage import MeasureStage
@@ -55,8 +55,7 @@ def curate_parts(base_url: str, parts: Sequence[Sequence[Dialogue]], root: Path,
             total.profile = selected.profile
             for index in indices:
                 spec = ShardSpec("curate", index, dataset_inputs(RUN, index, selection))
-                records = [r for path in spec.inputs for r in read_records(store, path)]
-                out = await CurateStage().run(spec, records, ctx)
+                out = await CurateStage().run(spec, [], ctx)  # it reads its inputs itself
                 _write(store, ShardPaths(RUN, "curate", index).main, out.records)
                 total.merge(out)
             # The selection passes what the curate shards keep: its pass rate in the stats.

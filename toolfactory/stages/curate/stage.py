@@ -9,7 +9,8 @@ Curation takes three stages, so that no process holds the run's records at once:
   centroids in `<root>/pool/clusters/`, or the run's APIs with `curate.clusters_scope: run`) and
   the low / medium / high diversity subsets (see :mod:`toolfactory.stages.select.stage`);
 * **curate** (one shard per verify shard, this one): applies them. Shard i reads verify shard i,
-  measure shard i and the selection, rejects the dialogues the selection rejects (`duplicate_exact`,
+  measure shard i and, of the selection, its summary and the verdicts on its own dialogues (read
+  record by record, so a shard's memory does not grow with the run), rejects the dialogues the selection rejects (`duplicate_exact`,
   `duplicate_instruction`, `duplicate_dialogue`, `curate_mode_steering`, with what each duplicates)
   and writes the others with their `curation` (complexity and level, clusters, diversity subsets).
 
@@ -38,6 +39,7 @@ def dataset_inputs(run_id: str, index: int, selection: str) -> tuple[str, str, s
 
 class CurateStage:
     name: ClassVar[str] = "curate"
+    streams_inputs: ClassVar[bool] = True
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
         [selection] = planning.outputs("select") or [None]
@@ -47,22 +49,24 @@ class CurateStage:
                 for spec in planning.plans["measure"]]
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
+        *parts, selected = shard.inputs
         dialogues: list[Dialogue] = []
         measures: dict[str, Measure] = {}
-        verdicts: dict[str, Verdict] = {}
-        selection: Selection | None = None
-        for record in inputs:
-            kind = record.get("kind")
-            if kind == "measure":
+        for record in (record for path in parts for record in ctx.iter(path)):
+            if record.get("kind") == "measure":
                 measure = Measure.model_validate(record)
                 measures[measure.id] = measure
-            elif kind == "verdict":
-                verdict = Verdict.model_validate(record)
-                verdicts[verdict.id] = verdict
-            elif kind == "selection":
-                selection = Selection.model_validate(record)
             else:
                 dialogues.append(Dialogue.model_validate(record))
+        mine = {d.id for d in dialogues}
+        verdicts: dict[str, Verdict] = {}
+        selection: Selection | None = None
+        for record in ctx.iter(selected):  # the run's verdicts: only this shard's are kept
+            if record.get("kind") == "selection":
+                selection = Selection.model_validate(record)
+            elif record.get("id") in mine:
+                verdict = Verdict.model_validate(record)
+                verdicts[verdict.id] = verdict
         if selection is None:
             raise ValueError(f"curate shard {shard.index}: no selection among its inputs {list(shard.inputs)}")
         out = StageOutput(items_in=len(dialogues))
