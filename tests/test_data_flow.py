@@ -44,3 +44,8 @@ def test_the_catalog_s_chained_apis_are_found() -> None:
     assert Link("list_active_alerts", "get_alert", "alert_id") in links(by_name["SevereWeatherAlerts"].functions)
     assert Link("search_symbols", "get_quote", "symbol") in links(by_name["StockQuoteHub"].functions)
     assert links(by_name["MathSolver"].functions) == []
+
+
+def test_an_identifier_is_told_by_its_last_word() -> None:
+    assert Link("a", "b", "alert_id").carries_id and Link("a", "b", "medicationIds").carries_id
+    assert not Link("a", "b", "paid").carries_id and not Link("a", "b", "valid").carries_id

@@ -37,6 +37,11 @@ class Link:
     later: str
     parameter: str
 
+    @property
+    def carries_id(self) -> bool:
+        """Whether the parameter is an identifier (`alert_id`, `medicationIds`)."""
+        return _key(self.parameter).split("_")[-1] in ("id", "ids")
+
     def sentence(self) -> str:
         return f"{self.earlier}'s result gives the {self.parameter} that {self.later} needs"
 

@@ -21,6 +21,7 @@ import json
 import random
 from typing import Any
 
+from toolfactory.config import TasksConfig
 from toolfactory.models import Task, Tool, stable_id
 from toolfactory.stages.base import ShardContext
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
@@ -114,7 +115,7 @@ DEPENDENT_DRAWS = 3  # tool sets drawn for a dependent request before it becomes
 SHOWN_LINKS = 3  # links between functions a dependent request's prompt names
 
 
-def _same_domain(hierarchy: PoolHierarchy, anchor: Tool, rng: random.Random, settings: Any,
+def _same_domain(hierarchy: PoolHierarchy, anchor: Tool, rng: random.Random, settings: TasksConfig,
                  guide: Complexity | None) -> list[Tool]:
     offered = sample_tool_set(hierarchy, anchor, "same_domain", rng, max_tools=settings.max_tools_per_set,
                               max_apis=settings.max_apis_per_tool).tools
@@ -127,7 +128,7 @@ def _same_domain(hierarchy: PoolHierarchy, anchor: Tool, rng: random.Random, set
 def _first_links(flow: list[Link]) -> list[Link]:
     """Up to :data:`SHOWN_LINKS` links, identifiers first (an `alert_id` from a list of alerts
     is what a dependent call usually carries), each later function once."""
-    ordered = sorted(flow, key=lambda link: not link.parameter.lower().endswith("id"))
+    ordered = sorted(flow, key=lambda link: not link.carries_id)
     shown: list[Link] = []
     for link in ordered:
         if all(link.later != other.later for other in shown):
