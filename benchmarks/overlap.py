@@ -1,6 +1,6 @@
 """Stages that overlap: the quickstart run's wall time against its longest chain of shards.
 
-    python -m benchmarks.overlap [--before PATH] [--rounds N] [--shard-cpus 1,0.25] [--out PATH]
+    python -m benchmarks.overlap [--before PATH] [--rounds N] [--shard-cpus 1,0.25] [--set section.field=value …] [--out PATH]
 
 Runs ``toolfactory run --config configs/quickstart.yaml`` (the offline simulator) into a fresh
 storage root, with this checkout's code ("after") and, with ``--before``, with the code of another
@@ -47,13 +47,16 @@ RUN_TIMEOUT_S = 900
 TARGET = 1.2
 
 
-def run_once(label: str, checkout: Path, workdir: Path, shard_cpus: float | None = None) -> dict[str, Any]:
+def run_once(label: str, checkout: Path, workdir: Path, shard_cpus: float | None = None,
+             overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     """One quickstart run with the code of `checkout` (and `shard_cpus`, when given); its figures."""
     root = workdir / f"data-{label}"
     command = [str(checkout / ".venv" / "bin" / "toolfactory"), "run", "--config", str(REPO / "configs" / "quickstart.yaml"),
                "--set", f"storage.root={root}"]
     if shard_cpus is not None:
         command += ["--set", f"orchestration.shard_cpus={shard_cpus}"]
+    for override in overrides:  # e.g. llm.simulator.latency_ms=1000: shards that wait, not compute
+        command += ["--set", override]
     print(f"{label}: {' '.join(command)}", file=sys.stderr, flush=True)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
@@ -141,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, help="a checkout of the code to compare with (with its own .venv)")
     parser.add_argument("--rounds", type=int, default=1, help="runs of each code (alternating)")
     parser.add_argument("--shard-cpus", default=None, help="comma-separated orchestration.shard_cpus values for this checkout")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="a config override for every run")
     parser.add_argument("--out", default=str(RESULTS_DIR / "overlap.json"), help="JSON results file")
     args = parser.parse_args(argv)
 
@@ -153,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for round_ in range(args.rounds):
             for label, checkout, value in codes:
-                runs.append({**run_once(f"{label}-{round_ + 1}", checkout, workdir, value), "series": label, "round": round_ + 1})
+                runs.append({**run_once(f"{label}-{round_ + 1}", checkout, workdir, value, tuple(args.overrides)),
+                             "series": label, "round": round_ + 1})
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     medians = {
