@@ -152,14 +152,13 @@ async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng:
         else:
             note = f"Subject of the requests (NOT served by the functions): {anchor.name}: {anchor.description}\n"
     else:
-        offered = _same_domain(hierarchy, anchor, rng, settings, guide)
+        draws = DEPENDENT_DRAWS if mode == "dependent" else 1
+        for _ in range(draws):  # a dependent request needs functions that chain
+            offered = _same_domain(hierarchy, anchor, rng, settings, guide)
+            flow = links([fn for tool in offered for fn in tool.functions]) if mode == "dependent" else []
+            if flow:
+                break
         if mode == "dependent":
-            flow = links([fn for tool in offered for fn in tool.functions])
-            for _ in range(DEPENDENT_DRAWS - 1):
-                if flow:
-                    break
-                offered = _same_domain(hierarchy, anchor, rng, settings, guide)
-                flow = links([fn for tool in offered for fn in tool.functions])
             if flow:
                 note = f"Functions that can feed each other: {'; '.join(link.sentence() for link in _first_links(flow))}.\n"
             else:  # no two of these functions chain: the other mode of several calls
