@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench bench-peers setup clean browser
+.PHONY: demo test bench bench-peers bench-scale setup clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,11 @@ $(PEERS)/.installed: pyproject.toml
 
 bench-peers: $(STAMP) $(PEERS)/.installed
 	$(BIN)/python -m benchmarks.gateway --peers-python $(PEERS)/bin/python
+
+# About 10,000 tasks at 0 ms and at 1 s simulator latency: the figures of the night plan in
+# benchmarks/README.md (about 45 minutes on 2 CPUs).
+bench-scale: $(STAMP)
+	$(BIN)/python -m benchmarks.scale
 
 clean:
 	rm -rf $(VENV) toolfactory-data toolfactory-stats.duckdb

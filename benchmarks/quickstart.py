@@ -238,6 +238,26 @@ def _slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-").lower()
 
 
+def sampled_run(command: list[str], log_file: Path, workdir: Path, sampler_class: Any,
+                timeout: float) -> tuple[int, float, Any]:
+    """Run `command` (output to `log_file`) with a sampler thread watching its process tree;
+    (exit code, -9 if killed at `timeout`; wall seconds; the stopped sampler)."""
+    with open(log_file, "wb") as log:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+        sampler = sampler_class(process.pid)
+        sampler.start()
+        try:
+            returncode = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            returncode = -9
+        wall = time.perf_counter() - started
+        sampler.stop()
+    return returncode, wall, sampler
+
+
 def run_once(label: str, root: Path, workdir: Path) -> dict[str, Any]:
     tf = toolfactory_script()
     command = [tf, "run", "--set", f"storage.root={root}"]
@@ -247,20 +267,8 @@ def run_once(label: str, root: Path, workdir: Path) -> dict[str, Any]:
         command = [time_bin, "-v", "-o", str(time_file), *command]
     log_file = workdir / f"run-{_slug(label)}.log"
     print(f"{label}: {' '.join(command)}", file=sys.stderr, flush=True)
-    with open(log_file, "wb") as log:
-        started_clock = datetime.now()
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
-        sampler = TreeSampler(process.pid)
-        sampler.start()
-        try:
-            returncode = process.wait(timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            returncode = -9
-        wall = time.perf_counter() - started
-        sampler.stop()
+    started_clock = datetime.now()
+    returncode, wall, sampler = sampled_run(command, log_file, workdir, TreeSampler, RUN_TIMEOUT_S)
     output = log_file.read_text(errors="replace")
     if returncode != 0:
         print(output[-4000:], file=sys.stderr)

@@ -288,7 +288,8 @@ def _grow_pool(stage: str, store: ObjectStore, run_id: str, plan: dict[str, list
             get_run_logger().info("pool: %d new tools and %d context-tree nodes published", added["tools"], added["nodes"])
     elif stage == DATASET_STAGE:
         for spec in plan[DATASET_STAGE]:
-            count = publish_dialogues(store, run_id, ShardPaths(run_id, DATASET_STAGE, spec.index))
+            count = publish_dialogues(store, run_id, ShardPaths(run_id, DATASET_STAGE, spec.index),
+                                      ShardPaths(run_id, "measure", spec.index))
             get_run_logger().info("pool: signatures of %d dialogues published", count)
 
 

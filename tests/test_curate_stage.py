@@ -87,3 +87,29 @@ def test_the_mode_mix_is_steered_toward_its_targets(sim: Any, tmp_path: Path) ->
     kept = Counter(d.mode for d in out.records if isinstance(d, Dialogue))
     assert set(kept) == {major, minor} and kept[major] == kept[minor] == modes[minor]
     assert set(out.rejections()) == {"curate_mode_steering"}
+
+
+def test_the_pool_gets_the_measured_signatures_of_the_kept_dialogues(sim: Any, tmp_path: Path) -> None:
+    from toolfactory.pool import publish_dialogues
+    from toolfactory.shards import ShardPaths, read_records
+
+    from curation.staged import RUN
+
+    dialogues = distinct_dialogues(10)
+    copy = dialogues[1].model_copy(deep=True, update={"id": "zz-copy"})  # rejected: not published
+    curate(sim, [*dialogues, copy], tmp_path, (), "curate.clusters=3")
+    store = ObjectStore.open(load_config(None, [f"storage.root={tmp_path}"], environ={}).storage)
+    published = []
+    for index in (0, 1):
+        dataset, measured = ShardPaths(RUN, "curate", index), ShardPaths(RUN, "measure", index)
+        count = publish_dialogues(store, RUN, dataset, measured)
+        path = f"{DIALOGUES}/{RUN}.parquet" if index == 0 else f"{DIALOGUES}/{RUN}.{index}.parquet"
+        rows = read_records(store, path)
+        assert count == len(rows) == len(read_records(store, dataset.main))
+        published += rows
+        # A dataset part without its measure part: the same rows, computed from its dialogues.
+        store.delete(measured.main)
+        assert publish_dialogues(store, RUN, dataset, measured) == count
+        assert read_records(store, path) == rows
+    expected = [signature_row(record_key(RUN, d.id), d) for d in dialogues]
+    assert sorted(published, key=lambda r: r["key"]) == sorted(expected, key=lambda r: r["key"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from toolfactory.models import Dialogue, DomainNode, Tool
-from toolfactory.shards import ShardPaths, read_records, write_rows
+from toolfactory.shards import ShardPaths, iter_records, read_ids, read_records, write_rows
 from toolfactory.storage import ObjectStore
 
 TOOLS = "pool/tools"
@@ -48,14 +48,25 @@ def publish(store: ObjectStore, run_id: str, pool_shard: ShardPaths, domain_shar
     return added
 
 
-def publish_dialogues(store: ObjectStore, run_id: str, dataset_shard: ShardPaths) -> int:
-    """Add the signatures of a run's dataset to the pool (idempotent); how many."""
+def publish_dialogues(store: ObjectStore, run_id: str, dataset_shard: ShardPaths, measure_shard: ShardPaths) -> int:
+    """Add the signatures of a run's dataset to the pool (idempotent); how many.
+
+    They are the measure stage's, of the dialogues the dataset part kept: computed once, in the
+    shard that measured them. A dataset part without its measure part (a run made before the
+    measure stage existed) has them computed from its dialogues."""
     from toolfactory.curation import signature_row
+    from toolfactory.curation.measures import Measure
     from toolfactory.stages.curate.stage import record_key
 
     if not store.exists(dataset_shard.main):
         return 0
-    rows = [signature_row(record_key(run_id, r["id"]), Dialogue.model_validate(r)) for r in read_records(store, dataset_shard.main)]
+    if store.exists(measure_shard.main):
+        kept = set(read_ids(store, dataset_shard.main))
+        rows = [Measure.model_validate(r).signature_row(record_key(run_id, r["id"]))
+                for r in iter_records(store, measure_shard.main) if r["id"] in kept]
+    else:
+        rows = [signature_row(record_key(run_id, r["id"]), Dialogue.model_validate(r))
+                for r in iter_records(store, dataset_shard.main)]
     write_rows(store, _name(DIALOGUES, run_id, dataset_shard), [(row["key"], json.dumps(row)) for row in rows])
     return len(rows)
 

@@ -135,6 +135,11 @@ def iter_records(store: ObjectStore, path: str, batch_size: int = 2_000) -> Iter
             yield json.loads(text)
 
 
+def read_ids(store: ObjectStore, path: str) -> list[str]:
+    """The record ids of a file, without parsing its records."""
+    return pq.read_table(io.BytesIO(store.read_bytes(path)), columns=["id"]).column("id").to_pylist()
+
+
 def read_rejected(store: ObjectStore, path: str) -> list[dict[str, Any]]:
     table = pq.read_table(io.BytesIO(store.read_bytes(path)))
     return table.to_pylist()

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from toolfactory.curation.dedup import NEAR_KINDS, NUM_PERM, SIGNATURE_VERSION, Kind
 
-MEMORY_LIMIT = "256MB"
+MEMORY_LIMIT = "64MB"  # DuckDB spills joins and tables to its temporary folder beyond it
 _BATCH = 5_000
 
 _SCHEMA = pa.schema([
@@ -60,21 +60,31 @@ def lsh_bands(threshold: float) -> tuple[int, int]:
 class SignatureTable:
     """The signatures of the indexed records and of the run's, in a DuckDB file of its own."""
 
-    def __init__(self, threshold: float, *, memory_limit: str = MEMORY_LIMIT, folder: str | None = None) -> None:
-        import duckdb
-
+    def __init__(self, threshold: float, *, memory_limit: str = MEMORY_LIMIT, folder: str | None = None,
+                 db: Any = None) -> None:
+        """A DuckDB file of its own in a temporary folder, or its tables in `db`, an open
+        connection the caller owns (and whose memory limit then applies)."""
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         self.threshold = threshold
-        self._folder = tempfile.TemporaryDirectory(prefix="toolfactory-dedup-", dir=folder)
-        self._db = duckdb.connect(str(Path(self._folder.name) / "signatures.duckdb"))
-        self._db.execute(f"SET memory_limit = '{memory_limit}'")
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        if db is None:
+            import duckdb
+
+            self._folder = tempfile.TemporaryDirectory(prefix="toolfactory-dedup-", dir=folder)
+            db = duckdb.connect(str(Path(self._folder.name) / "signatures.duckdb"))
+            db.execute(f"SET memory_limit = '{memory_limit}'")
+        self._db = db
         self._db.execute("SET preserve_insertion_order = false")
         self._db.execute("CREATE TABLE signatures (key VARCHAR, run BOOLEAN, rank BIGINT, exact VARCHAR, "
                          "instruction UINTEGER[], dialogue UINTEGER[])")
         self._indexed = 0
 
     def close(self) -> None:
+        if self._folder is None:  # the caller's connection: only the tables go
+            self._db.execute("DROP TABLE IF EXISTS candidates")
+            self._db.execute("DROP TABLE signatures")
+            return
         self._db.close()
         self._folder.cleanup()
 

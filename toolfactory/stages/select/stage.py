@@ -1,6 +1,6 @@
 """The select stage: the curate stage's run-wide decisions, from the measures alone (ToolACE §4).
 
-One shard reads every measure shard (fan-in), record by record, into DuckDB tables on disk under a
+One shard reads every measure shard (fan-in), record by record, into DuckDB tables on disk under one
 memory limit (never the run's dialogues, nor its signatures in memory at once), plus the dialogue
 signatures of earlier runs (`<root>/pool/dialogues`, the files that existed when the run was
 planned) and, in a supplement shard, the records of the dataset's earlier parts
@@ -75,7 +75,8 @@ class _ClusterSets(Sequence[frozenset[int]]):
 
 
 class _MeasureTable:
-    """id, complexity, mode and used functions of the run's records, in DuckDB on disk."""
+    """id, complexity, mode and used functions of the run's records, in DuckDB on disk (the
+    signatures go to the same database, so that one memory limit bounds the shard)."""
 
     def __init__(self) -> None:
         import duckdb
@@ -123,7 +124,7 @@ class SelectStage:
         verdicts: dict[str, Verdict] = {}
         measures = _MeasureTable()
         try:
-            with SignatureTable(settings.dedup_threshold) as signatures:
+            with SignatureTable(settings.dedup_threshold, db=measures.db) as signatures:  # one memory limit
                 if settings.dedup:
                     self._index_earlier(shard, ctx, signatures)
                 for batch in self._measures(shard.inputs, ctx):
