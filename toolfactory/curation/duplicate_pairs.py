@@ -140,15 +140,18 @@ class SignatureTable:
             yield from self._near(kind, bands, rows)
 
     def _near(self, kind: str, bands: int, rows: int) -> Iterator[Pair]:
-        # Candidates first (keys only), then the signatures of each candidate pair in batches.
+        # Candidates first (keys only), then the signatures of each candidate pair in batches. A
+        # band is joined on a 64-bit hash of its values, not the list itself: equal bands always
+        # meet, and a rare collision is only one more candidate for the similarity check below;
+        # integer keys keep the join small enough to run (and spill) under the memory limit.
         self._db.execute(f"""
             CREATE OR REPLACE TEMP TABLE candidates AS
             WITH banded AS (
-                SELECT key, run, band, list_slice({kind}, band * {rows} + 1, (band + 1) * {rows}) AS hashes
+                SELECT key, run, band, hash(list_slice({kind}, band * {rows} + 1, (band + 1) * {rows})) AS h
                 FROM signatures, range({bands}) AS t(band)
             )
             SELECT DISTINCT a.key AS key, b.key AS other
-            FROM banded a JOIN banded b ON a.band = b.band AND a.hashes = b.hashes
+            FROM banded a JOIN banded b ON a.band = b.band AND a.h = b.h
             WHERE a.run AND (NOT b.run OR b.key < a.key)""")
         cursor = self._db.execute(f"""
             SELECT c.key, c.other, o.run, o.rank, s.{kind}, o.{kind}
