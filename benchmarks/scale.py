@@ -1,12 +1,13 @@
 """A large run on this machine: the figures a cluster for a night is planned from.
 
-    python -m benchmarks.scale [--synthesis 300] [--instructions-per-tool 50] [--latencies 0,1000] [--set section.field=value …] [--out PATH]
+    python -m benchmarks.scale [--synthesis 300] [--instructions-per-tool 43] [--latencies 0,1000] [--set section.field=value …] [--out PATH]
 
 For each simulator latency (jitter 0), one ``toolfactory run`` of the embedded defaults with a
 larger pool and more instructions per tool: ``tools.synthesis.count`` new APIs beside the 36
 catalog tools and 8 documented introductions, and ``tasks.instructions_per_tool``. The defaults
-(300 and 32) make about 10,000 tasks. It runs into a fresh storage root, as a user runs it (Prefect temporary server, local Ray). Every
-process of the run's tree is sampled from ``/proc`` every second:
+(300 and 43) make about 10,000 tasks. It runs into a fresh storage root, as a user runs it
+(Prefect temporary server, local Ray). Every process of the run's tree is sampled from ``/proc``
+every second:
 
 * **CPU** per kind of process (the driver, Ray's shard workers, Ray's own daemons, the Prefect
   server, the simulator), from each process's last-seen user + system time; divided by the
@@ -182,6 +183,7 @@ def summarise(label: str, latency_ms: float, wall: float, stats: dict[str, Any],
         "llm_calls": calls,
         "cache_hits": sum(s["cache_hits"] for s in stats["stages"]),
         "tokens": tokens,
+        "prompt_tokens": sum(s["prompt_tokens"] for s in stats["stages"]),
         "llm_calls_per_s_span": round(calls / shards["span_s"], 1) if shards["span_s"] else None,
         "per_accepted": stats["per_accepted"],
         "cpu_s_ours": round(ours, 1),
@@ -227,7 +229,7 @@ def report(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.split("\n\n")[0])
     parser.add_argument("--synthesis", type=int, default=300, help="tools.synthesis.count: new APIs in the pool")
-    parser.add_argument("--instructions-per-tool", type=int, default=32)
+    parser.add_argument("--instructions-per-tool", type=int, default=43)
     parser.add_argument("--latencies", default="0,1000", help="simulator latencies in ms, one run each")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     parser.add_argument("--out", default=str(RESULTS_DIR / "scale.json"))
