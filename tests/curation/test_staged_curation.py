@@ -9,6 +9,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+import duckdb
+import pytest
+
 from curation.staged import RUN, curate_parts
 from toolfactory.config import load_config
 from toolfactory.curation import (
@@ -77,6 +80,23 @@ def test_the_stages_decide_as_the_single_in_memory_shard(sim: Any, tmp_path: Pat
     parts = [dialogues[i::3] for i in range(3)]  # copies land in other parts than their originals
     out = curate_parts(sim.base_url, parts, tmp_path / "staged", (), *RUN_SCOPE)
     assert decisions(out) == expected
+
+
+def test_a_duplicate_join_out_of_memory_is_run_again_under_the_next_limit(sim: Any, tmp_path: Path, monkeypatch: Any,
+                                                                           caplog: Any) -> None:
+    from toolfactory.curation import duplicate_pairs
+
+    dialogues = corpus(30)
+    parts = [dialogues[i::2] for i in range(2)]
+    expected = curate_parts(sim.base_url, parts, tmp_path / "a", (), *RUN_SCOPE)
+    # 2 MB holds the tables of 32 records, but not the blocks DuckDB's join needs.
+    monkeypatch.setattr(duplicate_pairs, "MEMORY_LIMITS", ("2MB", "64MB"))
+    out = curate_parts(sim.base_url, parts, tmp_path / "b", (), *RUN_SCOPE)
+    assert decisions(out) == decisions(expected) and out.rejected
+    assert "ran out of DuckDB memory; again under 64MB" in caplog.text
+    monkeypatch.setattr(duplicate_pairs, "MEMORY_LIMITS", ("2MB",))  # no limit left to try: the shard fails
+    with pytest.raises(duckdb.OutOfMemoryException):
+        curate_parts(sim.base_url, parts, tmp_path / "c", (), *RUN_SCOPE)
 
 
 def test_duplicates_in_different_verify_parts_keep_the_smaller_id(sim: Any, tmp_path: Path) -> None:

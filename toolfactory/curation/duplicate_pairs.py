@@ -24,7 +24,10 @@ import pyarrow as pa
 
 from toolfactory.curation.dedup import NEAR_KINDS, NUM_PERM, SIGNATURE_VERSION, Kind
 
-MEMORY_LIMIT = "64MB"  # DuckDB spills joins and tables to its temporary folder beyond it
+# DuckDB spills tables and joins to its temporary folder beyond its memory limit, but a join still
+# needs some blocks per thread: when it runs out of memory all the same, the next limit is tried.
+MEMORY_LIMITS = ("64MB", "256MB", "1GB", "4GB")
+MEMORY_LIMIT = MEMORY_LIMITS[0]
 _BATCH = 5_000
 
 _SCHEMA = pa.schema([
@@ -58,7 +61,8 @@ def lsh_bands(threshold: float) -> tuple[int, int]:
 
 
 class SignatureTable:
-    """The signatures of the indexed records and of the run's, in a DuckDB file of its own."""
+    """The signatures of the indexed records and of the run's, in a DuckDB file of its own or in
+    the caller's database."""
 
     def __init__(self, threshold: float, *, memory_limit: str = MEMORY_LIMIT, folder: str | None = None,
                  db: Any = None) -> None:

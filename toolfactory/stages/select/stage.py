@@ -22,14 +22,15 @@ stage applies them shard by shard.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, NamedTuple, Sequence
 
 import pyarrow as pa
 
-from toolfactory.curation import cluster_apis, coverage, diversity_subsets, steer
-from toolfactory.curation.duplicate_pairs import MEMORY_LIMIT, SignatureTable
+from toolfactory.curation import cluster_apis, coverage, diversity_subsets, duplicate_pairs, steer
+from toolfactory.curation.duplicate_pairs import SignatureTable
 from toolfactory.curation.duplicate_rule import first_kept
 from toolfactory.curation.measures import Measure
 from toolfactory.curation.pool_clusters import assign_clusters, function_texts, pool_centroids
@@ -38,6 +39,7 @@ from toolfactory.models import Tool
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
 
 _BATCH = 5_000
+log = logging.getLogger(__name__)
 
 
 def record_key(run_id: str, dialogue_id: str) -> str:
@@ -83,8 +85,14 @@ class _MeasureTable:
 
         self._folder = tempfile.TemporaryDirectory(prefix="toolfactory-select-")
         self.db = duckdb.connect(str(Path(self._folder.name) / "measures.duckdb"))
-        self.db.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        self.limit = 0
+        self.set_limit(0)
         self.db.execute("CREATE TABLE measures (id VARCHAR, complexity DOUBLE, mode VARCHAR, used VARCHAR[])")
+
+    def set_limit(self, step: int) -> None:
+        """DuckDB's memory limit: step i of :data:`.duplicate_pairs.MEMORY_LIMITS`."""
+        self.limit = step
+        self.db.execute(f"SET memory_limit = '{duplicate_pairs.MEMORY_LIMITS[step]}'")
 
     def add(self, rows: list[Measure]) -> None:
         batch = pa.table({"id": [m.id for m in rows], "complexity": [m.complexity for m in rows],
@@ -170,8 +178,20 @@ class SelectStage:
                 signatures.index(m.signature_row(record_key(ctx.run_id, m.id)) for m in batch)
 
     def _deduplicate(self, signatures: SignatureTable, measures: _MeasureTable, verdicts: dict[str, Verdict], ctx: ShardContext) -> None:
+        import duckdb
+
+        while True:  # the pairs are all read before anything is decided, so a retry starts afresh
+            try:
+                found = first_kept(signatures.pairs(), ctx.config.curate.dedup_kinds)
+                break
+            except duckdb.OutOfMemoryException:
+                if measures.limit + 1 == len(duplicate_pairs.MEMORY_LIMITS):
+                    raise
+                measures.set_limit(measures.limit + 1)
+                log.warning("select: the duplicate join ran out of DuckDB memory; again under %s",
+                            duplicate_pairs.MEMORY_LIMITS[measures.limit])
         prefix = record_key(ctx.run_id, "")
-        for key, matches in first_kept(signatures.pairs(), ctx.config.curate.dedup_kinds).items():
+        for key, matches in found.items():
             first = matches[0]
             dialogue_id = key.removeprefix(prefix)
             verdicts[dialogue_id] = Verdict(
