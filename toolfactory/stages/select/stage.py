@@ -85,7 +85,7 @@ class _MeasureTable:
 
         self._folder = tempfile.TemporaryDirectory(prefix="toolfactory-select-")
         self.db = duckdb.connect(str(Path(self._folder.name) / "measures.duckdb"))
-        self.limit = 0
+        self.limit = 0  # the step of MEMORY_LIMITS in force
         self.set_limit(0)
         self.db.execute("CREATE TABLE measures (id VARCHAR, complexity DOUBLE, mode VARCHAR, used VARCHAR[])")
 
