@@ -63,6 +63,19 @@ def _children_map_proc() -> dict[int, list[int]]:
     return children
 
 
+def descendants_proc(known: set[int]) -> set[int]:
+    """The live processes of `known` and every process that descends from them, from /proc."""
+    children = _children_map_proc()
+    seen: set[int] = set()
+    stack = [pid for pid in known if Path(f"/proc/{pid}").exists()]
+    while stack:
+        pid = stack.pop()
+        if pid not in seen:
+            seen.add(pid)
+            stack.extend(children.get(pid, ()))
+    return seen
+
+
 def _memory_proc(pid: int) -> tuple[int, int] | None:
     """(rss, pss) in bytes of one process, from /proc; PSS 0 if smaps_rollup is unreadable."""
     try:
@@ -129,16 +142,7 @@ class TreeSampler(threading.Thread):
                 except self._psutil.Error:
                     continue
             return pids
-        children = _children_map_proc()
-        seen: set[int] = set()
-        stack = [p for p in self.known if Path(f"/proc/{p}").exists()]
-        while stack:
-            pid = stack.pop()
-            if pid in seen:
-                continue
-            seen.add(pid)
-            stack.extend(children.get(pid, ()))
-        return seen
+        return descendants_proc(self.known)
 
     def _memory(self, pid: int) -> tuple[int, int] | None:
         if self._psutil is None:

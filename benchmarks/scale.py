@@ -39,7 +39,7 @@ from typing import Any
 
 from benchmarks._common import RESULTS_DIR, machine_info, table, write_json
 from benchmarks.overlap import shard_figures
-from benchmarks.quickstart import _children_map_proc, sampled_run, toolfactory_script
+from benchmarks.quickstart import descendants_proc, sampled_run, toolfactory_script
 
 SAMPLE_INTERVAL_S = 1.0
 RUN_TIMEOUT_S = 4 * 3600
@@ -89,19 +89,8 @@ class ProcessSampler(threading.Thread):
         self.stop_event.set()
         self.join(timeout=10)
 
-    def _tree(self) -> set[int]:
-        children = _children_map_proc()
-        seen: set[int] = set()
-        stack = [pid for pid in self.known if Path(f"/proc/{pid}").exists()]
-        while stack:
-            pid = stack.pop()
-            if pid not in seen:
-                seen.add(pid)
-                stack.extend(children.get(pid, ()))
-        return seen
-
     def sample(self) -> None:
-        pids = self._tree()
+        pids = descendants_proc(self.known)
         self.known = pids | {self.root}
         total = 0
         for pid in pids:
