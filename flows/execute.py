@@ -22,7 +22,7 @@ from prefect.states import Failed, State
 from prefect_ray import RayTaskRunner
 from prefect_ray.context import remote_options
 
-from flows.overlap import Group, Settled, StageWork, current_link, run_group
+from flows.overlap import Group, Settled, StageFlows, StageWork, current_link
 from flows.progress import StageProgress, shared_display
 from flows.runtime import ray_session, run_ledger
 from tasks.shard import configured
@@ -60,7 +60,9 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
     stopped: str | None = None  # why the run stopped early: an endpoint's repeated refusals
     stop: str | None = None  # the budget is spent
     driver = Driver()
-    with ray_session(config), run_ledger(config, manifest.run_id, stats) as ledger, shared_display() as display:
+    widest = max((len(specs) for specs in plan.values()), default=0)
+    with (ray_session(config, warm=widest), run_ledger(config, manifest.run_id, stats) as ledger, shared_display() as display,
+          StageFlows() as flows):
         limits = ledger.ref if ledger is not None else None
         for stages in chains(STAGE_NAMES):  # a chain of one-to-one stages runs at once (flows/overlap.py)
             stop = ledger.stop_reason() if ledger is not None else None
@@ -80,20 +82,20 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
                         stage, pending, work, store, stats, manifest.run_id, config.run.fan_in == "proceed",
                         lambda spec: ShardJob(manifest.run_id, config, spec, base_url, driver, limits),
                     ))
-            budget_stop = ledger.stop_reason if ledger is not None else lambda: None
-            states = run_group(work, Group(budget_stop, display), lambda item: stage_flow.with_options(
+            group = Group(ledger.stop_reason if ledger is not None else lambda: None, display)
+            running = flows.start(work, group, lambda item: stage_flow.with_options(
                 flow_run_name=f"{manifest.run_id}/{item.stage}",
                 task_runner=RayTaskRunner(),
             )(config, item.stage, item.ready, item.blocked, str(stats.path), return_state=True))
+            running.settled()  # the next group needs the shards, not the flows' ends
             for item in work:
                 partial = [job.spec for job in item.ready if job.spec.params.get("missing_inputs")]
                 manifest = _record_partial(manifest, store, partial)
             for stage in stages:
                 # Every attempt's LLM use, killed ones included (their task never returned metrics).
                 stats.record_attempts(attempt_usage(store, manifest.run_id, stage))
-            refusals = [(item.stage, reason) for item, state in zip(work, states) if (reason := _refusal_of(state))]
-            if refusals:  # every later request of that shape would be refused alike
-                stage, stopped = refusals[0]
+            if group.refused is not None:  # every later request of that shape would be refused alike
+                stage, stopped = group.refused
                 get_run_logger().error("run stopped at the %s stage: %s", stage, stopped)
                 break
             for stage in stages:
@@ -226,6 +228,7 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
             if isinstance(exception, EndpointRefused):
                 link.group.refuse(stage, str(exception))
             link.settle(job.spec.index, False)
+    link.end()  # every shard has settled: the run may go on while this flow ends in Prefect
     refused = link.group.refused
     if refused is not None and refused[0] == stage:
         # The stage's one message: the role, the model and the endpoint's words.
@@ -253,14 +256,6 @@ def _not_starting(job: ShardJob, committed: bool, group: Group, stats: StatsDB) 
         stats.record_shard_status(job.run_id, spec.stage, spec.index, "blocked", 0, error, spec.fingerprint())
         return "blocked"
     return None
-
-
-def _refusal_of(state: State[Any]) -> str | None:
-    """The endpoint refusal that stopped a stage (see :class:`EndpointRefused`), if one did."""
-    if not state.is_failed():
-        return None
-    data = state.result(raise_on_failure=False)
-    return data.get("refused") if isinstance(data, dict) else None
 
 
 def _record_failure(stats: StatsDB, job: ShardJob, future: Any) -> BaseException | None:

@@ -12,7 +12,9 @@ submits shard i when the flow upstream reports shard i committed (:class:`Settle
 follower's inbox). A shard whose input did not commit (failed, blocked, or never started) is
 recorded as blocked, and passes that on to its own follower; a committed shard is never submitted,
 as before. So verify shard 0 may run while dialogues shard 7 does, and the run's wall time comes
-close to its longest chain of shards rather than the sum of its stages' slowest shards.
+close to its longest chain of shards rather than the sum of its stages' slowest shards. The next
+group starts once every shard of this one has settled (:meth:`GroupRun.settled`), while its flows
+still end in Prefect (up to a second each, for the flow-run heartbeat thread Prefect joins).
 
 Why not one flow that submits each downstream task with `wait_for` on its upstream future:
 
@@ -85,7 +87,7 @@ class StageLink:
     :class:`Settled` from the stage upstream), the shards that wait for their input, and the
     follower to tell about its own shards."""
 
-    __slots__ = ("stage", "group", "inbox", "awaited", "downstream", "started", "_told")
+    __slots__ = ("stage", "group", "inbox", "awaited", "downstream", "started", "ended", "_told")
 
     def __init__(self, stage: str, group: Group, awaited: dict[int, ShardJob] | None = None) -> None:
         self.stage = stage
@@ -94,6 +96,7 @@ class StageLink:
         self.awaited = dict(awaited or {})
         self.downstream: StageLink | None = None
         self.started = threading.Event()
+        self.ended = threading.Event()  # every shard of the stage has settled
         self._told: set[int] = set()
 
     def settle(self, index: int, committed: bool) -> None:
@@ -102,11 +105,13 @@ class StageLink:
             self._told.add(index)
             self.downstream.inbox.put(Settled(index, committed))
 
-    def release(self) -> None:
-        """The flow has ended: every shard the follower still waits for will not commit now."""
+    def end(self) -> None:
+        """Every shard of this stage has settled (or the flow has ended): a shard the follower
+        still waits for will not commit now."""
         if self.downstream is not None:
             for index in list(self.downstream.awaited):
                 self.settle(index, False)
+        self.ended.set()
 
 
 # The link of the stage flow running in this thread. Not a flow parameter: Prefect ships a flow's
@@ -134,36 +139,80 @@ class StageWork:
         return {job.spec.index for job in (*self.ready, *self.waiting)}
 
 
-def run_group(work: list[StageWork], group: Group, run_stage: Callable[[StageWork], Any]) -> list[Any]:
-    """Run the stage flows of `work` at once, each as `run_stage(work)` in a thread, where
-    :func:`current_link` is its link; their results, in order. Each flow is started once the one
-    before it has begun, as a sub-flow is created in the parent flow's context (its task-run key),
-    which threads may not race for."""
+class GroupRun:
+    """The stage flows of a group, running.
+
+    :meth:`settled` returns once every shard of every stage has settled: what the stages after
+    the group need. Each flow then still ends in Prefect (its final state, and the flow-run
+    heartbeat thread that Prefect joins, up to a second), which :meth:`join` waits for; a run
+    starts its next group in the meantime."""
+
+    def __init__(self, links: list[StageLink]) -> None:
+        self.links = links
+        self.threads: list[threading.Thread] = []
+        self.results: list[Any] = [None] * len(links)
+        self.errors: list[BaseException] = []
+
+    def settled(self) -> None:
+        """Wait until every stage's shards have settled; a flow's error is raised here."""
+        for link in self.links:
+            link.ended.wait()
+        if self.errors:
+            raise self.errors[0]
+
+    def join(self) -> list[Any]:
+        """Wait until every flow has ended; their results (final states), in order."""
+        for thread in self.threads:
+            thread.join()
+        if self.errors:
+            raise self.errors[0]
+        return self.results
+
+
+def run_group(work: list[StageWork], group: Group, run_stage: Callable[[StageWork], Any]) -> GroupRun:
+    """Start the stage flows of `work` at once, each as `run_stage(work)` in a thread, where
+    :func:`current_link` is its link. Each flow is started once the one before it has begun, as a
+    sub-flow is created in the parent flow's context (its task-run key), which threads may not
+    race for."""
     links = [StageLink(item.stage, group, {job.spec.index: job for job in item.waiting}) for item in work]
     for upstream, follower in zip(links, links[1:]):
         upstream.downstream = follower
-    results: list[Any] = [None] * len(work)
-    errors: list[BaseException] = []
+    running = GroupRun(links)
 
     def run(k: int) -> None:
         _LINK.set(links[k])
         try:
-            results[k] = run_stage(work[k])
-        except BaseException as exc:  # re-raised in the driver's thread below
-            errors.append(exc)
+            running.results[k] = run_stage(work[k])
+        except BaseException as exc:  # re-raised in the driver's thread, by GroupRun
+            running.errors.append(exc)
         finally:
             links[k].started.set()
-            links[k].release()
+            links[k].end()
 
-    threads = []
     for k, link in enumerate(links):
         context = copy_context()  # the parent flow's run context, for a sub-flow
         thread = threading.Thread(target=context.run, args=(run, k), name=f"stage-{link.stage}", daemon=True)
         thread.start()
-        threads.append(thread)
+        running.threads.append(thread)
         link.started.wait()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return results
+    return running
+
+
+class StageFlows:
+    """The stage flows of a run, group by group; leaving the block waits until all have ended."""
+
+    def __init__(self) -> None:
+        self._runs: list[GroupRun] = []
+
+    def start(self, work: list[StageWork], group: Group, run_stage: Callable[[StageWork], Any]) -> GroupRun:
+        """Start a group's flows (see :func:`run_group`)."""
+        running = run_group(work, group, run_stage)
+        self._runs.append(running)
+        return running
+
+    def __enter__(self) -> StageFlows:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for running in self._runs:
+            running.join()

@@ -10,6 +10,8 @@ actor, when either is configured (see :mod:`toolfactory.llm.limits`).
 
 from __future__ import annotations
 
+import importlib
+import math
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,8 +65,13 @@ def current_api_url() -> str:
 
 
 @contextmanager
-def ray_session(config: Config) -> Iterator[None]:
-    """Ray for the shard tasks; left as found if the caller already started it."""
+def ray_session(config: Config, warm: int = 0) -> Iterator[None]:
+    """Ray for the shard tasks; left as found if the caller already started it.
+
+    A local Ray started here gets `warm` workers (at most its shard slots) that import the shard
+    task's modules at once, in the background: a worker's first shard would otherwise start only
+    after about 3 s of imports (more when several start on busy cores), and the stages after the
+    first would wait for them (measured with `benchmarks.overlap`)."""
     if ray.is_initialized():
         yield
         return
@@ -73,15 +80,23 @@ def ray_session(config: Config) -> Iterator[None]:
     # with it, so it is set here and not in the runtime env.
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     env = {"PREFECT_API_URL": current_api_url()}
-    kwargs: dict[str, object] = {"runtime_env": {"env_vars": env}, "namespace": "toolfactory", "log_to_driver": False}
+    kwargs: dict[str, object] = {"namespace": "toolfactory", "log_to_driver": False}
     local = not address
+    before = descendants({os.getpid()})
     if local:
         # "local", not None: with None, Ray connects to whatever `ray start` last recorded in
         # /tmp/ray/ray_current_cluster, and hangs if that cluster has died.
-        address = "local"
-        kwargs.update(include_dashboard=False, num_cpus=config.orchestration.ray_num_cpus)
-    before = descendants({os.getpid()})
-    ray.init(address=address, **kwargs)  # type: ignore[arg-type]
+        kwargs.update(include_dashboard=False, num_cpus=config.orchestration.ray_num_cpus,
+                      _system_config={"num_workers_soft_limit": shard_slots(config)})
+        # The workers of a local Ray inherit the environment of the raylet started here. A
+        # runtime env would do the same, but Ray's prestarted and pooled workers have none, so
+        # every shard worker would be a new process, started while the shards wait.
+        with _environment(env):
+            ray.init(address="local", **kwargs)  # type: ignore[arg-type]
+        for _ in range(min(warm, shard_slots(config))):
+            _warm.remote()  # not awaited: the workers import while the first stage runs
+    else:
+        ray.init(address=address, runtime_env={"env_vars": env}, **kwargs)  # type: ignore[arg-type]
     if local:
         # A local Ray is this driver's: its head processes die with it, but the agents and
         # workers they start do not always (measured: the runtime-env and dashboard agents stay
@@ -94,6 +109,39 @@ def ray_session(config: Config) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+@ray.remote(num_cpus=0)
+def _warm() -> None:
+    """Import what a shard task's first run in this worker would, before one waits for it."""
+    importlib.import_module("tasks.shard")
+
+
+def shard_slots(config: Config) -> int:
+    """The shards a local Ray runs at once: its CPUs over `orchestration.shard_cpus`.
+
+    Ray keeps that many idle workers rather than its default of one per CPU. With fractional
+    shard CPUs, the default kills the extra workers a second after a stage's shards end, and the
+    next stage waits for new ones to start and import the project: measured 10 s of a 90 s run
+    on 2 busy cores (`benchmarks.overlap`). A remote cluster sets this on its nodes
+    (`RAY_num_workers_soft_limit`, deploy/kuberay/raycluster.yaml)."""
+    cpus = config.orchestration.ray_num_cpus or len(os.sched_getaffinity(0))
+    return max(1, math.ceil(cpus / config.orchestration.shard_cpus))
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """`values` in this process's environment for the block; the environment as it was after it."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager

@@ -85,3 +85,42 @@ def test_a_failed_dialogues_shard_blocks_only_its_verify_shard_and_rerun_complet
                for row in duckdb.sql(f"SELECT id FROM read_parquet('{p}')").fetchall()]
         assert ids and len(ids) == len(set(ids)), stage
     assert {status for status, *_ in _shards(root, run_id, "verify").values()} == {"completed"}
+
+
+def test_a_group_is_settled_once_its_shards_have_while_its_flows_still_end() -> None:
+    """The next group starts when every shard of this one has settled; a flow's own end (its final
+    state in Prefect, the heartbeat thread Prefect joins) does not hold it up."""
+    import threading
+
+    from flows.overlap import Group, StageWork, StageFlows, current_link
+
+    ending = threading.Event()
+
+    def flow(item: StageWork) -> str:
+        link = current_link(item.stage)
+        link.started.set()
+        link.end()  # every shard has settled
+        assert ending.wait(30)  # the flow is still ending
+        return item.stage
+
+    with StageFlows() as flows:
+        running = flows.start([StageWork("tasks", []), StageWork("dialogues", [])], Group(lambda: None, None), flow)
+        settled = threading.Thread(target=running.settled)
+        settled.start()
+        settled.join(10)
+        assert not settled.is_alive()
+        assert all(thread.is_alive() for thread in running.threads)
+        ending.set()
+    assert not any(thread.is_alive() for thread in running.threads)
+    assert running.join() == ["tasks", "dialogues"]
+
+
+def test_a_flow_that_fails_before_its_shards_settle_fails_the_group() -> None:
+    from flows.overlap import Group, StageWork, run_group
+
+    def flow(item: StageWork) -> None:
+        raise RuntimeError(f"{item.stage}: the Prefect API is gone")
+
+    running = run_group([StageWork("verify", [])], Group(lambda: None, None), flow)
+    with pytest.raises(RuntimeError, match="verify: the Prefect API is gone"):
+        running.settled()

@@ -1,0 +1,57 @@
+"""The local Ray of a run: its workers reach the run's Prefect API and stay up between stages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from flows.runtime import shard_slots
+from toolfactory.config import load_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Two rounds of four quarter-CPU shards on one Ray CPU (four slots), 2.5 s apart: longer than Ray
+# lets an idle worker live beyond its soft limit (1 s).
+SCRIPT = """
+import json, os, time, ray
+from flows.runtime import ray_session
+from toolfactory.config import load_config
+
+@ray.remote(num_cpus=0.25)
+def shard():
+    time.sleep(0.5)
+    return os.getpid(), os.environ.get("PREFECT_API_URL")
+
+config = load_config(None, ["orchestration.ray_num_cpus=1", "orchestration.shard_cpus=0.25"])
+with ray_session(config, warm=4):
+    first = ray.get([shard.remote() for _ in range(4)])
+    time.sleep(2.5)
+    second = ray.get([shard.remote() for _ in range(4)])
+print(json.dumps({"first": first, "second": second}))
+"""
+
+
+def test_shard_slots_are_the_cpus_over_the_cpus_a_shard_reserves() -> None:
+    assert shard_slots(load_config(None, ["orchestration.ray_num_cpus=2", "orchestration.shard_cpus=0.25"])) == 8
+    assert shard_slots(load_config(None, ["orchestration.ray_num_cpus=3", "orchestration.shard_cpus=2"])) == 2
+    assert shard_slots(load_config(None, ["orchestration.ray_num_cpus=1", "orchestration.shard_cpus=1"])) == 1
+
+
+def test_a_local_ray_keeps_a_worker_per_shard_slot_and_gives_them_the_prefect_api(prefect_api: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="tfray", dir="/tmp") as ray_tmp:  # Ray's socket paths must be short
+        env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": ray_tmp}
+        env.pop("RAY_ADDRESS", None)
+        done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rounds = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {url.rstrip("/") for _, url in rounds["first"] + rounds["second"]} == {prefect_api.rstrip("/")}
+    first, second = {pid for pid, _ in rounds["first"]}, {pid for pid, _ in rounds["second"]}
+    assert len(first) == 4
+    # Ray's default keeps one idle worker per CPU (here one) and starts the others again.
+    assert second == first
