@@ -61,6 +61,7 @@ bench-peers: $(STAMP) $(PEERS)/.installed
 # benchmarks/README.md (about 45 minutes on 2 CPUs).
 bench-scale: $(STAMP)
 	$(BIN)/python -m benchmarks.scale
+	$(BIN)/python -m benchmarks.prefect_load
 
 clean:
 	rm -rf $(VENV) toolfactory-data toolfactory-stats.duckdb
