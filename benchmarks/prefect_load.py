@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import RESULTS_DIR, machine_info, table, write_json
-from benchmarks.quickstart import descendants_proc
+from benchmarks.quickstart import cpu_seconds_proc, descendants_proc
 
-TICKS = os.sysconf("SC_CLK_TCK")
 TASK_SLEEP_S = 0.02
 
 
@@ -40,13 +39,11 @@ def _cpu_and_peak(pids: set[int]) -> tuple[float, int]:
     cpu, peak = 0.0, 0
     for pid in pids:
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            cpu += (int(fields[11]) + int(fields[12])) / TICKS
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]) * 1024)
-        except (OSError, IndexError, ValueError):
+            hwm = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("VmHWM:"))
+        except (OSError, StopIteration):
             continue
+        cpu += cpu_seconds_proc(pid) or 0.0
+        peak = max(peak, int(hwm.split()[1]) * 1024)
     return cpu, peak
 
 

@@ -76,6 +76,15 @@ def descendants_proc(known: set[int]) -> set[int]:
     return seen
 
 
+def cpu_seconds_proc(pid: int) -> float | None:
+    """User + system CPU seconds of one process so far, from /proc; None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _memory_proc(pid: int) -> tuple[int, int] | None:
     """(rss, pss) in bytes of one process, from /proc; PSS 0 if smaps_rollup is unreadable."""
     try:

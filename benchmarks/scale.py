@@ -39,11 +39,10 @@ from typing import Any
 
 from benchmarks._common import RESULTS_DIR, machine_info, table, write_json
 from benchmarks.overlap import shard_figures
-from benchmarks.quickstart import descendants_proc, sampled_run, toolfactory_script
+from benchmarks.quickstart import cpu_seconds_proc, descendants_proc, sampled_run, toolfactory_script
 
 SAMPLE_INTERVAL_S = 1.0
 RUN_TIMEOUT_S = 4 * 3600
-TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 # (kind, substring of the command line), first match wins; anything else is "other".
@@ -95,14 +94,16 @@ class ProcessSampler(threading.Thread):
         total = 0
         for pid in pids:
             try:
-                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
                 if pid not in self.kinds:
                     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
                     self.kinds[pid] = _kind(cmdline, pid, self.root)
             except (OSError, IndexError, ValueError):
                 continue
-            self.cpu_s[pid] = (int(stat[11]) + int(stat[12])) / TICKS  # utime, stime
+            cpu = cpu_seconds_proc(pid)
+            if cpu is None:
+                continue
+            self.cpu_s[pid] = cpu
             self.peak_rss[pid] = max(self.peak_rss.get(pid, 0), rss)
             total += rss
         self.peak_tree_rss = max(self.peak_tree_rss, total)
