@@ -81,23 +81,20 @@ def ray_session(config: Config, warm: int = 0) -> Iterator[None]:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     env = {"PREFECT_API_URL": current_api_url()}
     kwargs: dict[str, object] = {"namespace": "toolfactory", "log_to_driver": False}
-    local = not address
-    before = descendants({os.getpid()})
-    if local:
+    if address:
+        ray.init(address=address, runtime_env={"env_vars": env}, **kwargs)  # type: ignore[arg-type]
+    else:
+        slots = shard_slots(config)
+        before = descendants({os.getpid()})
         # "local", not None: with None, Ray connects to whatever `ray start` last recorded in
         # /tmp/ray/ray_current_cluster, and hangs if that cluster has died.
         kwargs.update(include_dashboard=False, num_cpus=config.orchestration.ray_num_cpus,
-                      _system_config={"num_workers_soft_limit": shard_slots(config)})
+                      _system_config={"num_workers_soft_limit": slots})
         # The workers of a local Ray inherit the environment of the raylet started here. A
         # runtime env would do the same, but Ray's prestarted and pooled workers have none, so
         # every shard worker would be a new process, started while the shards wait.
         with _environment(env):
             ray.init(address="local", **kwargs)  # type: ignore[arg-type]
-        for _ in range(min(warm, shard_slots(config))):
-            _warm.remote()  # not awaited: the workers import while the first stage runs
-    else:
-        ray.init(address=address, runtime_env={"env_vars": env}, **kwargs)  # type: ignore[arg-type]
-    if local:
         # A local Ray is this driver's: its head processes die with it, but the agents and
         # workers they start do not always (measured: the runtime-env and dashboard agents stay
         # up). The guard stops every process of its tree when the driver dies. A remote cluster
@@ -105,6 +102,8 @@ def ray_session(config: Config, warm: int = 0) -> Iterator[None]:
         # disconnected, and a shard never commits once its driver is gone (lifetime.Driver).
         for pid in descendants({os.getpid()}) - before:
             guard_child(pid, tree=True)
+        for _ in range(min(warm, slots)):
+            _warm.remote()  # not awaited: the workers import while the first stage runs
     try:
         yield
     finally:
