@@ -11,7 +11,7 @@ from prefect.runtime import task_run
 from prefect.states import State
 
 from toolfactory.config import Config
-from toolfactory.errors import TransientError
+from toolfactory.errors import retryable
 from toolfactory.execution import ShardJob, run_shard
 
 
@@ -19,10 +19,8 @@ def _retry_transient(_task: Task[Any, Any], _run: TaskRun, state: State[Any]) ->
     """Retry only what a retry can fix; a terminal error fails the shard at once."""
     try:
         state.result()
-    except TransientError:
-        return True
-    except Exception:
-        return False
+    except Exception as exc:
+        return retryable(exc)
     return False
 
 

@@ -7,13 +7,18 @@
     │   ├── RunNotFound
     │   ├── EndpointRefused    the endpoint refused one kind of request again and again
     │   ├── DriverGone         the process that submitted a shard died; the shard is not committed
-    │   └── BudgetExhausted    the run's LLM budget is spent; a re-run with a larger one finishes it
+    │   ├── BudgetExhausted    the run's LLM budget is spent; a re-run with a larger one finishes it
+    │   └── RunFailed          a run ended Failed (shards missing, a floor, a refusal): its summary
     └── TransientError         retrying may help (network, rate limits, a flaky endpoint)
         └── ShardIncomplete    records of a shard failed on transient LLM errors; re-run completes it
 
 Record-level problems are not exceptions that escape a shard: they become
 :class:`toolfactory.models.Rejected` records with a reason code. :class:`LLMFailure` is the
 exception that carries such a reason code out of the LLM gateway to the stage that rejects.
+
+Every exception of the project derives from :class:`ToolfactoryError`, which pickles whatever its
+``__init__`` takes: a shard's error crosses from a Ray worker to the driver (and into Prefect's
+state) with its class, message and attributes (reason, flags, metrics) intact.
 """
 
 from __future__ import annotations
@@ -21,8 +26,22 @@ from __future__ import annotations
 from typing import Any
 
 
+def _restore(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    """An exception as it was pickled, without calling its ``__init__`` (whose parameters need not
+    be its ``args``)."""
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
+
+
 class ToolfactoryError(Exception):
     """Base of every error toolfactory raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exception's own reduction calls ``cls(*args)``, which fails (on unpickling, far from the
+        # cause) for any subclass whose ``__init__`` takes other arguments than it passes on.
+        return _restore, (type(self), self.args, self.__dict__)
 
 
 class ConfigError(ToolfactoryError):
@@ -85,6 +104,16 @@ class BudgetExhausted(TerminalError):
     metrics: dict[str, Any] | None = None
 
 
+class RunFailed(TerminalError):
+    """A run that ended `Failed`, as its flow's final state carries it: Prefect wants an exception
+    (or nothing) as a failed state's data, and the CLI and the tests read the run's summary from it.
+    The message is the one the operator reads (the shards, the first error, the re-run command)."""
+
+    def __init__(self, message: str, summary: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
 class TransientError(ToolfactoryError):
     """An error that a retry may fix; shard tasks retry these."""
 
@@ -111,3 +140,10 @@ class LLMFailure(ToolfactoryError):
         self.reason = reason
         self.transient = transient
         self.detail = detail  # the endpoint's own words, when it refused the request
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether running the failed work again may succeed: a :class:`TransientError`, or an
+    :class:`LLMFailure` whose cause was the endpoint (a stage that calls the gateway outside
+    :func:`toolfactory.stages.records.map_records` lets it escape the shard as it is)."""
+    return isinstance(exc, TransientError) or (isinstance(exc, LLMFailure) and exc.transient)

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
-from toolfactory.errors import TerminalError
+from toolfactory.errors import TerminalError, ToolfactoryError
 from toolfactory.export.output import JsonLines, OutputDir
 from toolfactory.models import Dialogue, Tool
 
@@ -56,7 +56,7 @@ class ExportError(TerminalError):
     """An export that cannot start or finish (unknown format, no accepted shards, bad split spec)."""
 
 
-class Skip(Exception):
+class Skip(ToolfactoryError):
     """Raised by an exporter for a record the format cannot hold: a reason code and a detail."""
 
     def __init__(self, reason: str, detail: str = "") -> None:

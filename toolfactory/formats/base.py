@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 
 from pydantic import ValidationError
 
-from toolfactory.errors import TerminalError
+from toolfactory.errors import TerminalError, ToolfactoryError
 from toolfactory.models import Dialogue, Function, Message, canonical_json, stable_id
 
 # Reason codes of FormatError (stable: they are counted in verify reports).
@@ -90,7 +90,7 @@ class UnreadableFile(TerminalError):
     """The input as a whole cannot be read (no record-level recovery is possible)."""
 
 
-class Malformed(Exception):
+class Malformed(ToolfactoryError):
     """Raised inside a reader's conversion of one record; the reader turns it into a FormatError."""
 
     def __init__(self, reason: str, message: str) -> None:

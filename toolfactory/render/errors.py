@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from toolfactory.errors import ToolfactoryError
 
-class RenderError(ValueError):
+
+class RenderError(ToolfactoryError, ValueError):
     """A value cannot be rendered in `fmt`, or a text cannot be parsed as `fmt`."""
 
     def __init__(self, fmt: str, reason: str) -> None:

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from toolfactory.errors import ToolfactoryError
 from toolfactory.models import ToolCall
 from toolfactory.render.errors import CallFormatError
 
@@ -52,7 +53,7 @@ def json_object(text: str, fmt: str, where: str) -> dict[str, Any]:
     return value
 
 
-class _NonStandardNumber(Exception):
+class _NonStandardNumber(ToolfactoryError):
     pass
 
 

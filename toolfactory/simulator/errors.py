@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolfactory.errors import ToolfactoryError
+
 
 def error_body(
     message: str,
@@ -15,7 +17,7 @@ def error_body(
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
 
 
-class SimulatorError(Exception):
+class SimulatorError(ToolfactoryError):
     """A request the simulator refuses; carries the HTTP status and OpenAI error fields."""
 
     def __init__(

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolfactory.errors import ToolfactoryError
 from toolfactory.config import Config
 from toolfactory.models import Dialogue, Function, Message, Task, Verdict
 from toolfactory.stages.dialogues.modes import OPEN_MODE
@@ -39,7 +40,7 @@ TOO_MANY_STEPS = "filter_too_many_steps"
 MODE_MISMATCH = "dialogue_mode_mismatch"
 
 
-class RejectedEarly(Exception):
+class RejectedEarly(ToolfactoryError):
     """The dialogue so far already fails the rule layer: the verdicts that reject it."""
 
     def __init__(self, verdicts: list[Verdict], messages: list[Message], llm_calls: int) -> None:

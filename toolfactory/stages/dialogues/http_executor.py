@@ -37,6 +37,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
 
+from toolfactory.errors import ToolfactoryError
 from toolfactory.allowlist import DEFAULT_PORTS, HttpExecutorSettings, allowlisted
 from toolfactory.models import Function, Tool, ToolCall
 
@@ -63,7 +64,7 @@ _TEMPLATE = re.compile(r"\{([^{}/]+)\}")
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
-class PlanError(ValueError):
+class PlanError(ToolfactoryError, ValueError):
     """A call that cannot become a request: the assistant gets it as a 400 error body."""
 
 
@@ -77,7 +78,7 @@ class PlannedRequest:
     json: Any = None
 
 
-class _Unanswered(Exception):
+class _Unanswered(ToolfactoryError):
     """A call stopped before an HTTP response (refused or unresolvable); the message says why."""
 
 

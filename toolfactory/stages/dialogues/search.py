@@ -31,6 +31,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Literal, Protocol, Sequence
 
+from toolfactory.errors import ToolfactoryError
 from toolfactory.models import Function, Message, Tool, ToolCall
 from toolfactory.stages.dialogues.agents import call_error
 from toolfactory.stages.dialogues.assistant import wire
@@ -225,7 +226,7 @@ async def solve(
     return await search.run(method)
 
 
-class _OutOfCalls(Exception):
+class _OutOfCalls(ToolfactoryError):
     """The next request would exceed `max_calls`."""
 
 

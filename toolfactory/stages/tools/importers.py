@@ -19,10 +19,11 @@ from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from pydantic import ValidationError
 from referencing.exceptions import Unresolvable
 
+from toolfactory.errors import ToolfactoryError
 from toolfactory.models import Function, Tool
 
 
-class MalformedTool(Exception):
+class MalformedTool(ToolfactoryError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
