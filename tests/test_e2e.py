@@ -359,3 +359,40 @@ def test_each_simulator_fault_knob_is_caught_by_its_rule(runtime: str, tmp_path:
     assert summary["status"] == "completed"
     assert verify["items_out"] == 0 and verify["rejected"] == verify["items_in"] == 6
     assert verify["rejections"][code] == 6  # every dialogue, by the rule for that fault
+
+
+@pytest.mark.fault_matrix
+def test_an_endpoint_that_fails_after_preflight_fails_its_shards_with_its_own_words_after_every_retry(runtime: str, tmp_path: Path) -> None:
+    """A shard's error crosses from the Ray worker intact: its class and the endpoint's words reach
+    the stats and the run's message, and the task's retries run as for any transient error."""
+    import threading
+
+    with start_simulator(SimulatorSettings()) as sim:
+        root = tmp_path / "data"
+
+        def break_endpoint_once_planned() -> None:  # preflight has passed once the manifest exists
+            deadline = time.monotonic() + 300
+            while not list(root.glob("runs/*/manifest.json")) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            httpx.post(f"{sim.root_url}/simulator/settings", json={"rate_500": 1.0}).raise_for_status()
+
+        breaker = threading.Thread(target=break_endpoint_once_planned, daemon=True)
+        breaker.start()
+        from flows.execute import summary_of
+
+        state = generate_state(small_run_overrides(root, **{
+            "llm.provider": "openai-compatible", "llm.base_url": sim.base_url,
+            "llm.max_retries": 0, "orchestration.task_retries": 1,
+        }))
+        breaker.join()
+    summary = summary_of(state)
+    assert state.is_failed() and summary["status"] == "failed"
+    failures = [(s["stage"], f) for s in summary["stages"] for f in s["failed_shards"] if f["status"] == "failed"]
+    assert failures
+    words = "The server had an error while processing your request"
+    for stage, failure in failures:
+        assert words in failure["error"] and "RaySystemError" not in failure["error"], failure
+    assert words in (state.message or "") and "First error: " in (state.message or "")
+    with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
+        attempts = con.execute("SELECT DISTINCT attempts FROM shards WHERE run_id = ? AND status = 'failed'", [summary["run_id"]]).fetchall()
+    assert attempts == [(2,)]  # the first try and orchestration.task_retries: 1

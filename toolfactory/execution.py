@@ -107,9 +107,12 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
     failed = sum(output.transient_failures.values())
     if failed > job.config.run.tolerate_transient_failures * max(output.items_in, 1):
         reasons = ", ".join(f"{code}: {n}" for code, n in sorted(output.transient_failures.items()))
+        # The endpoint's own words, once: what an operator reads first when a night fails.
+        said = next((r.detail for r in output.rejected if set(r.reasons) & set(output.transient_failures)), "")
         incomplete = ShardIncomplete(
             f"{job.spec.stage} shard {job.spec.index}: {failed} of {output.items_in} records failed on "
-            f"transient LLM errors ({reasons}); answers obtained so far are cached, a re-run completes it"
+            f"transient LLM errors ({reasons}" + (f"; first: {_one_line(said)}" if said else "")
+            + "); answers obtained so far are cached, a re-run completes it"
         )
         incomplete.metrics = metrics  # what the attempt spent, for the stats
         raise incomplete
@@ -136,3 +139,8 @@ def _facts(job: ShardJob, attempt_id: str, started_at: str, started: float, mete
         "finished_at": _now(),
         "wall_s": round(time.perf_counter() - started, 3),
     }
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

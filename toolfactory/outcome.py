@@ -41,10 +41,25 @@ def failure_message(summary: dict[str, Any], rerun: str) -> str:
     if reason and not rerun:  # every shard committed: a floor, which a re-run would not change
         return f"run {summary['run_id']} failed: {reason}"
     shown = ", ".join(shards[:_SHOWN]) + (f" and {len(shards) - _SHOWN} more" if len(shards) > _SHOWN else "")
+    cause = first_error(summary)
     return (
         (f"run {summary['run_id']} failed: {reason}. " if reason else f"run {summary['run_id']}: ")
-        + f"{len(shards)} shard(s) did not complete: {shown or 'none recorded'}. Finish the run with: {rerun}"
+        + f"{len(shards)} shard(s) did not complete: {shown or 'none recorded'}. "
+        + (f"First error: {cause}. " if cause else "")
+        + f"Finish the run with: {rerun}"
     )
+
+
+def first_error(summary: dict[str, Any], limit: int = 400) -> str | None:
+    """`stage/part-NNNNN: <its error>` for the first shard that failed (not one blocked by it), on
+    one line: the cause of a failed night, in the endpoint's own words where it gave some."""
+    for stage in summary["stages"]:
+        for failure in stage["failed_shards"]:
+            if failure["status"] == "failed" and failure.get("error"):
+                error = " ".join(str(failure["error"]).split())
+                error = error if len(error) <= limit else error[: limit - 1] + "…"
+                return f"{stage['stage']}/part-{failure['shard']:05d}: {error}"
+    return None
 
 
 def with_larger_budget(rerun: str, budget: BudgetConfig) -> str:
