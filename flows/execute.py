@@ -30,7 +30,7 @@ from toolfactory.attempts import attempt_usage
 from toolfactory.execution import ShardJob
 from toolfactory.lifetime import Driver
 from toolfactory.config import Config
-from toolfactory.errors import EndpointRefused
+from toolfactory.errors import EndpointRefused, RunFailed
 from toolfactory.floors import below_floors
 from toolfactory.export import OutputDir, SplitSpec, export_run
 from toolfactory.fan_in import FAN_IN, ONE_TO_ONE, available, chains, grown, supplements
@@ -160,12 +160,15 @@ def run_state(summary: dict[str, Any]) -> Any:
     with the shards and the command that finishes the run (see :mod:`toolfactory.outcome`)."""
     if summary["status"] == "completed":
         return summary
-    return Failed(message=summary.get("message") or failure_message(summary, summary.get("rerun", "")), data=summary)
+    message = summary.get("message") or failure_message(summary, summary.get("rerun", ""))
+    return Failed(message=message, data=RunFailed(message, summary))
 
 
 def summary_of(state: State[Any]) -> dict[str, Any]:
     """The summary a run's flow returned, failed or not; the flow's own error if it raised one."""
     result = state.result(raise_on_failure=False)
+    if isinstance(result, RunFailed):
+        return result.summary
     if isinstance(result, dict):
         return result
     return state.result()  # raises what ended the flow
@@ -232,7 +235,7 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
     refused = link.group.refused
     if refused is not None and refused[0] == stage:
         # The stage's one message: the role, the model and the endpoint's words.
-        return Failed(message=f"{stage}: {refused[1]}", data={"refused": refused[1]})
+        return Failed(message=f"{stage}: {refused[1]}")
     if failed or blocked or not_started:
         total = len(jobs) + len(failed) + len(blocked) + len(not_started)
         return Failed(message=f"{stage}: {len(failed)} shard(s) failed {sorted(failed)}, {len(blocked)} blocked {sorted(blocked)}"

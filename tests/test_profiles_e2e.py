@@ -99,7 +99,9 @@ def test_a_400_storm_ends_the_run_failed_with_one_message(runtime: str, tmp_path
         "llm.simulator.refused_schema_keywords": "minItems", "llm.max_repeated_refusals": 1, "tools.max_tools": 4,
     }))
     assert state.is_failed()
-    summary = state.result(raise_on_failure=False)
+    from flows.execute import summary_of
+
+    summary = summary_of(state)
     reason = summary["reason"]
     assert reason.startswith("llm.roles.user (model 'sim-small'): the endpoint refused 2 requests of the same shape")
     assert "response_format json_schema" in reason and "not supported by xgrammar: 'minItems'" in reason
@@ -116,7 +118,9 @@ def test_a_run_below_min_accepted_ends_failed_and_is_not_exported(runtime: str, 
     root = tmp_path / "data"
     state = generate_state(small_run_overrides(root, **{"run.min_accepted": 1000, "tools.max_tools": 4, "verify.judges": "[]"}))
     assert state.is_failed()
-    summary = state.result(raise_on_failure=False)
+    from flows.execute import summary_of
+
+    summary = summary_of(state)
     accepted = next(s for s in summary["stages"] if s["stage"] == "curate")["items_out"]
     assert 0 < accepted < 1000 and all(s["shards_failed"] == 0 for s in summary["stages"])
     assert summary["reason"] == f"run.min_accepted: the dataset holds {accepted} accepted dialogue(s), fewer than 1000"
