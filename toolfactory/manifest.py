@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from toolfactory.config import Config, validate_config
 from toolfactory.errors import RunNotFound
+from toolfactory.llm.identity import EndpointIdentity, public_url
 from toolfactory.preflight.choices import apply_choices
 from toolfactory.stages import ShardSpec
 from toolfactory.storage import ObjectStore
@@ -53,6 +54,17 @@ class Manifest(BaseModel):
     def run_config(self) -> Config:
         """The run's config, with the modes preflight chose in place of its `auto` settings."""
         return apply_choices(validate_config(self.config), self.preflight.get("choices", {}))
+
+    def endpoint(self) -> EndpointIdentity:
+        """Who answered the run's requests, as the endpoint said at preflight (see
+        :mod:`toolfactory.llm.identity`); for a run recorded before that, what its config says."""
+        recorded = self.preflight.get("identity")
+        if recorded:
+            return EndpointIdentity.from_dict(recorded)
+        llm = self.config.get("llm") or {}
+        simulator = llm.get("provider", "simulator") == "simulator"
+        return EndpointIdentity(public_url(str(llm.get("base_url") or "")), unlisted="not recorded with this run",
+                                assumed_simulator=simulator)
 
     def shard_plan(self) -> dict[str, list[ShardSpec]]:
         return {stage: [ShardSpec.from_dict(s) for s in specs] for stage, specs in self.plan.items()}

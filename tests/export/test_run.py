@@ -102,6 +102,6 @@ def test_an_s3_destination(run_store: ObjectStore, s3_server: dict[str, str]) ->
     summary = export_run(run_store, RUN, "openai", out)
     client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
     keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket="toolfactory", Prefix="exports/run-1/")["Contents"])
-    assert keys == sorted(f"exports/run-1/{s}.jsonl" for s in SPLITS)
+    assert keys == sorted([*(f"exports/run-1/{s}.jsonl" for s in SPLITS), "exports/run-1/PROVENANCE.md"])
     body = client.get_object(Bucket="toolfactory", Key="exports/run-1/train.jsonl")["Body"].read().decode()
     assert len(body.splitlines()) == summary["splits"]["train"] and summary["out"] == "s3://toolfactory/exports/run-1"

@@ -25,7 +25,7 @@ def ask(client: openai.OpenAI, text: str, **kwargs: Any) -> Any:
 def test_models_lists_simulated_models(client: openai.OpenAI) -> None:
     models = client.models.list().data
     assert "sim-small" in [m.id for m in models]
-    assert all(m.owned_by == "toolfactory" and m.object == "model" for m in models)
+    assert all(m.owned_by == "toolfactory-simulator" and m.object == "model" for m in models)
 
 
 def test_plain_text_answer_is_on_topic(client: openai.OpenAI) -> None:

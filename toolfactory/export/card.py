@@ -46,8 +46,8 @@ IMPORTED: dict[str, tuple[str, str]] = {
 }
 _APACHE_SOURCES = {"toolbench", "toolalpaca", "catalog"}
 SIMULATOR_WARNING = (
-    "> **Warning: this data was made by toolfactory's offline LLM simulator.** The run's LLM provider was "
-    "`simulator`: a test double that answers with valid JSON and tool calls but no real understanding. "
+    "> **Warning: this data was made by toolfactory's offline LLM simulator.** The run's endpoint identified "
+    "itself as the simulator: a test double that answers with valid JSON and tool calls but no real understanding. "
     "The records show the pipeline at work; do not train on them.\n"
 )
 GENERATED_TERMS = "LLM output: the terms of use of each model's provider apply"
@@ -82,12 +82,35 @@ def front_matter(stats: ExportStats, files: Mapping[str, str]) -> dict[str, Any]
     return meta
 
 
+def made_by(stats: ExportStats) -> str:
+    """Who made the records, as the run's endpoint identified itself (toolfactory/llm/identity.py)."""
+    return stats.endpoint.label if stats.endpoint is not None else "not recorded (the run has no manifest)"
+
+
+def provenance_note(stats: ExportStats, files: Mapping[str, int]) -> str:
+    """`PROVENANCE.md`, beside every export's files, for whoever picks the folder up: the label and
+    what it rests on, as YAML front matter a training job can check, then the same in a sentence."""
+    meta = {
+        "run_id": stats.run_id,
+        "format": stats.fmt,
+        "made_by": made_by(stats),
+        "simulated": stats.simulated,
+        "endpoint": stats.endpoint.to_dict() if stats.endpoint is not None else None,
+        "records": sum(stats.exported.values()),
+        "files": dict(files),
+    }
+    warning = SIMULATOR_WARNING if stats.simulated else ""
+    return "\n".join(["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
+                      f"# Provenance of toolfactory run {stats.run_id} ({stats.fmt} export)", "", warning,
+                      f"Made by: {made_by(stats)}.", ""])
+
+
 def provenance(stats: ExportStats) -> str:
     """Records by where they come from, with the terms that apply to each (see the module doc)."""
-    lines = ["| provenance | records | terms |", "| --- | ---: | --- |"]
+    lines = [f"Made by: {made_by(stats)}.", "", "| provenance | records | terms |", "| --- | ---: | --- |"]
     for (origin, recipe, models), count in sorted(stats.provenance.items(), key=lambda item: (-item[1], item[0])):
         if origin == "generated":
-            terms = SIMULATED_TERMS if stats.llm_provider == "simulator" else GENERATED_TERMS
+            terms = SIMULATED_TERMS if stats.simulated else GENERATED_TERMS
             lines.append(f"| generated in this run by recipe `{recipe}` with {models} | {count} | {terms} |")
         else:
             where, terms = IMPORTED.get(recipe, (f"a dataset the operator supplied, read as `{recipe}`", "the terms of that dataset apply"))
@@ -101,12 +124,12 @@ def licences(stats: ExportStats) -> str:
     lines = ["| tool source | origin | terms |", "| --- | --- | --- |"]
     for source in stats.tool_sources:
         origin, terms = TOOL_ORIGINS.get(source, (f"source {source!r}", "unknown: check the origin"))
-        if stats.llm_provider == "simulator" and source in ("generated", "synthesized"):
+        if stats.simulated and source in ("generated", "synthesized"):
             terms = SIMULATED_TERMS
         lines.append(f"| {source} | {origin} | {terms} |")
     text = "\n".join(lines) + "\n"
     generated = any(origin == "generated" for origin, _, _ in stats.provenance)
-    if stats.llm_provider != "simulator" and (generated or {"generated", "synthesized"} & set(stats.tool_sources)):
+    if not stats.simulated and (generated or {"generated", "synthesized"} & set(stats.tool_sources)):
         text += ("\nParts of this dataset are the output of the language models named above. The terms of use of "
                  "the providers of those models apply to that output, and some of them restrict using it to train "
                  "models that compete with theirs: check them before you train on or publish this data.\n")
@@ -116,7 +139,7 @@ def licences(stats: ExportStats) -> str:
 def models_list(stats: ExportStats) -> str:
     if not stats.models:
         return "No model was recorded (imported data).\n"
-    endpoint = {"simulator": " (all of them served by the offline simulator)"}.get(stats.llm_provider or "", "")
+    endpoint = " (all of them served by the offline simulator)" if stats.simulated else ""
     return f"The records name these models, by role{endpoint}:\n\n" + "".join(f"- {m}\n" for m in sorted(stats.models))
 
 
@@ -132,7 +155,7 @@ def dataset_card(stats: ExportStats, files: Mapping[str, str]) -> str:
         "",
         f"# toolfactory run {stats.run_id}",
         "",
-        *([SIMULATOR_WARNING] if stats.llm_provider == "simulator" else []),
+        *([SIMULATOR_WARNING] if stats.simulated else []),
         "Tool-use (function-calling) dialogues made and verified by toolfactory: each record offers a list of "
         "functions (JSON Schema parameters) and holds the messages — user turns, assistant turns with tool "
         "calls, tool responses, final answers — with the recipe, scenario and mode that produced it.",

@@ -15,12 +15,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolfactory.export.base import INVALID_RECORD, NOT_IN_SUBSET, Exporter, ExportError, ExportOptions, Skip
+from toolfactory.export.card import made_by, provenance_note
 from toolfactory.export.output import OutputDir
 from toolfactory.export.registry import EXPORTERS, FORMATS
 from toolfactory.export.splits import SPLITS, SplitSpec, record_split
 from toolfactory.export.stats import ExportStats
 from toolfactory.errors import RunNotFound
 from toolfactory.formats.base import validation_message
+from toolfactory.llm.identity import EndpointIdentity
 from toolfactory.manifest import load_manifest
 from toolfactory.models import Dialogue, Tool
 from toolfactory.shards import dataset_parts, read_records, stage_parts
@@ -45,14 +47,15 @@ def run_tools(store: ObjectStore, run_id: str) -> dict[str, Tool]:
     return tools
 
 
-def llm_provider(store: ObjectStore, run_id: str) -> str | None:
-    """The run's ``llm.provider`` from its manifest; None for a run without one (imported data)."""
+PROVENANCE_FILE = "PROVENANCE.md"  # beside every export's files: who made them (export/card.py)
+
+
+def run_endpoint(store: ObjectStore, run_id: str) -> EndpointIdentity | None:
+    """Who answered the run's requests, from its manifest; None for a run without one (imported data)."""
     try:
-        manifest = load_manifest(store, run_id)
+        return load_manifest(store, run_id).endpoint()
     except RunNotFound:
         return None
-    llm = manifest.config.get("llm")
-    return str(llm.get("provider", "simulator")) if isinstance(llm, dict) else None
 
 
 def export_run(
@@ -78,7 +81,7 @@ def export_run(
     if cls.needs_tools:
         exporter.tools = run_tools(store, run_id)
     stats = ExportStats(splits=SPLITS, run_id=run_id, fmt=fmt, split_spec={**splits.to_dict(), "seed": seed},
-                        llm_provider=llm_provider(store, run_id))
+                        endpoint=run_endpoint(store, run_id))
     try:
         for path in shards:
             for raw in read_records(store, path):
@@ -102,5 +105,7 @@ def export_run(
     except BaseException:
         exporter.abort()
         raise
+    out.write_bytes(PROVENANCE_FILE, provenance_note(stats, files).encode())
     return {"run_id": run_id, "format": fmt, "out": out.url, "shards": len(shards),
-            "split": stats.split_spec, **stats.summary(), "files": files}
+            "split": stats.split_spec, **stats.summary(), "files": files, "provenance": PROVENANCE_FILE,
+            "made_by": made_by(stats)}

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolfactory.llm.identity import EndpointIdentity
 from toolfactory.models import Dialogue
 
 EXAMPLES_PER_REASON = 5
@@ -38,7 +39,11 @@ class ExportStats:
     # wrote it) or "imported" (it names none: a reader's output), and each record's set of tool sources.
     provenance: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     tool_provenance: Counter[str] = field(default_factory=Counter)
-    llm_provider: str | None = None  # the run's `llm.provider` from its manifest; None when unknown
+    endpoint: EndpointIdentity | None = None  # who answered the run's requests (its manifest); None: imported data
+
+    @property
+    def simulated(self) -> bool:
+        return self.endpoint is not None and self.endpoint.simulated
 
     def skip(self, record_id: str, reason: str, detail: str) -> None:
         self.skipped[reason] += 1

@@ -263,6 +263,7 @@ class LLMGateway:
             cached = await self._cache.get(key)
             if cached is not None:
                 usage.cache_hits += 1
+                usage.answered_by(cached)
                 return key, cached
         started = time.perf_counter()
         try:
@@ -283,6 +284,7 @@ class LLMGateway:
             raise LLMFailure(_reason(exc), str(exc), transient=True) from None
         self.refusals.answered(role, request)
         usage.calls += 1
+        usage.answered_by(response)
         usage.latency_s += time.perf_counter() - started
         counted = response.get("usage") or {}
         usage.prompt_tokens += int(counted.get("prompt_tokens") or 0)

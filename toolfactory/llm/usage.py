@@ -17,6 +17,19 @@ class RoleUsage:
     completion_tokens: int = 0
     latency_s: float = 0.0
     failures: Counter[str] = field(default_factory=Counter)
+    # Who answered, as the answers say it (`model` and `system_fingerprint` of each chat answer,
+    # cached ones included): the provenance of the data, whatever the config calls the endpoint.
+    served_by: Counter[str] = field(default_factory=Counter)
+
+    def answered_by(self, answer: dict[str, Any]) -> None:
+        self.served_by[served_by(answer)] += 1
+
+
+def served_by(answer: dict[str, Any]) -> str:
+    """`model` or `model (fingerprint)` of a chat completion's body."""
+    model = str(answer.get("model") or "unknown model")
+    fingerprint = answer.get("system_fingerprint")
+    return f"{model} ({fingerprint})" if fingerprint else model
 
 
 class UsageMeter:
@@ -43,6 +56,7 @@ class UsageMeter:
                 "completion_tokens": u.completion_tokens,
                 "latency_s": round(u.latency_s, 3),
                 "failures": dict(u.failures),
+                "served_by": dict(u.served_by),
             }
             for role, u in sorted(self.by_role.items())
         }

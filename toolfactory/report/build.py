@@ -22,8 +22,8 @@ from toolfactory.report.sections import sections
 from toolfactory.storage import ObjectStore
 
 
-SIMULATOR_WARNING = ("This run's LLM was the offline simulator (llm.provider: simulator): its dialogues show the "
-                     "pipeline at work and are not real training data.")
+SIMULATOR_WARNING = ("This run's endpoint identified itself as toolfactory's offline simulator: its dialogues "
+                     "show the pipeline at work and are not real training data.")
 
 
 def report_dir(run_id: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from toolfactory.errors import RunNotFound
+from toolfactory.llm.identity import EndpointIdentity
 from toolfactory.manifest import load_manifest
 from toolfactory.outcome import rerun_command
 from toolfactory.stages import DATASET_STAGE
@@ -80,6 +81,7 @@ class RunContext:
     exports: dict[str, list[str]] = field(default_factory=dict)  # format -> files, relative to the report folder
     previous: list[RunPoint] = field(default_factory=list)  # earlier runs of the root, oldest first, this one last
     rerun_command: str | None = None
+    endpoint: EndpointIdentity | None = None  # who answered, as the endpoint said (None: no manifest)
 
     @property
     def provider(self) -> str | None:
@@ -88,7 +90,7 @@ class RunContext:
 
     @property
     def simulated(self) -> bool:
-        return self.provider == "simulator"
+        return self.endpoint is not None and self.endpoint.simulated
 
     def role_tokens(self) -> dict[str, tuple[int, int]]:
         """(prompt, completion) tokens of each role over the run's stages."""
@@ -185,10 +187,13 @@ def load_context(store: ObjectStore, stats_path: str | Path, run_id: str, failed
     try:
         manifest = load_manifest(store, run_id)
         context.config, context.preflight = manifest.config, manifest.preflight
+        context.endpoint = manifest.endpoint()
     except RunNotFound:
         pass
     config = context.config
     context.settings = [(label, _text(value)) for label, path in SETTINGS if (value := _get(config, path)) not in (None, "")]
+    if context.endpoint is not None:
+        context.settings.insert(0, ("made by", context.endpoint.label))
     roles = _get(config, ("llm", "roles")) or {}
     context.models = {role: str(spec.get("model")) for role, spec in sorted(roles.items()) if isinstance(spec, dict)}
     for role, spec in roles.items():

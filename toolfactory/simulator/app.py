@@ -34,7 +34,7 @@ from .settings import SimulatorSettings
 from .state import RequestKind, SimulatorState
 
 MODELS = ("sim-small", "sim-large", "sim-embedding")
-OWNER = "toolfactory"
+OWNER = "toolfactory-simulator"  # how it identifies itself in its model list (toolfactory/llm/identity.py)
 PID_HEADER = "x-simulator-pid"
 
 Builder = Callable[[dict[str, Any], SimulatorSettings, str], dict[str, Any]]

@@ -90,7 +90,7 @@ from .tool_turns import (
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 RESULT_ROLES = ("tool", "function")
 MAX_CHOICES = 128
-SYSTEM_FINGERPRINT = "fp_toolfactory_sim"
+SYSTEM_FINGERPRINT = "fp_toolfactory_sim"  # signs every answer (toolfactory/llm/identity.py)
 
 
 @dataclass
