@@ -29,8 +29,8 @@ def preflight(config: Config, base_url: str | None, choose: bool = True) -> Pref
     report = asyncio.run(check_endpoint(config, resolve_endpoint(config.llm, base_url), choose=choose))
     logger = get_run_logger()
     logger.info("%s", report.table())
-    for field, value in report.choices.items():
-        logger.info("preflight chose %s: %s", field, value)
+    for line in report.choice_lines():
+        logger.info("preflight chose %s", line)
     create_markdown_artifact(
         f"# Preflight: {'ok' if report.ok else 'failed'}\n\n```\n{report.table()}\n```\n"
         + (f"\n**{report.problems[0]}**\n" if report.problems else ""),

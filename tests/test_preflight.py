@@ -99,15 +99,79 @@ def test_a_mode_the_endpoint_refuses_is_one_message_naming_the_field(sim: Any, p
     assert not report.choices.get("llm.roles.assistant.tool_calling")
 
 
-def test_a_refused_parameter_names_the_role_setting(sim: Any, profile: Any) -> None:
+def test_a_refused_parameter_set_by_hand_names_the_role_setting(sim: Any, profile: Any) -> None:
+    profile("reasoning")
+    report = check(sim, config("llm.roles.user.max_tokens_parameter=max_tokens"))
+    [problem] = report.problems  # the other roles leave it `auto`: chosen, not refused
+    assert problem.startswith("llm.roles.user.max_tokens_parameter: the endpoint refused a chat request")
+    assert problem.endswith("set llm.roles.user.max_tokens_parameter: max_completion_tokens")
+    report = check(sim, config("llm.roles.user.sampling_parameters=as_set"))
+    [problem] = report.problems
+    assert problem.startswith("llm.roles.user.temperature:") and problem.endswith("set llm.roles.user.temperature: null")
+    assert "llm.roles.user.temperature" not in report.choices
+
+
+def test_a_reasoning_model_gets_the_parameters_it_accepts_chosen(sim: Any, profile: Any) -> None:
     profile("reasoning")
     report = check(sim, config())
-    assert len(report.problems) == len(run_needs(config()).roles)  # every role's chat request was refused
-    assert report.problems[0].startswith("llm.roles.user.max_tokens_parameter: the endpoint refused a chat request")
-    assert report.problems[0].endswith("set llm.roles.user.max_tokens_parameter: max_completion_tokens")
-    renamed = [f"llm.roles.{role}.max_tokens_parameter=max_completion_tokens" for role in ("user", "assistant", "tool", "judge", "designer")]
-    report = check(sim, config(*renamed))
-    assert report.problems[0].startswith("llm.roles.user.temperature:") and report.problems[0].endswith("set llm.roles.user.temperature: null")
+    assert report.ok, report.problems
+    for role in run_needs(config()).roles:
+        assert report.choices[f"llm.roles.{role}.max_tokens_parameter"] == "max_completion_tokens"
+        assert report.choices[f"llm.roles.{role}.temperature"] is None  # left out: the endpoint's default
+    assert not any(field.endswith(".top_p") for field in report.choices)  # 1.0 is the default it accepts
+    assert "llm.roles.user.temperature: null (left out: the endpoint's default applies)" in report.choice_lines()
+    assert "chat: max_completion_tokens, no temperature" in report.table()
+
+
+def test_a_model_refuses_a_parameter_once_per_check(sim: Any, profile: Any) -> None:
+    profile("reasoning")
+    before = chat_requests(sim)
+    report = check(sim, config())
+    refused = [(p.role, p.parameter) for p in report.probes if p.capability == "chat" and not p.ok]
+    # `max_tokens` once for the model; each temperature once (the user's 0.9, then the others' 0.7).
+    assert refused == [("user", "max_tokens"), ("user", "temperature"), ("assistant", "temperature")]
+    chats = [p for p in report.probes if p.capability == "chat"]
+    shared = [p for p in chats if p.same_as]
+    # With temperature left out, the user's, the assistant's, the tool's and the designer's requests are alike.
+    assert {(p.role, p.same_as) for p in shared} == {("assistant", "user"), ("designer", "tool")}
+    others = len(report.probes) - len(chats) - 1  # structured output and tool calls, and one embeddings request
+    assert chat_requests(sim) - before == len(chats) - len(shared) + others
+
+
+def test_a_refused_top_p_is_left_out_as_well(sim: Any, profile: Any) -> None:
+    profile("reasoning")
+    report = check(sim, config("llm.roles.judge.top_p=0.9"))
+    assert report.ok, report.problems
+    assert report.choices["llm.roles.judge.top_p"] is None and report.choices["llm.roles.judge.temperature"] is None
+    assert "llm.roles.user.top_p" not in report.choices
+
+
+def test_the_openai_profile_keeps_the_old_parameters_and_their_cached_answers(sim: Any, profile: Any, tmp_path: Path) -> None:
+    profile("openai")
+    report = check(sim, config(root=tmp_path))
+    assert report.ok, report.problems
+    assert {v for k, v in report.choices.items() if k.endswith(".max_tokens_parameter")} == {"max_tokens"}
+    assert not any(k.endswith((".temperature", ".top_p")) for k in report.choices)
+    sent = chat_requests(sim)
+    fixed = [f"llm.roles.{role}.{setting}" for role in run_needs(config()).roles
+             for setting in ("max_tokens_parameter=max_tokens", "sampling_parameters=as_set")]
+    again = check(sim, config(*fixed, root=tmp_path))
+    # The requests the old fixed settings send are the ones `auto` sent: same cache keys.
+    assert again.ok and chat_requests(sim) == sent and all(p.cached or p.same_as for p in again.probes)
+
+
+def test_a_rerun_sends_the_recorded_parameters_without_choosing(sim: Any, profile: Any) -> None:
+    profile("reasoning")
+    chosen = check(sim, config())
+    manifest = Manifest.create("r1", config(), {}, chosen.record())
+    restored = Manifest.model_validate(json.loads(manifest.model_dump_json()))
+    rerun_config = restored.run_config()
+    assert rerun_config.llm.roles["judge"].temperature is None
+    assert rerun_config.llm.roles["judge"].max_tokens_field == "max_completion_tokens"
+    assert restored.config["llm"]["roles"]["judge"]["temperature"] == 0.7  # the config as given stays as given
+    again = asyncio.run(check_endpoint(rerun_config, Endpoint(sim.base_url, "sk-preflight"), choose=False))
+    assert again.ok and not again.choices
+    assert all(p.ok and not p.mode for p in again.probes if p.capability == "chat")  # one request each, as recorded
 
 
 def test_an_unknown_embedding_model_names_the_embedding_settings(sim: Any, profile: Any) -> None:
@@ -123,7 +187,9 @@ def test_preflight_answers_are_cached_like_every_answer(sim: Any, profile: Any, 
     sent = chat_requests(sim)
     again = check(sim, config(root=tmp_path))
     assert first.ok and again.ok and chat_requests(sim) == sent
-    assert all(p.cached for p in again.probes) and not any(p.cached for p in first.probes)
+    assert all(p.cached for p in again.probes)
+    # In the first check only a request another role sent before can be: the designer's is the tool's.
+    assert {(p.role, p.capability) for p in first.probes if p.cached} <= {("designer", "structured output")}
     assert again.choices == first.choices
 
 
@@ -136,6 +202,16 @@ def test_choices_replace_auto_settings_only() -> None:
     assert chosen.llm.structured_output_for("judge") == "prompt"  # set, not auto: kept
     assert chosen.llm.embedding_backend == "endpoint"  # likewise (a re-run may set it)
     assert chosen.llm.structured_output == "auto" and chosen.llm.roles["tool"].structured_output is None
+
+
+def test_parameter_choices_replace_auto_settings_only() -> None:
+    cfg = config("llm.roles.judge.sampling_parameters=as_set", "llm.roles.tool.max_tokens_parameter=max_tokens")
+    chosen = apply_choices(cfg, {f"llm.roles.{role}.{field}": value for role in ("user", "judge", "tool")
+                                 for field, value in (("temperature", None), ("max_tokens_parameter", "max_completion_tokens"))})
+    assert chosen.llm.roles["user"].temperature is None and chosen.llm.roles["user"].max_tokens_field == "max_completion_tokens"
+    assert chosen.llm.roles["judge"].temperature == 0.7  # sent as set
+    assert chosen.llm.roles["tool"].max_tokens_field == "max_tokens"  # set, not auto: kept
+    assert config().llm.roles["user"].max_tokens_field == "max_tokens"  # unchecked, `auto` sends what it always did
 
 
 def test_the_manifest_gives_shards_the_recorded_choices() -> None:

@@ -1,10 +1,9 @@
 """A small run against each provider profile of the simulator: the same pipeline makes accepted
-dialogues of every recipe from every family's answer shapes. Modes left `auto` are chosen by the
-run's preflight (text calls without a tool parser, the schema in the prompt for a plain-text
-server); a profile that no `auto` can serve (a reasoning model's refused parameters) stops the
-run at preflight with one message, and runs with the settings that message names. Then what ends
-a run failed: an endpoint that refuses one kind of request again and again, and a dataset below
-`run.min_accepted`."""
+dialogues of every recipe from every family's answer shapes. Settings left `auto` are chosen by
+the run's preflight (text calls without a tool parser, the schema in the prompt for a plain-text
+server, `max_completion_tokens` and no temperature for a reasoning model), and a re-run sends what
+its run chose. Then what ends a run failed: an endpoint that refuses one kind of request again
+and again, and a dataset below `run.min_accepted`."""
 
 from __future__ import annotations
 
@@ -17,10 +16,8 @@ import pytest
 
 from conftest import small_run_overrides
 from toolfactory.config import StorageConfig
-from toolfactory.errors import PreflightFailed
 from toolfactory.models import Dialogue
 from toolfactory.shards import read_records
-from toolfactory.simulator.profiles import client_overrides
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e
@@ -67,29 +64,39 @@ def manifest_of(root: Path, run_id: str) -> dict[str, Any]:
 @pytest.mark.parametrize("profile", list(CHOSEN))
 def test_a_run_against_each_profile_accepts_dialogues_of_every_recipe(runtime: str, tmp_path: Path, profile: str) -> None:
     root = tmp_path / "data"
-    if profile == "reasoning":
-        # No mode is `auto` here: the refused parameters are the role's own, named in one message.
-        state = generate_state(run_overrides(root) + [f"llm.simulator.profile={profile}"])
-        assert state.is_failed()
-        with pytest.raises(PreflightFailed) as refused:
-            state.result()
-        assert str(refused.value).startswith("llm.roles.user.max_tokens_parameter: ")
-        assert str(refused.value).endswith("set llm.roles.user.max_tokens_parameter: max_completion_tokens")
-        assert not (root / "runs").exists()  # nothing planned, nothing spent beyond the probes
-        overrides = client_overrides(profile)
-    else:
-        overrides = [f"llm.simulator.profile={profile}"]  # everything else left `auto`
-    summary = generate_state(run_overrides(root) + overrides).result()
+    summary = generate_state(run_overrides(root) + [f"llm.simulator.profile={profile}"]).result()  # everything else `auto`
     assert summary["status"] == "completed", summary
-    choices = manifest_of(root, summary["run_id"])["preflight"]["choices"]
+    preflight = manifest_of(root, summary["run_id"])["preflight"]
+    choices = preflight["choices"]
     assert (choices["llm.roles.assistant.tool_calling"], choices["llm.roles.user.structured_output"]) == CHOSEN[profile]
+    limit_field = "max_completion_tokens" if profile == "reasoning" else "max_tokens"
+    assert {v for k, v in choices.items() if k.endswith(".max_tokens_parameter")} == {limit_field}
+    dropped = {k for k, v in choices.items() if k.endswith(".temperature") and v is None}
+    checked = {p["role"] for p in preflight["probes"] if p["capability"] == "chat"}
+    assert dropped == ({f"llm.roles.{role}.temperature" for role in checked} if profile == "reasoning" else set())
     store = ObjectStore.open(StorageConfig(root=str(root)))
     accepted = [Dialogue.model_validate(r) for r in read_records(store, f"runs/{summary['run_id']}/curate/part-00000.parquet")]
-    import pprint; pprint.pprint({k: v for k, v in summary.items() if k in ("stages", "by_recipe", "rejections", "per_recipe")}, width=200); print(sorted(summary))
     assert {d.recipe for d in accepted} == {"toolalpaca", "toolllm", "toolace"}
     # Reasoning and call syntax never leak into the training text.
     texts = [m.content or "" for d in accepted for m in d.messages]
     assert not any("<think>" in t or "<tool_call>" in t or "```" in t for t in texts)
+
+
+def test_a_rerun_against_a_reasoning_model_sends_what_its_run_chose(runtime: str, tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    first = generate_state(run_overrides(root, **{"tasks.recipes": "{toolace: 1}"}) + ["llm.simulator.profile=reasoning"]).result()
+    assert first["status"] == "completed", first
+    run_id = first["run_id"]
+    (root / "runs" / run_id / "dialogues" / "part-00000.parquet").unlink()
+    from flows.rerun import rerun
+
+    # Its preflight sends the recorded parameters (the configured ones would be refused), and so
+    # does the shard: every answer comes from the cache, keyed by the requests the run sent.
+    second = rerun(run_id=run_id, overrides=[f"storage.root={root}"])
+    assert second["status"] == "completed", second
+    before = {s["stage"]: s for s in first["stages"]}["dialogues"]
+    after = {s["stage"]: s for s in second["stages"]}["dialogues"]
+    assert after["cache_hits"] > before["cache_hits"] and after["llm_calls"] == before["llm_calls"]  # none paid again
 
 
 def test_a_400_storm_ends_the_run_failed_with_one_message(runtime: str, tmp_path: Path) -> None:

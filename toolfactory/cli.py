@@ -138,8 +138,8 @@ def check(
     with llm_endpoint(resolved) as base_url:
         report = asyncio.run(check_endpoint(resolved, resolve_endpoint(resolved.llm, base_url)))
     typer.echo(report.table())
-    for field, value in report.choices.items():
-        typer.echo(f"auto: {field}: {value}")
+    for line in report.choice_lines():
+        typer.echo(f"auto: {line}")
     if report.problems:
         typer.echo(f"error: {report.problems[0]}", err=True)
         raise typer.Exit(2)

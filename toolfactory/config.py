@@ -64,18 +64,26 @@ class RoleConfig(Section):
     model: str = "sim-small"
     """Model name sent to the endpoint for this role."""
     temperature: float | None = Field(0.7, ge=0.0, le=2.0)
-    """Sampling temperature; null leaves it out of the request (reasoning models that refuse it)."""
+    """Sampling temperature; null leaves it out of the request (reasoning models that refuse it).
+    With `sampling_parameters: auto`, left out as well when the run's preflight finds it refused."""
     top_p: float | None = Field(1.0, gt=0.0, le=1.0)
-    """Nucleus sampling mass; null leaves it out of the request."""
+    """Nucleus sampling mass; null leaves it out of the request (as `temperature`)."""
+    sampling_parameters: Literal["auto", "as_set"] = "auto"
+    """`as_set`: `temperature` and `top_p` are sent as set, and a refusal stops the run at preflight
+    naming the field. `auto`: the run's preflight sends them as set and leaves out, for the whole
+    run, each one the endpoint refuses (the model then samples at its own default, 1 for OpenAI's
+    reasoning models); the run's manifest records each one left out as `null`."""
     max_tokens: int = Field(512, ge=1)
     """Upper bound of completion tokens per request."""
     usd_per_million_prompt_tokens: float | None = Field(None, ge=0.0)
     """Price of this role's prompt tokens, for the cost the run report shows (tokens only when unset)."""
     usd_per_million_completion_tokens: float | None = Field(None, ge=0.0)
     """Price of this role's completion tokens (see `usd_per_million_prompt_tokens`)."""
-    max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    max_tokens_parameter: Literal["max_tokens", "max_completion_tokens", "auto"] = "auto"
     """The request field that carries `max_tokens`: OpenAI's reasoning models (o-series, gpt-5)
-    accept only `max_completion_tokens`; older servers only `max_tokens`."""
+    accept only `max_completion_tokens`; older servers only `max_tokens`. `auto`: the run's
+    preflight sends `max_tokens` and, if the endpoint refuses it, `max_completion_tokens`, and
+    records the one accepted; unchecked, `auto` is `max_tokens`."""
     max_tokens_ceiling: int | None = Field(None, ge=1)
     """An answer cut at `max_tokens` (finish_reason `length`) is asked once more with this limit;
     null: four times `max_tokens`. Equal to `max_tokens`: no re-ask (reason `llm_truncated`)."""
@@ -83,6 +91,11 @@ class RoleConfig(Section):
     """This role's structured-output mode; null: `llm.structured_output`."""
     tool_calling: Literal["native", "text", "auto"] | None = None
     """This role's tool-calling mode; null: `llm.tool_calling`."""
+
+    @property
+    def max_tokens_field(self) -> str:
+        """The request field that carries `max_tokens` (`auto` unchecked: `max_tokens`)."""
+        return "max_tokens" if self.max_tokens_parameter == "auto" else self.max_tokens_parameter
 
     @property
     def truncation_limit(self) -> int:

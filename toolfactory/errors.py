@@ -135,11 +135,13 @@ class LLMFailure(ToolfactoryError):
     rather than the answer itself (malformed JSON, schema mismatch after re-asks).
     """
 
-    def __init__(self, reason: str, message: str, *, transient: bool, detail: str | None = None) -> None:
+    def __init__(self, reason: str, message: str, *, transient: bool, detail: str | None = None,
+                 parameter: str | None = None) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.transient = transient
         self.detail = detail  # the endpoint's own words, when it refused the request
+        self.parameter = parameter  # the request field it named as refused (`max_tokens`, `temperature`)
 
 
 def retryable(exc: BaseException) -> bool:

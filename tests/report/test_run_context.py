@@ -38,6 +38,19 @@ def test_the_preflight_checks_and_the_modes_chosen_for_auto_are_shown(tmp_path: 
     assert "enable-auto-tool-choice" in native[6] and text[4:] == ["ok", "0.34 s", ""]
 
 
+def test_a_sampling_parameter_the_endpoint_refused_is_shown_left_out(tmp_path: Path, stats_path: Path) -> None:
+    preflight = {"endpoint": "http://127.0.0.1:9/v1", "probes": [
+        {"role": "judge", "model": "o4-mini", "capability": "chat", "mode": "max_completion_tokens, no temperature",
+         "status": "ok", "latency_s": 0.2, "cached": False, "detail": "answered 40 characters"}],
+        "choices": {"llm.roles.judge.max_tokens_parameter": "max_completion_tokens", "llm.roles.judge.temperature": None}}
+    store = open_store(tmp_path / "store")
+    write_dialogues(store, (3,))
+    write_run_files(store, provider="openai-compatible", preflight=preflight)
+    page = parse(store.read_bytes(build_report(store, stats_path, RUN)["index"]).decode())
+    assert page.rows("preflight-choices") == [["llm.roles.judge.max_tokens_parameter", "max_completion_tokens"],
+                                              ["llm.roles.judge.temperature", "null (left out: the endpoint's default applies)"]]
+
+
 def test_a_run_without_preflight_probes_shows_no_preflight_table(built: Built) -> None:
     assert "preflight" not in built.page.tables
 

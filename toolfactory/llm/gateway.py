@@ -32,6 +32,7 @@ from toolfactory.llm.answers import extract_json, split_reasoning
 from toolfactory.llm.cache import RequestCache, request_key
 from toolfactory.llm.endpoint import Endpoint
 from toolfactory.llm.limits import SharedLimit
+from toolfactory.llm.parameters import refused_parameter, role_parameters
 from toolfactory.llm.refusals import RefusalCounter, endpoint_message
 from toolfactory.llm.usage import RoleUsage, UsageMeter
 from toolfactory.llm.text_tools import parse_text_calls, text_messages
@@ -59,7 +60,8 @@ def _reason(exc: BaseException) -> str:
     return "llm_bad_request"
 
 
-# What to change when an endpoint refuses a request: the message names the config fields.
+# What to change when an endpoint refuses a request: the message names the config fields (the
+# run's preflight chooses them where they are `auto`; this is what a run checked elsewhere needs).
 _BAD_REQUEST_HINT = (
     "if the endpoint refuses a parameter, set llm.roles.{role}.max_tokens_parameter: max_completion_tokens, "
     "llm.roles.{role}.temperature: null, llm.tool_calling: text or llm.structured_output: prompt"
@@ -192,13 +194,9 @@ class LLMGateway:
             "messages": text_messages(messages, tools or [], text_format) if text_tools else list(messages),
         }
         # Only what the role's model accepts is sent: reasoning models refuse `temperature`
-        # and (OpenAI's) `max_tokens`, so each is configurable per role, and the cache key is
-        # the request as sent.
-        if params.temperature is not None:
-            request["temperature"] = params.temperature
-        if params.top_p is not None:
-            request["top_p"] = params.top_p
-        request[params.max_tokens_parameter] = params.max_tokens
+        # and (OpenAI's) `max_tokens`, so each is configurable per role (chosen by preflight
+        # where `auto`), and the cache key is the request as sent.
+        request.update(role_parameters(params))
         if tools and not text_tools:
             request["tools"] = tools
             if tool_choice is not None:
@@ -230,7 +228,7 @@ class LLMGateway:
         same answer re-asked with the same limit would be cut again); a filtered or refused
         answer has its own reason code, so the stats tell them from malformed output."""
         params = self._llm.role(role)
-        limit_field = params.max_tokens_parameter
+        limit_field = params.max_tokens_field
         while True:
             key, response = await self._complete(role, request, sample)
             choices = response.get("choices") or []
@@ -278,7 +276,7 @@ class LLMGateway:
             if not _is_transient(exc):
                 self.refusals.refused(role, request["model"], request, exc)  # stops the stage past the limit
             raise LLMFailure(_reason(exc), _explained(exc, role), transient=_is_transient(exc),
-                             detail=endpoint_message(exc)) from None
+                             detail=endpoint_message(exc), parameter=refused_parameter(exc, request)) from None
         except openai.APIConnectionError as exc:
             usage.failures[_reason(exc)] += 1
             raise LLMFailure(_reason(exc), str(exc), transient=True) from None

@@ -1,10 +1,12 @@
 """The check itself: every capability the run needs, per role, and the modes chosen for `auto`.
 
-For each role the run calls: a plain chat request; then, for a role asked for JSON, a structured
-answer in its structured-output mode; for a role that calls functions, a tool call in its
-tool-calling mode; and embeddings when the run embeds. Where a mode is `auto`, the modes are
-tried in order (``native``, ``text``; ``json_schema``, ``json_object``, ``prompt``) and the first
-that works is chosen. Where a mode is set and fails, the others are tried too, so that the
+For each role the run calls: a plain chat request, sent again without each parameter the
+endpoint refuses where the role leaves it `auto` (:mod:`.parameters`); then, for a role asked for
+JSON, a structured answer in its structured-output mode; for a role that calls functions, a tool
+call in its tool-calling mode; and embeddings when the run embeds. Roles of one model are checked
+one after the other, so each starts from what the model refused before; models are checked side
+by side. Where a mode is `auto`, the modes are tried in order (``native``, ``text``;
+``json_schema``, ``json_object``, ``prompt``) and the first that works is chosen. Where a mode is set and fails, the others are tried too, so that the
 message can name the setting that would work. The first need that nothing serves is the one
 message of :class:`PreflightFailed`, which names the config field to change.
 """
@@ -16,10 +18,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolfactory.config import Config
+from toolfactory.config import Config, LLMConfig
 from toolfactory.llm import Endpoint, RequestCache
-from toolfactory.preflight.choices import STRUCTURED_OUTPUT, TOOL_CALLING
-from toolfactory.preflight.needs import run_needs
+from toolfactory.llm.parameters import MAX_TOKENS_FIELDS, SAMPLING
+from toolfactory.preflight.choices import STRUCTURED_OUTPUT, TOOL_CALLING, describe_choice
+from toolfactory.preflight.needs import Needs, run_needs
+from toolfactory.preflight.parameters import Refusal, Settled, settle_parameters
 from toolfactory.preflight.probes import Probe, Prober
 from toolfactory.preflight.table import render_table
 from toolfactory.storage import ObjectStore
@@ -27,11 +31,12 @@ from toolfactory.storage import ObjectStore
 
 @dataclass
 class Preflight:
-    """What a check found: every probe, the modes chosen for `auto`, and the first problem."""
+    """What a check found: every probe, the settings chosen for `auto` (a parameter left out is
+    ``None``), and the problems, the first of which a run reports."""
 
     endpoint: str
     probes: list[Probe] = field(default_factory=list)
-    choices: dict[str, str] = field(default_factory=dict)
+    choices: dict[str, str | None] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -40,6 +45,10 @@ class Preflight:
 
     def table(self) -> str:
         return render_table(self.endpoint, self.probes, self.choices)
+
+    def choice_lines(self) -> list[str]:
+        """One line per setting chosen: ``field: value``."""
+        return [f"{field}: {describe_choice(value)}" for field, value in self.choices.items()]
 
     def record(self) -> dict[str, Any]:
         """What the run's manifest keeps."""
@@ -54,8 +63,14 @@ async def check_endpoint(config: Config, endpoint: Endpoint, *, choose: bool = T
     prober = Prober(endpoint, lambda: RequestCache(store) if store is not None else None)
     needs = run_needs(config)
     report = Preflight(endpoint.base_url)
-    roles = await asyncio.gather(*(_check_role(config, prober, role, needs, choose) for role in needs.roles))
-    for probes, choices, problem in roles:
+    by_model: dict[str, list[str]] = {}
+    for role in needs.roles:
+        by_model.setdefault(config.llm.role(role).model, []).append(role)
+    checked: dict[str, tuple[list[Probe], dict[str, str | None], str | None]] = {}
+    for group in await asyncio.gather(*(_check_model(config, prober, roles, needs, choose) for roles in by_model.values())):
+        checked.update(group)
+    for role in needs.roles:
+        probes, choices, problem = checked[role]
         report.probes += probes
         report.choices.update(choices)
         report.problems += [problem] if problem else []
@@ -69,12 +84,24 @@ async def check_endpoint(config: Config, endpoint: Endpoint, *, choose: bool = T
     return report
 
 
-async def _check_role(config: Config, prober: Prober, role: str, needs: Any, choose: bool) -> tuple[list[Probe], dict[str, str], str | None]:
-    llm = config.llm
-    chat = await prober.chat(llm, role)
-    probes, choices = [chat], {}
-    if not chat.ok:
-        return probes, choices, _chat_problem(config, role, chat)
+async def _check_model(config: Config, prober: Prober, roles: list[str], needs: Needs,
+                       choose: bool) -> dict[str, tuple[list[Probe], dict[str, str | None], str | None]]:
+    """Check the roles of one model: their chat requests one after the other (each starts from
+    what the model refused before), the rest of each role's checks as soon as its chat works."""
+    refused: set[Refusal] = set()
+    checks = {}
+    for role in roles:
+        settled = await settle_parameters(prober, config.llm, role, refused, choose=choose)
+        checks[role] = asyncio.ensure_future(_check_role(config, prober, role, needs, choose, settled))
+    return {role: await check for role, check in checks.items()}
+
+
+async def _check_role(config: Config, prober: Prober, role: str, needs: Needs, choose: bool,
+                      settled: Settled) -> tuple[list[Probe], dict[str, str | None], str | None]:
+    llm = settled.llm  # the role's parameters as they worked
+    probes, choices = list(settled.probes), dict(settled.choices)
+    if not settled.chat.ok:
+        return probes, choices, _chat_problem(config, role, settled.chat)
     problem = None
     for setting, candidates, needed in (("tool_calling", TOOL_CALLING, role in needs.tool_calling),
                                         ("structured_output", STRUCTURED_OUTPUT, role in needs.structured)):
@@ -94,7 +121,7 @@ async def _check_role(config: Config, prober: Prober, role: str, needs: Any, cho
     return probes, choices, problem
 
 
-async def _try_modes(prober: Prober, llm: Any, role: str, setting: str, modes: list[str], *, stop_at_ok: bool) -> list[Probe]:
+async def _try_modes(prober: Prober, llm: LLMConfig, role: str, setting: str, modes: list[str], *, stop_at_ok: bool) -> list[Probe]:
     tried = []
     for mode in modes:
         probe = await (prober.tool_call(llm, role, mode) if setting == "tool_calling" else prober.structured(llm, role, mode))
@@ -128,7 +155,7 @@ _STATUS = re.compile(r"refused the request \((\d{3})\)")
 
 
 def _chat_problem(config: Config, role: str, probe: Probe) -> str:
-    params = config.llm.role(role)
+    params = config.llm.role(role)  # as configured: the message names what to set there
     detail = probe.detail
     said = f"the endpoint refused a chat request to model {probe.model!r} ({detail})"
     if probe.status == "unreachable":
@@ -138,13 +165,14 @@ def _chat_problem(config: Config, role: str, probe: Probe) -> str:
         key = f"llm.api_key_secret_block {config.llm.api_key_secret_block!r}" if config.llm.api_key_secret_block \
             else f"llm.api_key_env (the variable {config.llm.api_key_env})"
         return f"{key}: {said}; check the API key"
-    lowered = detail.lower()
-    if params.max_tokens_parameter in lowered:
-        other = "max_completion_tokens" if params.max_tokens_parameter == "max_tokens" else "max_tokens"
+    refused = probe.parameter
+    if refused in MAX_TOKENS_FIELDS:
+        if params.max_tokens_parameter == "auto":  # both names were tried: the limit itself is refused
+            return f"llm.roles.{role}.max_tokens: {said}; set a limit the model allows"
+        other = next(f for f in MAX_TOKENS_FIELDS if f != refused)
         return f"llm.roles.{role}.max_tokens_parameter: {said}; set llm.roles.{role}.max_tokens_parameter: {other}"
-    for name in ("temperature", "top_p"):
-        if name in lowered and getattr(params, name) is not None:
-            return f"llm.roles.{role}.{name}: {said}; set llm.roles.{role}.{name}: null"
+    if refused in SAMPLING and getattr(params, refused) is not None:
+        return f"llm.roles.{role}.{refused}: {said}; set llm.roles.{role}.{refused}: null"
     return f"llm.roles.{role}.model: {said}; check the model name and llm.base_url"
 
 

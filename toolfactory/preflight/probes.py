@@ -8,13 +8,15 @@ transient errors, and is cached: a second check, or the re-run of a run, costs n
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Awaitable, Callable
 
 from toolfactory.config import LLMConfig
 from toolfactory.errors import ConfigError, LLMFailure, TerminalError
 from toolfactory.llm import Endpoint, LLMGateway, RequestCache, UsageMeter
+from toolfactory.llm.parameters import role_parameters
 from toolfactory.llm.text_tools import parse_text_calls
+from toolfactory.models import canonical_json
 from toolfactory.render import CallFormatError
 
 PROBE_SCHEMA = {
@@ -47,11 +49,13 @@ class Probe:
     role: str  # a role, or "embedding"
     model: str
     capability: str  # chat | structured output | tool calling | embeddings
-    mode: str  # the mode tried ("" for chat)
+    mode: str  # the mode tried (chat: the parameters changed from the role's config, "" for none)
     status: str  # ok | unsupported | unreachable
     latency_s: float
     cached: bool
     detail: str  # the endpoint's own message when unsupported; what came back when ok
+    parameter: str = ""  # the request field the endpoint named in refusing (max_tokens, temperature, …)
+    same_as: str = ""  # the role whose identical request this probe's result is (same model and parameters)
 
     @property
     def ok(self) -> bool:
@@ -68,6 +72,7 @@ class Prober:
         self._endpoint = endpoint
         self._cache = cache
         self.meter = UsageMeter()
+        self._chats: dict[str, Probe] = {}  # chat probes by request: roles that send the same one share it
 
     async def _send(self, llm: LLMConfig, role: str, capability: str, mode: str, model: str,
                     work: Callable[[LLMGateway], Awaitable[str]]) -> Probe:
@@ -77,23 +82,36 @@ class Prober:
         async with LLMGateway(self._endpoint, llm, self._cache(), self.meter) as gateway:
             hits = gateway.meter.role(role).cache_hits
             started = time.perf_counter()
+            parameter = ""
             try:
                 detail, status = await work(gateway), "ok"
             except LLMFailure as exc:
                 detail = exc.detail or str(exc)
                 status = "unreachable" if exc.transient else "unsupported"
+                parameter = exc.parameter or ""
             except (TerminalError, ConfigError) as exc:
                 detail, status = str(exc), "unsupported"
             latency = time.perf_counter() - started
             cached = gateway.meter.role(role).cache_hits > hits
-        return Probe(role, model, capability, mode, status, round(latency, 3), cached, _one_line(detail))
+        return Probe(role, model, capability, mode, status, round(latency, 3), cached, _one_line(detail), parameter)
 
-    async def chat(self, llm: LLMConfig, role: str) -> Probe:
+    async def chat(self, llm: LLMConfig, role: str, mode: str = "") -> Probe:
+        """A plain chat request with `role`'s parameters; `mode` says how they differ from the
+        role's config. A role whose request is one another role sent already (same model and
+        parameters) gets that probe's result, not a second request."""
+        params = llm.role(role)
+        request = canonical_json({"model": params.model, **role_parameters(params)})
+        if (earlier := self._chats.get(request)) is not None:
+            return replace(earlier, role=role, mode=mode, latency_s=0.0, same_as=earlier.same_as or earlier.role)
+
         async def work(gateway: LLMGateway) -> str:
             message = await gateway.chat(role, CHAT)
             return f"answered {len(message.get('content') or '')} characters"
 
-        return await self._send(llm, role, "chat", "", llm.role(role).model, work)
+        probe = await self._send(llm, role, "chat", mode, params.model, work)
+        if probe.status != "unreachable":  # a moment's outage says nothing about the request
+            self._chats[request] = probe
+        return probe
 
     async def structured(self, llm: LLMConfig, role: str, mode: str) -> Probe:
         llm = with_role_mode(llm, role, "structured_output", mode)
@@ -132,8 +150,9 @@ class Prober:
         return await self._send(llm, "embedding", "embeddings", source, model, work)
 
 
-def with_role_mode(llm: LLMConfig, role: str, field: str, mode: str) -> LLMConfig:
-    """`llm` with `role`'s `field` (tool_calling, structured_output) set to `mode`."""
+def with_role_mode(llm: LLMConfig, role: str, field: str, mode: Any) -> LLMConfig:
+    """`llm` with `role`'s `field` (tool_calling, structured_output, max_tokens_parameter,
+    temperature, …) set to `mode`."""
     roles = dict(llm.roles)
     roles[role] = llm.role(role).model_copy(update={field: mode})  # type: ignore[index]
     return llm.model_copy(update={"roles": roles})

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from toolfactory.preflight.choices import describe_choice
 from toolfactory.report import charts
 from toolfactory.report.charts import TOP_N, TOP_REASONS, Chart, top
 from toolfactory.report.context import RunContext
@@ -86,8 +87,8 @@ def _preflight(preflight: dict[str, Any]) -> tuple[Table, ...]:
     if not probes:
         return ()
     chosen = preflight.get("choices") or {}
-    choices = Table("preflight-choices", "The modes preflight chose for the settings left at auto; the run used these.",
-                    ("setting", "chosen"), tuple((str(k), str(v)) for k, v in sorted(chosen.items())))
+    choices = Table("preflight-choices", "What preflight chose for the settings left at auto; the run used these.",
+                    ("setting", "chosen"), tuple((str(k), describe_choice(v)) for k, v in sorted(chosen.items())))
     rows = tuple((str(p.get("role", "")), str(p.get("model", "")), str(p.get("capability", "")), str(p.get("mode") or "-"),
                   str(p.get("status", "")), f"{float(p.get('latency_s') or 0):.2f} s{' (cached)' if p.get('cached') else ''}",
                   "" if p.get("status") == "ok" else str(p.get("detail", ""))[:200])

@@ -10,7 +10,7 @@ changes what the wire shows, as documented by each family:
   is a 400 (vLLM's own message), and a model that wants to call writes Hermes-style
   ``<tool_call>{"name": …, "arguments": …}</tool_call>`` text in ``content``;
 * ``reasoning``: an OpenAI reasoning model's refusals of ``max_tokens`` (``Use
-  'max_completion_tokens' instead``) and of a non-default ``temperature``, and a DeepSeek-R1-style
+  'max_completion_tokens' instead``) and of a non-default ``temperature`` or ``top_p``, and a DeepSeek-R1-style
   answer: the thinking in ``reasoning_content``, or as a ``<think>…</think>`` prefix of the
   content when the server runs no reasoning parser (drawn per request), JSON asked for in the
   prompt written in a fenced block;
@@ -49,10 +49,11 @@ def refused_parameter(body: dict[str, Any], settings: SimulatorSettings) -> Simu
         if "max_tokens" in body:
             return SimulatorError("Unsupported parameter: 'max_tokens' is not supported with this model. "
                                   "Use 'max_completion_tokens' instead.", param="max_tokens", code="unsupported_parameter")
-        temperature = body.get("temperature")
-        if temperature is not None and temperature != 1:
-            return SimulatorError(f"Unsupported value: 'temperature' does not support {temperature} with this model. "
-                                  "Only the default (1) value is supported.", param="temperature", code="unsupported_value")
+        for name in ("temperature", "top_p"):
+            value = body.get(name)
+            if value is not None and value != 1:
+                return SimulatorError(f"Unsupported value: '{name}' does not support {value} with this model. "
+                                      "Only the default (1) value is supported.", param=name, code="unsupported_value")
     if profile == "plain-text":
         for param in ("tools", "response_format"):
             if body.get(param):
@@ -163,14 +164,16 @@ def max_tokens(body: dict[str, Any]) -> int | None:
 
 
 # What a client of each family must set (toolfactory's `llm` settings, as `--set` overrides):
-# the shapes above are what a run meets when these are left at their defaults.
+# the shapes above are what a run meets when these are left at their defaults. The settings a
+# run's preflight chooses when left `auto` (the modes, the token-limit name, refused sampling
+# parameters) are set here too, so that a run without preflight (benchmarks) sends the same.
 CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
     "openai": {},
     "vllm-hermes": {},
     "vllm-no-tool-parser": {"llm.tool_calling": "text"},
     "reasoning": {
         **{f"llm.roles.{role}.{field}": value for role in ("user", "assistant", "tool", "judge", "designer", "target")
-           for field, value in (("max_tokens_parameter", "max_completion_tokens"), ("temperature", None), ("top_p", None))},
+           for field, value in (("max_tokens_parameter", "max_completion_tokens"), ("temperature", None))},
     },
     "plain-text": {"llm.tool_calling": "text", "llm.structured_output": "prompt"},
 }
