@@ -1,9 +1,10 @@
 """The stats database (DuckDB): runs, shard status and per-stage, per-rule metrics.
 
-Workers return metrics; the flow is the only writer. Each write opens the file, writes one
-transaction and closes it, so `toolfactory stats` can read while a run goes on. Everything in
-it is derived from the run's storage (manifest and shard metrics sidecars), so a lost or stale
-database is rebuilt by a re-run.
+Workers return metrics; during a run its flow is the only writer of the run's rows. Each write
+opens the file, writes one transaction and closes it, so `toolfactory stats` can read while a
+run goes on. Everything in it is derived from the storage root (run records, shard metrics
+sidecars, attempt usage files): the file is a local cache, rebuilt or brought up to date from
+the root by :mod:`toolfactory.stats_sync` wherever it is read.
 
 Times are ``TIMESTAMP`` columns in UTC, so a run's wall time, a stage's span or a trend over
 nights is one query (``finished_at - started_at``). Files written before that kept them as ISO

@@ -313,5 +313,7 @@ def _each(store: ObjectStore, items: Sequence[T], work: Callable[[T], R]) -> lis
     """`work` on every item; on S3 several requests at once (each is a round trip)."""
     if store.s3 is None or len(items) < 2:
         return [work(item) for item in items]
-    with ThreadPoolExecutor(min(_PARALLEL, len(items))) as pool:
-        return list(pool.map(work, items))
+    # The first alone: it creates the process's S3 client, which threads may not do at once.
+    first = work(items[0])
+    with ThreadPoolExecutor(min(_PARALLEL, len(items) - 1)) as pool:
+        return [first, *pool.map(work, items[1:])]
