@@ -11,7 +11,6 @@ DuckDB from the driver only.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Callable
 
 from prefect import flow, get_run_logger, task
@@ -40,7 +39,9 @@ from toolfactory.pool import publish, publish_dialogues
 from toolfactory.report import build_report
 from toolfactory.shards import ShardPaths, read_metrics
 from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
+from toolfactory.run_record import publish_run_record
 from toolfactory.stats import StatsDB
+from toolfactory.stats_sync import sync_stats
 from toolfactory.storage import ObjectStore
 
 
@@ -53,7 +54,9 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
     configured `llm.base_url`); the run's summary (see :meth:`StatsDB.run_summary`)."""
     config = manifest.run_config()
     stats = StatsDB(config.stats_path())
+    sync_stats(store, stats, manifest.run_id)  # a re-run on another machine goes on from what storage holds
     stats.start_run(manifest.run_id, manifest.created_at, store.url, manifest.config, manifest.versions, _now())
+    publish_run_record(store, stats, manifest.run_id, STAGE_NAMES)
     plan = manifest.shard_plan()
     store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read
     store.abort_uploads(f"runs/{manifest.run_id}/")  # likewise, on S3
@@ -94,6 +97,7 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
             for stage in stages:
                 # Every attempt's LLM use, killed ones included (their task never returned metrics).
                 stats.record_attempts(attempt_usage(store, manifest.run_id, stage))
+            publish_run_record(store, stats, manifest.run_id, STAGE_NAMES)
             if group.refused is not None:  # every later request of that shape would be refused alike
                 stage, stopped = group.refused
                 get_run_logger().error("run stopped at the %s stage: %s", stage, stopped)
@@ -116,8 +120,7 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
             summary["rerun"] = rerun
             summary["message"] = failure_message(summary, rerun)
         stats.record_message(manifest.run_id, summary["message"])
-    if config.storage.is_s3:
-        store.write_bytes(f"runs/{manifest.run_id}/stats.duckdb", Path(stats.path).read_bytes())
+    publish_run_record(store, stats, manifest.run_id, STAGE_NAMES)
     # A run below its floors is not exported either (see toolfactory.floors).
     exported = export_dataset(config, store, manifest.run_id) if summary["status"] == "completed" else {}
     report = _report(store, str(stats.path), manifest.run_id)

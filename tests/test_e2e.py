@@ -175,8 +175,16 @@ def test_s3_run_keeps_everything_in_the_bucket_and_no_secret_anywhere(runtime: s
     s3 = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
     keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket="toolfactory", Prefix=prefix) for o in page.get("Contents", [])]
     run_prefix = f"{prefix}/runs/{run_id}/"
-    for expected in ["manifest.json", "stats.duckdb", *(f"{s}/part-00000.parquet" for s in STAGES), "verify/rejected/part-00001.parquet"]:
+    for expected in ["manifest.json", "run.json", *(f"{s}/part-00000.parquet" for s in STAGES), "verify/rejected/part-00001.parquet"]:
         assert run_prefix + expected in keys
+    # The stats live in the bucket: a cache made elsewhere from it alone says what the run's driver said.
+    from toolfactory.stages import STAGE_NAMES
+    from toolfactory.stats import StatsDB
+    from toolfactory.stats_sync import sync_stats
+
+    elsewhere = StatsDB(tmp_path / "elsewhere.duckdb")
+    sync_stats(ObjectStore.open(load_config(None, overrides).storage), elsewhere, run_id)
+    assert elsewhere.run_summary(run_id, STAGE_NAMES) == StatsDB(tmp_path / "stats.duckdb").run_summary(run_id, STAGE_NAMES)
     assert any(k.startswith(f"{prefix}/llm-cache/") for k in keys)
     assert not any("/.tmp-" in k for k in keys)
 

@@ -216,28 +216,40 @@ def stats(
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
 ) -> None:
-    """Per-stage pass rates, shard status and LLM usage of a run."""
+    """Per-stage pass rates, shard status and LLM usage of a run.
+
+    Read from the storage root, through a local cache (`stats.path`) brought up to date first."""
     from toolfactory.stages import STAGE_NAMES
     from toolfactory.stats import StatsDB
+    from toolfactory.stats_sync import sync_stats
+    from toolfactory.storage import ObjectStore
 
-    db = StatsDB(_config(config, overrides).stats_path())
-    if not db.path.is_file():
-        typer.echo(f"error: no stats database at {db.path}: no run was recorded there (set storage.root or stats.path)", err=True)
+    resolved = _config(config, overrides)
+    db = StatsDB(resolved.stats_path())
+    store = ObjectStore.open(resolved.storage)
+    synced = sync_stats(store, db, run_id)
+    if synced.run_id is None:
+        typer.echo(f"error: no run recorded in {store.url} (stats cache {db.path}): set storage.root to the runs' storage", err=True)
         raise typer.Exit(2)
-    run_id = run_id or db.latest_run_id()
-    if run_id is None:
-        typer.echo(f"error: no runs recorded in {db.path}", err=True)
-        raise typer.Exit(2)
-    summary = db.run_summary(run_id, STAGE_NAMES)
+    summary = db.run_summary(synced.run_id, STAGE_NAMES) if db.path.is_file() else {"status": None}
     if summary["status"] is None:
-        typer.echo(f"error: run {run_id!r} is not recorded in {db.path}", err=True)
+        typer.echo(f"error: run {synced.run_id!r} is not recorded in {store.url} (stats cache {db.path})", err=True)
         raise typer.Exit(2)
+    _print_problems(synced.problems)
     if as_json:
+        summary["problems"] = [{"path": p.path, "reason": p.reason, "detail": p.detail} for p in synced.problems]
         typer.echo(json.dumps(summary, indent=2, default=str))
     else:
         _print_summary(summary)
         if summary.get("message"):
             typer.echo(summary["message"])
+
+
+def _print_problems(problems: Any) -> None:
+    """Files of the storage root the stats had to skip: one line each, on stderr."""
+    for problem in problems:
+        typer.echo(f"warning: {problem.path} skipped: {problem.reason} ({problem.detail}); "
+                   "its numbers are missing from the stats", err=True)
 
 
 @tools_app.command("import")
@@ -387,19 +399,23 @@ def report(
     """(Re)build a run's HTML report with its charts, next to the run's shards."""
     from toolfactory.report import build_report
     from toolfactory.stats import StatsDB
+    from toolfactory.stats_sync import sync_stats
     from toolfactory.storage import ObjectStore
 
     resolved = _config(config, overrides)
     db = StatsDB(resolved.stats_path())
-    run_id = run_id or db.latest_run_id()
+    store = ObjectStore.open(resolved.storage)
     if run_id is None:
-        typer.echo(f"error: no runs recorded in {db.path}", err=True)
+        run_id = sync_stats(store, db).run_id
+    if run_id is None:
+        typer.echo(f"error: no run recorded in {store.url} (stats cache {db.path})", err=True)
         raise typer.Exit(2)
     try:
-        built = build_report(ObjectStore.open(resolved.storage), str(db.path), run_id)
+        built = build_report(store, str(db.path), run_id)  # brings the stats up to date first
     except TerminalError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    _print_problems(built["problems"])
     typer.echo(f"report: {built['uri']}")
 
 

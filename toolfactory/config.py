@@ -303,8 +303,19 @@ class StatsConfig(Section):
     """The DuckDB file that holds runs, shard status and per-stage metrics."""
 
     path: str | None = None
-    """Local DuckDB file; default `<root>/stats.duckdb` for local storage and
-    `./toolfactory-stats.duckdb` for S3 (then also copied next to the run)."""
+    """Local DuckDB file, a cache of what the storage root holds (run records and shard metrics):
+    rebuilt or brought up to date from the root when it is missing or stale. Default
+    `<root>/stats.duckdb` for local storage and, for S3, one file per root in the user's cache
+    folder (`$XDG_CACHE_HOME/toolfactory/stats/<hash of the root>.duckdb`)."""
+
+    @field_validator("path")
+    @classmethod
+    def _local(cls, value: str | None) -> str | None:
+        if value is not None and "://" in value:
+            # The stats of an S3 root live in the root itself (run records, metric sidecars).
+            raise ValueError("not a local file: stats.path names the local cache of the stats; "
+                             "the stats of an S3 root are read from storage.root")
+        return value
 
 
 class SourceFile(Section):
@@ -694,10 +705,15 @@ class Config(Section):
         return self
 
     def stats_path(self) -> str:
+        """The stats cache of this storage root (see :class:`StatsConfig`)."""
         if self.stats.path:
             return self.stats.path
         if self.storage.is_s3:
-            return "./toolfactory-stats.duckdb"
+            # One cache per root: the same bucket name behind another endpoint is another root.
+            endpoint = self.storage.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or ""
+            root = f"{endpoint} {self.storage.root.rstrip('/')}"
+            cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+            return str(cache / "toolfactory" / "stats" / f"{hashlib.sha256(root.encode()).hexdigest()[:16]}.duckdb")
         return str(Path(self.storage.root) / "stats.duckdb")
 
     def snapshot(self) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """The stats database (DuckDB): runs, shard status and per-stage, per-rule metrics.
 
-Workers return metrics; the flow is the only writer. Each write opens the file, writes one
-transaction and closes it, so `toolfactory stats` can read while a run goes on. Everything in
-it is derived from the run's storage (manifest and shard metrics sidecars), so a lost or stale
-database is rebuilt by a re-run.
+Workers return metrics; during a run its flow is the only writer of the run's rows. Each write
+opens the file, writes one transaction and closes it, so `toolfactory stats` can read while a
+run goes on. Everything in it is derived from the storage root (run records, shard metrics
+sidecars, attempt usage files): the file is a local cache, rebuilt or brought up to date from
+the root by :mod:`toolfactory.stats_sync` wherever it is read.
 
 Times are ``TIMESTAMP`` columns in UTC, so a run's wall time, a stage's span or a trend over
 nights is one query (``finished_at - started_at``). Files written before that kept them as ISO
@@ -77,6 +78,22 @@ ALTER TABLE shard_attempts ADD COLUMN IF NOT EXISTS cost_usd DOUBLE;
 ALTER TABLE llm_usage ADD COLUMN IF NOT EXISTS cost_usd DOUBLE;
 -- Why a run that did not complete stopped (e.g. its LLM budget), in the operator's words.
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS message VARCHAR;
+-- A run's stage totals as its run record in storage states them (toolfactory/run_record.py):
+-- the trend across runs reads them, so a cache needs no shard detail of every run it lists.
+CREATE TABLE IF NOT EXISTS run_stages (
+    run_id VARCHAR, stage VARCHAR, shards_total INTEGER, shards_failed INTEGER, items_in BIGINT,
+    items_out BIGINT, rejected BIGINT, llm_calls BIGINT, prompt_tokens BIGINT, completion_tokens BIGINT,
+    cost_usd DOUBLE, PRIMARY KEY (run_id, stage)
+);
+-- What this file has read of the storage root (toolfactory/stats_sync.py): the version of each
+-- run record, and of each sidecar, so that only what changed is read again; `source` 'driver'
+-- when the run's own driver wrote the record from this file.
+CREATE TABLE IF NOT EXISTS storage_runs (
+    run_id VARCHAR PRIMARY KEY, record_version VARCHAR, source VARCHAR, detail_version VARCHAR
+);
+CREATE TABLE IF NOT EXISTS storage_files (path VARCHAR PRIMARY KEY, run_id VARCHAR, version VARCHAR);
+-- Files of the root that could not be read (empty, not JSON, fields missing), with a reason code.
+CREATE TABLE IF NOT EXISTS storage_problems (path VARCHAR PRIMARY KEY, run_id VARCHAR, reason VARCHAR, detail VARCHAR);
 CREATE OR REPLACE VIEW stage_metrics AS
 WITH usage AS (
     SELECT run_id, stage, sum(llm_calls) AS llm_calls, sum(cache_hits) AS cache_hits,
@@ -255,31 +272,46 @@ class StatsDB:
         with self._connect() as con:
             con.execute("UPDATE runs SET message = ? WHERE run_id = ?", [message, run_id])
 
-    def record_shard(self, metrics: dict[str, Any], attempts: int) -> None:
-        """Record a completed shard from the metrics its task returned (idempotent)."""
-        key = [metrics["run_id"], metrics["stage"], metrics["shard"]]
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One write transaction (committed when the block ends, rolled back if it raises)."""
         with self._connect() as con:
             con.execute("BEGIN")
-            con.execute(
-                "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, 'completed', ?, NULL, ?, ?, ?, ?, ?, ?, ?)",
-                [*key, attempts, metrics["fingerprint"], _timestamp(metrics["started_at"]), _timestamp(metrics["finished_at"]),
-                 metrics["wall_s"], metrics["items_in"], metrics["items_out"], metrics["rejected"]],
-            )
-            con.execute("DELETE FROM rejections WHERE run_id = ? AND stage = ? AND shard = ?", key)
-            for reason, count in sorted(metrics.get("rejections", {}).items()):
-                con.execute("INSERT INTO rejections VALUES (?, ?, ?, ?, ?)", [*key, reason, count])
-            con.execute("DELETE FROM layer_metrics WHERE run_id = ? AND stage = ? AND shard = ?", key)
-            for layer, (items_in, passed) in sorted(metrics.get("layers", {}).items()):
-                con.execute("INSERT INTO layer_metrics VALUES (?, ?, ?, ?, ?, ?)", [*key, layer, items_in, passed])
-            con.execute("DELETE FROM profiles WHERE run_id = ? AND stage = ? AND shard = ?", key)
-            for dimension, counts in sorted(metrics.get("profile", {}).items()):
-                for value, count in sorted(counts.items()):
-                    con.execute("INSERT INTO profiles VALUES (?, ?, ?, ?, ?, ?)", [*key, dimension, value, count])
-            con.execute("DELETE FROM shard_inputs WHERE run_id = ? AND stage = ? AND shard = ?", key)
-            for path, read in [*((p, True) for p in metrics.get("inputs", [])), *((p, False) for p in metrics.get("missing_inputs", []))]:
-                con.execute("INSERT OR REPLACE INTO shard_inputs VALUES (?, ?, ?, ?, ?)", [*key, path, read])
-            self._record_attempt(con, metrics, "completed")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
             con.execute("COMMIT")
+
+    def record_shard(self, metrics: dict[str, Any], attempts: int) -> None:
+        """Record a completed shard from the metrics its task returned (idempotent)."""
+        with self.transaction() as con:
+            self.insert_shard(con, metrics, attempts)
+
+    @classmethod
+    def insert_shard(cls, con: duckdb.DuckDBPyConnection, metrics: dict[str, Any], attempts: int) -> None:
+        """:meth:`record_shard` within a transaction of the caller."""
+        key = [metrics["run_id"], metrics["stage"], metrics["shard"]]
+        con.execute(
+            "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, 'completed', ?, NULL, ?, ?, ?, ?, ?, ?, ?)",
+            [*key, attempts, metrics["fingerprint"], _timestamp(metrics["started_at"]), _timestamp(metrics["finished_at"]),
+             metrics["wall_s"], metrics["items_in"], metrics["items_out"], metrics["rejected"]],
+        )
+        con.execute("DELETE FROM rejections WHERE run_id = ? AND stage = ? AND shard = ?", key)
+        for reason, count in sorted(metrics.get("rejections", {}).items()):
+            con.execute("INSERT INTO rejections VALUES (?, ?, ?, ?, ?)", [*key, reason, count])
+        con.execute("DELETE FROM layer_metrics WHERE run_id = ? AND stage = ? AND shard = ?", key)
+        for layer, (items_in, passed) in sorted(metrics.get("layers", {}).items()):
+            con.execute("INSERT INTO layer_metrics VALUES (?, ?, ?, ?, ?, ?)", [*key, layer, items_in, passed])
+        con.execute("DELETE FROM profiles WHERE run_id = ? AND stage = ? AND shard = ?", key)
+        for dimension, counts in sorted(metrics.get("profile", {}).items()):
+            for value, count in sorted(counts.items()):
+                con.execute("INSERT INTO profiles VALUES (?, ?, ?, ?, ?, ?)", [*key, dimension, value, count])
+        con.execute("DELETE FROM shard_inputs WHERE run_id = ? AND stage = ? AND shard = ?", key)
+        for path, read in [*((p, True) for p in metrics.get("inputs", [])), *((p, False) for p in metrics.get("missing_inputs", []))]:
+            con.execute("INSERT OR REPLACE INTO shard_inputs VALUES (?, ?, ?, ?, ?)", [*key, path, read])
+        cls._record_attempt(con, metrics, "completed")
 
     def record_shard_status(
         self, run_id: str, stage: str, shard: int, status: str, attempts: int, error: str | None,
@@ -316,6 +348,11 @@ class StatsDB:
         return added
 
     @staticmethod
+    def insert_attempt(con: duckdb.DuckDBPyConnection, attempt: dict[str, Any], outcome: str) -> None:
+        """One attempt's LLM use (replacing what was known of it), within a transaction of the caller."""
+        StatsDB._record_attempt(con, attempt, outcome)
+
+    @staticmethod
     def _record_attempt(con: duckdb.DuckDBPyConnection, metrics: dict[str, Any], outcome: str, replace: bool = True) -> None:
         """One attempt's LLM use; the attempt's own final report replaces what its usage file said."""
         key = [metrics["attempt_id"], metrics["run_id"], metrics["stage"], metrics["shard"]]
@@ -344,6 +381,27 @@ class StatsDB:
         with self._connect(read_only=True) as con:
             row = con.execute(f"SELECT run_id FROM runs ORDER BY {_ts('started_at')} DESC, run_id DESC LIMIT 1").fetchone()
         return None if row is None else str(row[0])
+
+    def run_facts(self, run_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """The run's row (None if unknown) and its shards that did not complete, as a run record
+        keeps them (:mod:`toolfactory.run_record`)."""
+        with self._connect(read_only=True) as con:
+            con.execute(f"""SELECT run_id, {_ts('created_at')} AS created_at, {_ts('started_at')} AS started_at,
+                                   {_ts('finished_at')} AS finished_at, status, reason, message, storage, config,
+                                   versions, attempts FROM runs WHERE run_id = ?""", [run_id])
+            columns = [d[0] for d in con.description or ()]
+            row = con.fetchone()
+            shards = con.execute(
+                """SELECT stage, shard, status, attempts, error, fingerprint FROM shards
+                   WHERE run_id = ? AND status <> 'completed' ORDER BY stage, shard""", [run_id]).fetchall()
+        if row is None:
+            return None, []
+        run = dict(zip(columns, row))
+        for name in TIMESTAMPS["runs"]:
+            run[name] = iso_time(run[name])
+        run["config"], run["versions"] = json.loads(run["config"] or "{}"), json.loads(run["versions"] or "{}")
+        keys = ("stage", "shard", "status", "attempts", "error", "fingerprint")
+        return run, [dict(zip(keys, shard)) for shard in shards]
 
     def run_spend(self, run_id: str) -> tuple[int, int, float]:
         """(requests answered, tokens, USD) of every recorded attempt of the run, failed ones too:

@@ -142,6 +142,40 @@ class ObjectStore:
             paths.append(info.path[len(self.base) + 1 :])
         return sorted(paths)
 
+    def versions(self, prefix: str) -> dict[str, str]:
+        """The files under `prefix` (as :meth:`list`) with a version each: their size and time of
+        last write, which change when a file is written again. One listing, no read."""
+        selector = pafs.FileSelector(self._full(prefix), recursive=True, allow_not_found=True)
+        found = {}
+        for info in self._guarded("list", prefix, lambda: self.fs.get_file_info(selector)):
+            if info.type == pafs.FileType.File and "/.tmp-" not in info.path:
+                found[info.path[len(self.base) + 1 :]] = f"{info.size}@{info.mtime_ns}"
+        return found
+
+    def version(self, path: str) -> str | None:
+        """A version of one file that changes whenever it is written again (None: no such file):
+        on S3 its ETag, the digest of what was uploaded (a time has only one-second resolution);
+        locally its size and time of last write in nanoseconds."""
+        if self.s3 is None:
+            info = self._guarded("stat", path, lambda: self.fs.get_file_info(self._full(path)))
+            return f"{info.size}@{info.mtime_ns}" if info.type == pafs.FileType.File else None
+        bucket, key = self._bucket_key(path)
+        client = _s3_client(*self.s3)
+        try:
+            head = self._guarded("stat", path, lambda: client.head_object(Bucket=bucket, Key=key))
+        except Exception as exc:  # botocore's ClientError: a 404 is no such file
+            if getattr(exc, "response", {}).get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return str(head["ETag"])
+
+    def folders(self, prefix: str) -> list[str]:
+        """Names of the folders directly under `prefix`, sorted (on S3: the common prefixes of one
+        delimited listing, so the files below them are not listed)."""
+        selector = pafs.FileSelector(self._full(prefix), recursive=False, allow_not_found=True)
+        infos = self._guarded("list", prefix, lambda: self.fs.get_file_info(selector))
+        return sorted(info.base_name for info in infos if info.type == pafs.FileType.Directory)
+
     def remove_temporary(self, prefix: str) -> int:
         """Delete temporary files left under `prefix` by writes that were killed; their count."""
         selector = pafs.FileSelector(self._full(prefix), recursive=True, allow_not_found=True)

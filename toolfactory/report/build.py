@@ -1,6 +1,6 @@
 """Build a run's report into the object store: ``runs/<run_id>/report/index.html`` and its PNGs.
 
-I/O happens here only: the stats database, the manifest, the exports, the accepted and rejected
+I/O happens here only: the stats database (brought up to date from the store), the manifest, the exports, the accepted and rejected
 shards are read (:mod:`toolfactory.report.data`, :mod:`.context`, :mod:`.samples`), the
 sections decided and drawn (:mod:`.sections`,
 :mod:`.charts`), then each chart and the page are written with the store's atomic writes. A
@@ -19,6 +19,8 @@ from toolfactory.report.data import DialogueMix, RunStats, load_run_stats, scan_
 from toolfactory.report.page import render_page
 from toolfactory.report.samples import rejected_examples
 from toolfactory.report.sections import sections
+from toolfactory.stats import StatsDB
+from toolfactory.stats_sync import sync_stats
 from toolfactory.storage import ObjectStore
 
 
@@ -43,9 +45,14 @@ def _facts(store: ObjectStore, stats: RunStats, mix: DialogueMix) -> dict[str, s
 
 
 def build_report(store: ObjectStore, stats_path: str | Path, run_id: str) -> dict[str, Any]:
-    """Write run `run_id`'s report; ``{"index": path, "charts": [paths], "uri": index URI}``.
+    """Write run `run_id`'s report; ``{"index": path, "charts": [paths], "uri": index URI, "problems":
+    files of the store the stats skipped}``.
 
-    Raises :class:`toolfactory.report.ReportError` when the stats database has no such run."""
+    The stats database is brought up to date from the store first (every run's record for the
+    trend, this run's shard detail: :mod:`toolfactory.stats_sync`), so it may be a cache made on
+    any machine, or none. Raises :class:`toolfactory.report.ReportError` when the stats have no
+    such run."""
+    synced = sync_stats(store, StatsDB(stats_path), run_id)
     stats = load_run_stats(stats_path, run_id)
     mix = scan_dialogues(store, run_id)
     folder = report_dir(run_id)
@@ -63,4 +70,4 @@ def build_report(store: ObjectStore, stats_path: str | Path, run_id: str) -> dic
     index = f"{folder}/index.html"
     page = render_page(f"toolfactory run {run_id}", _facts(store, stats, mix), parts, SIMULATOR_WARNING if context.simulated else None)
     store.write_bytes(index, page.encode("utf-8"))
-    return {"index": index, "charts": written, "uri": store.uri(index)}
+    return {"index": index, "charts": written, "uri": store.uri(index), "problems": synced.problems}

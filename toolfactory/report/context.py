@@ -151,9 +151,16 @@ def _from_stats(stats_path: str | Path, run_id: str, storage: str, context: RunC
         runs = con.execute(
             "SELECT run_id, status, started_at FROM runs WHERE storage = ? OR run_id = ? ORDER BY started_at, run_id",
             [storage, run_id]).fetchall()
+        # A run's stage totals as its run record states them (the cache may hold no shard of it),
+        # else as its shards sum up (a run recorded before runs kept a record).
         metrics = con.execute(
-            """SELECT run_id, stage, items_out, rejected, prompt_tokens + completion_tokens FROM stage_metrics
-               WHERE run_id IN (SELECT run_id FROM runs WHERE storage = ? OR run_id = ?)""", [storage, run_id]).fetchall()
+            """WITH listed AS (SELECT run_id FROM runs WHERE storage = ? OR run_id = ?)
+               SELECT run_id, stage, items_out, rejected, coalesce(prompt_tokens, 0) + coalesce(completion_tokens, 0)
+               FROM run_stages WHERE run_id IN (SELECT run_id FROM listed)
+               UNION ALL
+               SELECT run_id, stage, items_out, rejected, prompt_tokens + completion_tokens FROM stage_metrics
+               WHERE run_id IN (SELECT run_id FROM listed) AND run_id NOT IN (SELECT run_id FROM run_stages)""",
+            [storage, run_id]).fetchall()
     context.stage_times = {str(s): StageTime(int(n), float(busy or 0), _seconds(start, end)) for s, n, busy, start, end in times}
     context.stage_role_tokens = {(str(s), str(r)): (int(p or 0), int(c or 0)) for s, r, p, c in tokens}
     by_run: dict[str, dict[str, tuple[int, int, int]]] = {}
