@@ -55,7 +55,9 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
     config = manifest.run_config()
     stats = StatsDB(config.stats_path())
     sync_stats(store, stats, manifest.run_id)  # a re-run on another machine goes on from what storage holds
-    stats.start_run(manifest.run_id, manifest.created_at, store.url, manifest.config, manifest.versions, _now())
+    made_by = manifest.endpoint()
+    stats.start_run(manifest.run_id, manifest.created_at, store.url, manifest.config, manifest.versions, _now(),
+                    made_by.label, made_by.simulated)
     publish_run_record(store, stats, manifest.run_id, STAGE_NAMES)
     plan = manifest.shard_plan()
     store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read

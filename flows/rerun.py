@@ -17,7 +17,8 @@ from flows.preflight import preflight, refused_state
 from flows.runtime import llm_endpoint
 from toolfactory.config import load_config
 from toolfactory.lease import root_lease
-from toolfactory.manifest import load_manifest, write_manifest
+from toolfactory.llm.identity import EndpointIdentity
+from toolfactory.manifest import Manifest, load_manifest, write_manifest
 from toolfactory.operational import check_operational, rerun_config, rerun_record
 from toolfactory.storage import ObjectStore
 
@@ -38,8 +39,20 @@ def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | No
         checked = preflight(config, base_url, choose=False)
         if not checked.ok:
             return refused_state(checked)  # type: ignore[return-value]
+        manifest, changed = _with_endpoint(manifest, checked.identity, recorded=bool(overrides))
         with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
-            if overrides:
+            if overrides or changed:
                 write_manifest(store, manifest)
             with tags(*run_tags(config), "rerun"):
                 return run_state(execute_run(manifest, store, base_url))
+
+
+def _with_endpoint(manifest: Manifest, identity: EndpointIdentity | None, recorded: bool) -> tuple[Manifest, bool]:
+    """The manifest with this re-run's endpoint recorded when it is not the one the run's data is
+    labelled with already (provenance: toolfactory/llm/identity.py), in this re-run's record
+    (`recorded`: it has one already, for its overrides); whether it changed."""
+    if identity is None or identity.covered_by(manifest.endpoint()):
+        return manifest, False
+    reruns = list(manifest.reruns) if recorded else [*manifest.reruns, rerun_record([])]
+    reruns[-1] = {**reruns[-1], "identity": identity.to_dict()}
+    return manifest.model_copy(update={"reruns": reruns}), True

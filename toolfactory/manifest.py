@@ -60,11 +60,15 @@ class Manifest(BaseModel):
         :mod:`toolfactory.llm.identity`); for a run recorded before that, what its config says."""
         recorded = self.preflight.get("identity")
         if recorded:
-            return EndpointIdentity.from_dict(recorded)
-        llm = self.config.get("llm") or {}
-        simulator = llm.get("provider", "simulator") == "simulator"
-        return EndpointIdentity(public_url(str(llm.get("base_url") or "")), unlisted="not recorded with this run",
-                                assumed_simulator=simulator)
+            identity = EndpointIdentity.from_dict(recorded)
+        else:
+            llm = self.config.get("llm") or {}
+            identity = EndpointIdentity(public_url(str(llm.get("base_url") or "")), unlisted="not recorded with this run",
+                                        assumed_simulator=llm.get("provider", "simulator") == "simulator")
+        for rerun in self.reruns:  # a re-run at another endpoint made part of the data
+            if rerun.get("identity"):
+                identity = identity.merged(EndpointIdentity.from_dict(rerun["identity"]))
+        return identity
 
     def shard_plan(self) -> dict[str, list[ShardSpec]]:
         return {stage: [ShardSpec.from_dict(s) for s in specs] for stage, specs in self.plan.items()}

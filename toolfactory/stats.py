@@ -34,6 +34,9 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 -- Why a run failed when it is not a missing shard: an endpoint refusal, a floor not reached.
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS reason VARCHAR;
+-- Who made the data, as the endpoint identified itself (toolfactory/llm/identity.py).
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS made_by VARCHAR;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS simulated BOOLEAN;
 -- The latest state of each shard.
 CREATE TABLE IF NOT EXISTS shards (
     run_id VARCHAR, stage VARCHAR, shard INTEGER, status VARCHAR, attempts INTEGER, error VARCHAR,
@@ -252,14 +255,18 @@ class StatsDB:
 
     # --- writing (the flow only) --------------------------------------------------------------
 
-    def start_run(self, run_id: str, created_at: str, storage: str, config: dict[str, Any], versions: dict[str, str], started_at: str) -> None:
+    def start_run(self, run_id: str, created_at: str, storage: str, config: dict[str, Any], versions: dict[str, str], started_at: str,
+                  made_by: str | None = None, simulated: bool | None = None) -> None:
         with self._connect() as con:
             con.execute(
-                """INSERT INTO runs (run_id, created_at, started_at, finished_at, status, storage, config, versions, attempts)
-                   VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, 1)
+                """INSERT INTO runs (run_id, created_at, started_at, finished_at, status, storage, config, versions, attempts,
+                                     made_by, simulated)
+                   VALUES (?, ?, ?, NULL, 'running', ?, ?, ?, 1, ?, ?)
                    ON CONFLICT (run_id) DO UPDATE SET started_at = excluded.started_at,
-                   finished_at = NULL, status = 'running', reason = NULL, message = NULL, attempts = runs.attempts + 1""",
-                [run_id, _timestamp(created_at), _timestamp(started_at), storage, json.dumps(config), json.dumps(versions)],
+                   finished_at = NULL, status = 'running', reason = NULL, message = NULL, attempts = runs.attempts + 1,
+                   made_by = excluded.made_by, simulated = excluded.simulated""",
+                [run_id, _timestamp(created_at), _timestamp(started_at), storage, json.dumps(config), json.dumps(versions),
+                 made_by, simulated],
             )
 
     def finish_run(self, run_id: str, status: str, finished_at: str, reason: str | None = None) -> None:
@@ -388,7 +395,7 @@ class StatsDB:
         with self._connect(read_only=True) as con:
             con.execute(f"""SELECT run_id, {_ts('created_at')} AS created_at, {_ts('started_at')} AS started_at,
                                    {_ts('finished_at')} AS finished_at, status, reason, message, storage, config,
-                                   versions, attempts FROM runs WHERE run_id = ?""", [run_id])
+                                   versions, attempts, made_by, simulated FROM runs WHERE run_id = ?""", [run_id])
             columns = [d[0] for d in con.description or ()]
             row = con.fetchone()
             shards = con.execute(
@@ -420,7 +427,7 @@ class StatsDB:
         with self._connect(read_only=True) as con:
             run = con.execute(
                 f"""SELECT status, {_ts('started_at')}, {_ts('finished_at')},
-                           epoch({_ts('finished_at')} - {_ts('started_at')}), reason, message
+                           epoch({_ts('finished_at')} - {_ts('started_at')}), reason, message, made_by, simulated
                     FROM runs WHERE run_id = ?""", [run_id]).fetchone()
             roles = con.execute(
                 """SELECT role, sum(calls), sum(prompt_tokens), sum(completion_tokens),
@@ -495,6 +502,8 @@ class StatsDB:
             "wall_s": None if not run or run[3] is None else round(float(run[3]), 3),
             "reason": run[4] if run else None,
             "message": run[5] if run else None,
+            "made_by": run[6] if run else None,
+            "simulated": run[7] if run else None,
             "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
             "cost_by_role": by_role,
             "stages": stages,

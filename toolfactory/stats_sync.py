@@ -126,11 +126,11 @@ def _apply_record(con: duckdb.DuckDBPyConnection, record: dict[str, Any], storag
     `storage` is this root as the reader names it (a local root may be mounted elsewhere)."""
     con.execute(
         """INSERT OR REPLACE INTO runs (run_id, created_at, started_at, finished_at, status, storage, config, versions,
-                                        attempts, reason, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                        attempts, reason, message, made_by, simulated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         [record["run_id"], _timestamp(record.get("created_at")), _timestamp(record["started_at"]),
          _timestamp(record.get("finished_at")), record["status"], storage, json.dumps(record["config"]),
          json.dumps(record.get("versions") or {}), int(record.get("attempts") or 1), record.get("reason"),
-         record.get("message")])
+         record.get("message"), record.get("made_by"), record.get("simulated")])
     replace_stages(con, record)
     con.execute("DELETE FROM shards WHERE run_id = ? AND status <> 'completed'", [record["run_id"]])
     for shard in record["shards"]:

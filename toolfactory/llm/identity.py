@@ -61,6 +61,20 @@ class EndpointIdentity:
             merged[who] = merged.get(who, 0) + int(count)
         return EndpointIdentity(self.base_url, dict(self.models), self.server, merged, self.unlisted, self.assumed_simulator)
 
+    def covered_by(self, other: EndpointIdentity) -> bool:
+        """Whether `other` already names everything this identity says (its endpoint, models and
+        the signers of its answers)."""
+        return (self.base_url in other.base_url.split(", ") and self.models.items() <= other.models.items()
+                and set(self.served_by) <= set(other.served_by))
+
+    def merged(self, other: EndpointIdentity) -> EndpointIdentity:
+        """Both endpoints as one (a re-run that finished the run at another endpoint): the data is
+        labelled with everything that made it."""
+        base = self.base_url if other.base_url in ("", self.base_url) else f"{self.base_url}, {other.base_url}"
+        both = EndpointIdentity(base, {**self.models, **other.models}, self.server or other.server, {}, self.unlisted,
+                                self.assumed_simulator or other.assumed_simulator)
+        return both.with_answers(self.served_by).with_answers(other.served_by)
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "simulated": self.simulated, "label": self.label}
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from toolfactory.config import Config, LLMConfig
 from toolfactory.llm import Endpoint, RequestCache
+from toolfactory.llm.identity import EndpointIdentity, identify, served_by_of
 from toolfactory.llm.parameters import MAX_TOKENS_FIELDS, SAMPLING
 from toolfactory.preflight.choices import STRUCTURED_OUTPUT, TOOL_CALLING, describe_choice
 from toolfactory.preflight.needs import Needs, run_needs
@@ -38,13 +39,15 @@ class Preflight:
     probes: list[Probe] = field(default_factory=list)
     choices: dict[str, str | None] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    identity: EndpointIdentity | None = None  # what the endpoint says it is (toolfactory/llm/identity.py)
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
     def table(self) -> str:
-        return render_table(self.endpoint, self.probes, self.choices)
+        table = render_table(self.endpoint, self.probes, self.choices)
+        return table + (f"\n  made by: {self.identity.label}" if self.identity is not None else "")
 
     def choice_lines(self) -> list[str]:
         """One line per setting chosen: ``field: value``."""
@@ -52,7 +55,8 @@ class Preflight:
 
     def record(self) -> dict[str, Any]:
         """What the run's manifest keeps."""
-        return {"endpoint": self.endpoint, "choices": dict(self.choices), "probes": [p.to_dict() for p in self.probes]}
+        return {"endpoint": self.endpoint, "choices": dict(self.choices), "probes": [p.to_dict() for p in self.probes],
+                **({"identity": self.identity.to_dict()} if self.identity is not None else {})}
 
 
 async def check_endpoint(config: Config, endpoint: Endpoint, *, choose: bool = True) -> Preflight:
@@ -67,7 +71,9 @@ async def check_endpoint(config: Config, endpoint: Endpoint, *, choose: bool = T
     for role in needs.roles:
         by_model.setdefault(config.llm.role(role).model, []).append(role)
     checked: dict[str, tuple[list[Probe], dict[str, str | None], str | None]] = {}
-    for group in await asyncio.gather(*(_check_model(config, prober, roles, needs, choose) for roles in by_model.values())):
+    identity, *groups = await asyncio.gather(
+        identify(endpoint), *(_check_model(config, prober, roles, needs, choose) for roles in by_model.values()))
+    for group in groups:
         checked.update(group)
     for role in needs.roles:
         probes, choices, problem = checked[role]
@@ -81,6 +87,7 @@ async def check_endpoint(config: Config, endpoint: Endpoint, *, choose: bool = T
             report.choices["llm.embedding_backend"] = probe.mode
         if not probe.ok:
             report.problems.append(_embedding_problem(config, probe))
+    report.identity = identity.with_answers(served_by_of(prober.meter.to_dict()))
     return report
 
 
