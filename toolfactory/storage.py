@@ -142,6 +142,20 @@ class ObjectStore:
             paths.append(info.path[len(self.base) + 1 :])
         return sorted(paths)
 
+    def sizes(self, prefix: str) -> dict[str, int]:
+        """Relative path -> size in bytes of the files under `prefix` (one listing; on S3 the
+        sizes come with it), temporary files excluded."""
+        selector = pafs.FileSelector(self._full(prefix), recursive=True, allow_not_found=True)
+        return {
+            info.path[len(self.base) + 1 :]: int(info.size)
+            for info in self._guarded("list", prefix, lambda: self.fs.get_file_info(selector))
+            if info.type == pafs.FileType.File and "/.tmp-" not in info.path
+        }
+
+    def open_input(self, path: str) -> Any:
+        """A random-access reader of `path` (a Parquet footer is read without the whole file)."""
+        return self._guarded("open", path, lambda: self.fs.open_input_file(self._full(path)))
+
     def remove_temporary(self, prefix: str) -> int:
         """Delete temporary files left under `prefix` by writes that were killed; their count."""
         selector = pafs.FileSelector(self._full(prefix), recursive=True, allow_not_found=True)
