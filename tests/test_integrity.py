@@ -157,6 +157,23 @@ def test_a_truncated_pool_file_is_left_out_of_planning_and_named_with_advice_tha
     assert pool_advice(store, bad) == f"`toolfactory rerun {RUN} --set storage.root={store.url}` writes it again"
 
 
+def test_a_new_run_plans_without_a_damaged_pool_file(tmp_path: Path) -> None:
+    from conftest import small_run_overrides
+    from toolfactory.config import load_config
+    from toolfactory.planning import plan_run
+
+    config = load_config(None, small_run_overrides(tmp_path / "data"))
+    store = ObjectStore.open(config.storage)
+    good, bad = f"{TOOLS}/older.parquet", f"{TOOLS}/truncated.parquet"
+    write_summed_rows(store, good, [("t1", "{}")])
+    write_summed_rows(store, bad, [(f"t{k}", "{}") for k in range(100)])
+    _truncate(store, bad)
+    plan = plan_run(config, "next-night", store)
+    named = {path for specs in plan.values() for spec in specs for path in spec.params.get("pool_tools", [])
+             if path.startswith("pool/")}
+    assert named == {good}
+
+
 def test_the_run_that_wrote_a_pool_file_finds_it_damaged_and_rewrites_it(tmp_path: Path) -> None:
     """Its own pool files are checked with the run; a re-run publishes them again (flows/execute.py)."""
     store = ObjectStore.open(StorageConfig(root=str(tmp_path)))
@@ -225,3 +242,57 @@ def test_s3_listing_gives_the_sizes_the_check_compares(tmp_path: Path, s3_server
     s3 = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
     [listed] = s3.list_objects_v2(Bucket=s3_server["bucket"], Prefix=f"{tmp_path.name}/runs/r/")["Contents"]
     assert store.sizes("runs/r/") == {"runs/r/x.parquet": listed["Size"]} == {"runs/r/x.parquet": 5}
+
+
+def _metrics(run_dir: Path, stage: str, index: int) -> dict[str, object]:
+    return dict(json.loads((run_dir / stage / "_metrics" / f"part-{index:05d}.json").read_text()))
+
+
+def _dataset(run_dir: Path) -> list[tuple[str, str]]:
+    import pyarrow.parquet as pq
+
+    return sorted(row for path in sorted(run_dir.glob("curate/part-*.parquet"))
+                  for row in zip(*pq.read_table(path).to_pydict().values()))
+
+
+@pytest.mark.e2e
+def test_a_truncated_shard_of_a_finished_run_is_rebuilt_downstream_and_the_dataset_is_the_same(
+    prefect_api: str, ray_cluster: None, tmp_path: Path
+) -> None:
+    """One finished run: a dialogues part and the run's pool file are truncated; check-run names
+    both; rerun builds the part again with verify, measure, select and curate after it, writes the
+    pool file again, and the dataset is the one the clean run made."""
+    from conftest import small_run_overrides
+    from flows.execute import summary_of
+    from flows.generate import generate
+    from flows.rerun import rerun
+
+    root, run_id = tmp_path / "data", "integrity-e2e"
+    first = summary_of(generate(overrides=small_run_overrides(root, **{"run.run_id": run_id}), return_state=True))
+    assert first["status"] == "completed"
+    run_dir = root / "runs" / run_id
+    clean = _dataset(run_dir)
+    assert clean
+    parts = sorted(run_dir.glob("dialogues/part-*.parquet"))
+    assert len(parts) >= 2
+    damaged, pool_file = parts[-1], root / "pool" / "tools" / f"{run_id}.parquet"
+    index = int(damaged.stem.removeprefix("part-"))
+    before = {(stage, i): _metrics(run_dir, stage, i)["attempt_id"] for stage in ("dialogues", "verify", "measure", "curate")
+              for i in (0, index)}
+    for path in (damaged, pool_file):
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+    checked = CliRunner().invoke(app, ["check-run", run_id, "--set", f"storage.root={root}"])
+    assert checked.exit_code == 1
+    assert f"damaged: {SIZE_MISMATCH}: {damaged}" in checked.output and f"{SIZE_MISMATCH}: {pool_file}" in checked.output
+
+    again = summary_of(rerun(run_id=run_id, overrides=[f"storage.root={root}"], return_state=True))
+    assert again["status"] == "completed"
+    store = ObjectStore.open(StorageConfig(root=str(root)))
+    assert check_run(store, run_id, {}).ok and pool_files(store, TOOLS) == (f"{TOOLS}/{run_id}.parquet",)
+    after = {key: _metrics(run_dir, *key)["attempt_id"] for key in before}
+    rebuilt = {key for key in before if after[key] != before[key]}
+    # the damaged chain and every curate shard (after the fan-in select); the other chain untouched
+    assert rebuilt == {("dialogues", index), ("verify", index), ("measure", index), ("curate", 0), ("curate", index)}
+    assert _dataset(run_dir) == clean
+    assert CliRunner().invoke(app, ["check-run", run_id, "--set", f"storage.root={root}"]).exit_code == 0

@@ -72,10 +72,9 @@ def check_run(store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]],
         if found:
             check.damaged += found
             check.shards.add((spec.stage, spec.index))
-    for path in sorted({path for spec in specs for path in spec.inputs if _RUN_INPUT.fullmatch(path)}):
-        match = _RUN_INPUT.fullmatch(path)
-        assert match is not None
-        paths = ShardPaths(run_id, match[1], int(match[2]))
+    stored = {(m[1], int(m[2])) for spec in specs for path in spec.inputs if (m := _RUN_INPUT.fullmatch(path))}
+    for kind, index in sorted(stored):
+        paths = ShardPaths(run_id, kind, index)
         found = _shard_damage(store, paths, sizes, checksums, check)
         if paths.main not in sizes:  # stored when the run was planned: it was there
             found = [Damage(paths.main, MISSING, "stored when the run was planned, no longer in storage")]
