@@ -31,6 +31,7 @@ from toolfactory.lifetime import Driver
 from toolfactory.config import Config
 from toolfactory.errors import EndpointRefused, RunFailed
 from toolfactory.floors import below_floors
+from toolfactory.integrity import check_run, pool_advice, shards_to_rebuild, uncommit
 from toolfactory.export import OutputDir, SplitSpec, export_run
 from toolfactory.fan_in import FAN_IN, ONE_TO_ONE, available, chains, grown, supplements
 from toolfactory.manifest import Manifest, write_manifest
@@ -49,9 +50,11 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) -> dict[str, Any]:
+def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None, checksums: bool = False) -> dict[str, Any]:
     """Run what is left of `manifest`'s run, sending LLM requests to `base_url` (None: the
-    configured `llm.base_url`); the run's summary (see :meth:`StatsDB.run_summary`)."""
+    configured `llm.base_url`); the run's summary (see :meth:`StatsDB.run_summary`). Committed
+    shards found damaged (sizes; with `checksums`, every file's checksum too) are built again,
+    with every shard that read them."""
     config = manifest.run_config()
     stats = StatsDB(config.stats_path())
     sync_stats(store, stats, manifest.run_id)  # a re-run on another machine goes on from what storage holds
@@ -62,6 +65,7 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None) ->
     plan = manifest.shard_plan()
     store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read
     store.abort_uploads(f"runs/{manifest.run_id}/")  # likewise, on S3
+    _rebuild_damaged(store, manifest.run_id, plan, config, checksums)
     stopped: str | None = None  # why the run stopped early: an endpoint's repeated refusals
     stop: str | None = None  # the budget is spent
     driver = Driver()
@@ -312,6 +316,29 @@ def _attempts(task_run_id: Any) -> int:
             return int(client.read_task_run(task_run_id).run_count or 1)
         except ObjectNotFound:
             return 0
+
+
+def _rebuild_damaged(store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]], config: Config, checksums: bool) -> None:
+    """Name each damaged file of the run, and make its shard and every shard that read it not
+    done, so that this execution builds them again (see :mod:`toolfactory.integrity`)."""
+    check = check_run(store, run_id, plan, checksums)
+    if check.ok:
+        return
+    logger = get_run_logger()
+    for damage in check.damaged:
+        if damage in check.beyond and damage.path.startswith("pool/"):
+            advice = pool_advice(store, damage.path, config.storage.endpoint_url, config.storage.region)
+            logger.error("damaged pool file: %s; a shard of this run that reads it fails until %s", damage.line(store), advice)
+        elif damage in check.beyond:
+            logger.error("damaged input of the run: %s; it was stored when the run was planned and cannot be rebuilt: "
+                         "start a new run", damage.line(store))
+        else:
+            logger.warning("damaged: %s", damage.line(store))
+    rebuild = shards_to_rebuild(check, plan, run_id)
+    if rebuild:
+        uncommit(store, run_id, rebuild)
+        logger.warning("%d shard(s) to build again, with those that read a damaged one: %s", len(rebuild),
+                       ", ".join(f"{spec.stage}/part-{spec.index:05d}" for spec in rebuild))
 
 
 def _record_done(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec]) -> list[ShardSpec]:

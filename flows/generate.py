@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow, tags
+from prefect import flow, get_run_logger, tags
 from prefect.client.orchestration import get_client
 from prefect.runtime import flow_run
 
 from flows.execute import execute_run, run_state, run_tags
 from flows.preflight import preflight, refused_state
 from flows.runtime import llm_endpoint
-from toolfactory.config import load_config
+from toolfactory.config import Config, load_config
+from toolfactory.integrity import pool_advice, pool_damage
 from toolfactory.lease import root_lease
 from toolfactory.manifest import Manifest, write_manifest
 from toolfactory.planning import new_run_id, plan_run
@@ -41,7 +42,15 @@ def generate(config_path: str | None = None, overrides: list[str] | None = None,
             return refused_state(checked)  # type: ignore[return-value]
         # One run at a time on a root, from planning (which reads the pool) to the end (which adds to it).
         with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
+            _report_pool_damage(store, config)
             manifest = Manifest.create(run_id, config, plan_run(config, run_id, store), checked.record())
             write_manifest(store, manifest)
             with tags(*labels):
                 return run_state(execute_run(manifest, store, base_url))
+
+
+def _report_pool_damage(store: ObjectStore, config: Config) -> None:
+    """Name each damaged pool file, which planning leaves out (toolfactory.pool.pool_files)."""
+    for damage in pool_damage(store):
+        advice = pool_advice(store, damage.path, config.storage.endpoint_url, config.storage.region)
+        get_run_logger().warning("pool_file_damaged: %s; this run plans without it; %s", damage.line(store), advice)

@@ -1,6 +1,8 @@
 """The rerun flow: finish a run — its failed, blocked or never-run shards — with its own config.
 
-Committed shards are never rewritten; answers already obtained come from the LLM cache. The
+Committed shards are never rewritten, unless a file of theirs is damaged (missing, truncated or,
+with `checksums`, changed): then they are built again with every shard that read them
+(:mod:`toolfactory.integrity`). Answers already obtained come from the LLM cache. The
 config file given here only locates the storage root; everything else comes from the run's
 manifest, except the operational settings given as overrides (endpoint, retries, concurrency,
 storage, …: see :mod:`toolfactory.operational`), which are applied and recorded in the manifest.
@@ -24,7 +26,8 @@ from toolfactory.storage import ObjectStore
 
 
 @flow(name="rerun", flow_run_name="rerun-{run_id}")
-def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
+def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | None = None,
+          checksums: bool = False) -> dict[str, Any]:
     check_operational(overrides or ())
     locator = load_config(config_path, overrides or ())
     store = ObjectStore.open(locator.storage)
@@ -44,7 +47,7 @@ def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | No
             if overrides or changed:
                 write_manifest(store, manifest)
             with tags(*run_tags(config), "rerun"):
-                return run_state(execute_run(manifest, store, base_url))
+                return run_state(execute_run(manifest, store, base_url, checksums))
 
 
 def _with_endpoint(manifest: Manifest, identity: EndpointIdentity | None, recorded: bool) -> tuple[Manifest, bool]:

@@ -16,6 +16,7 @@ a re-run never counts an attempt twice.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -29,8 +30,12 @@ from toolfactory.llm.usage import UsageMeter
 from toolfactory.shards import ShardPaths
 from toolfactory.storage import ObjectStore
 
+log = logging.getLogger(__name__)
+
 FLUSH_EVERY_S = 1.0
 RUNNING, COMPLETED, FAILED, INTERRUPTED = "running", "completed", "failed", "interrupted"
+# An attempt whose usage file cannot be read: counted, its usage unknown.
+UNREADABLE = "unreadable"
 
 
 def usage_path(paths: ShardPaths, attempt_id: str) -> str:
@@ -104,11 +109,21 @@ class AttemptLog:
 
 
 def attempt_usage(store: ObjectStore, run_id: str, stage: str) -> Iterator[dict[str, Any]]:
-    """Every attempt file of a stage; an attempt still `running` in storage never finished."""
-    name = re.compile(rf"runs/{re.escape(run_id)}/{re.escape(stage)}/_usage/part-\d+/[0-9a-f]+\.json")
+    """Every attempt file of a stage; an attempt still `running` in storage never finished. A file
+    that cannot be read (empty, truncated) stops nothing: its attempt is counted with the outcome
+    `unreadable` and no usage (what it spent is lost), and a warning names the file."""
+    name = re.compile(rf"runs/{re.escape(run_id)}/{re.escape(stage)}/_usage/part-(\d+)/([0-9a-f]+)\.json")
     for path in store.list(f"runs/{run_id}/{stage}/_usage/"):
-        if name.fullmatch(path) and (data := store.read_bytes_or_none(path)) is not None:
-            record = json.loads(data)
+        if (match := name.fullmatch(path)) and (data := store.read_bytes_or_none(path)) is not None:
+            try:
+                record = json.loads(data)
+                if not isinstance(record, dict) or not isinstance(record.get("outcome"), str):
+                    raise ValueError("not an attempt record")
+            except ValueError as exc:  # a JSONDecodeError or a UnicodeDecodeError too
+                log.warning("%s: %s: %s", UNREADABLE, store.uri(path), " ".join(str(exc).split())[:200])
+                yield {"attempt_id": match[2], "run_id": run_id, "stage": stage, "shard": int(match[1]),
+                       "outcome": UNREADABLE, "started_at": None, "finished_at": None, "llm": {}, "llm_by_role": {}}
+                continue
             if record["outcome"] == RUNNING:
                 record["outcome"] = INTERRUPTED
             yield record

@@ -2,8 +2,9 @@
 
     toolfactory check [--config FILE] [--set section.field=value ...]
     toolfactory run [--config FILE] [--set section.field=value ...] [--run-id ID]
-    toolfactory rerun RUN_ID [--config FILE] [--set ...]
+    toolfactory rerun RUN_ID [--config FILE] [--set ...] [--checksums]
     toolfactory stats [RUN_ID] [--json] [--config FILE]
+    toolfactory check-run RUN_ID [--checksums] [--config FILE] [--set ...]
     toolfactory tools import PATH --format F [--out FILE]
     toolfactory verify PATH --format F [--out DIR] [--policy RECIPE] [--paths released|all] [--workers N] [--max-depth N] [--disable CODE]
     toolfactory eval PATH --format F [--against PATH] [--votes 4] [--out DIR]
@@ -14,7 +15,7 @@ Exit status: 0 when every shard completed, 1 when some shard failed (re-run them
 below its floors (`run.min_accepted`, `run.min_pass_rate`) or on an unexpected error, 2 for
 invalid config, arguments or paths, and for an endpoint that cannot serve what the config asks
 (preflight, which `check` runs alone), 3 when the run stopped at its `llm.budget` (re-run it
-with a larger one).
+with a larger one). `check-run` exits 1 when it finds a damaged file (`rerun` rebuilds it).
 Errors are one line on stderr; `--debug` shows the traceback.
 """
 
@@ -183,8 +184,10 @@ def rerun(
     run_id: str = typer.Argument(..., help="The run to finish."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
+    checksums: bool = typer.Option(False, "--checksums", help="Also compare every committed file's checksum (reads them all)."),
 ) -> None:
-    """Run the failed, blocked or missing shards of a run, with the run's own config.
+    """Run the failed, blocked or missing shards of a run, with the run's own config; a damaged
+    committed shard (see `check-run`) is built again, with every shard that read it.
 
     `--set` may change how the run is carried out (endpoint URL, key source, concurrency, rate
     limits, budget, retries, storage, transient tolerance, embedding backend); it is recorded in
@@ -203,7 +206,8 @@ def rerun(
         check_operational(overrides or ())
         load_manifest(ObjectStore.open(locator.storage), run_id)
         with prefect_api():
-            summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], return_state=True))
+            summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], checksums=checksums,
+                                            return_state=True))
     except (ConfigError, TerminalError) as exc:
         raise _bad_input(exc) from None
     _finish(summary)
@@ -250,6 +254,44 @@ def _print_problems(problems: Any) -> None:
     for problem in problems:
         typer.echo(f"warning: {problem.path} skipped: {problem.reason} ({problem.detail}); "
                    "its numbers are missing from the stats", err=True)
+
+
+@app.command("check-run")
+def check_run(
+    run_id: str = typer.Argument(..., help="The run whose committed files to check."),
+    checksums: bool = typer.Option(False, "--checksums", help="Compare every file's checksum too (reads them all)."),
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+) -> None:
+    """Check, without changing anything, that a run's committed files are whole: exit 1 naming
+    each missing, truncated or (with --checksums) changed file, 0 when every one is intact."""
+    resolved = _config(config, overrides)
+    from toolfactory.integrity import check_run as check_files, pool_advice, shards_to_rebuild
+    from toolfactory.manifest import load_manifest
+    from toolfactory.outcome import rerun_command
+    from toolfactory.storage import ObjectStore
+
+    store = ObjectStore.open(resolved.storage)
+    plan = load_manifest(store, run_id).shard_plan()
+    found = check_files(store, run_id, plan, checksums)
+    what = "sizes and checksums" if checksums else "sizes"
+    if found.ok:
+        typer.echo(f"run {run_id}: {found.checked} committed files intact ({what} as recorded at commit)")
+        return
+    for damage in found.damaged:
+        typer.echo(f"damaged: {damage.line(store)}")
+    endpoint, region = resolved.storage.endpoint_url, resolved.storage.region
+    rebuild = shards_to_rebuild(found, plan, run_id)
+    if rebuild:
+        flag = " --checksums" if checksums else ""
+        typer.echo(f"{len(rebuild)} shard(s) to build again, with those that read a damaged one: "
+                   f"{rerun_command(run_id, store, endpoint, region)}{flag}")
+    for damage in found.beyond:
+        advice = pool_advice(store, damage.path, endpoint, region) if damage.path.startswith("pool/") else \
+            "stored when the run was planned, no re-run can write it again: start a new run"
+        typer.echo(f"{store.uri(damage.path)}: {advice}")
+    typer.echo(f"error: run {run_id}: {len(found.damaged)} damaged file(s) of {found.checked} checked ({what})", err=True)
+    raise typer.Exit(1)
 
 
 @tools_app.command("import")

@@ -8,15 +8,19 @@
 Files are immutable and named by the run that wrote them; the pool is their union. A run plans
 against the files that exist when it is planned (recorded in its shard plan), so its shards see
 the same pool on a re-run, and a file is written whole (atomically) from the run's committed
-shards, so a killed run leaves no partial file and publishing again writes the same bytes.
+shards, so a killed run leaves no partial file and publishing again writes the same bytes. Each
+file's size and checksum are recorded beside it before it is written (``pool/<kind>/_sums/``,
+:mod:`toolfactory.checksums`); a file found damaged is left out of the runs planned after it
+(:func:`pool_files`), and a re-run of the run that wrote it writes it again.
 """
 
 from __future__ import annotations
 
 import json
 
+from toolfactory.checksums import check_file, read_sum
 from toolfactory.models import Dialogue, DomainNode, Tool
-from toolfactory.shards import ShardPaths, iter_records, read_ids, read_records, write_rows
+from toolfactory.shards import ShardPaths, iter_records, read_ids, read_records, write_summed_rows
 from toolfactory.storage import ObjectStore
 
 TOOLS = "pool/tools"
@@ -25,8 +29,15 @@ DIALOGUES = "pool/dialogues"
 
 
 def pool_files(store: ObjectStore, kind: str) -> tuple[str, ...]:
-    """The pool's files of `kind` (TOOLS or TREE), in run order."""
-    return tuple(path for path in store.list(kind) if path.endswith(".parquet"))
+    """The pool's intact files of `kind` (TOOLS, TREE or DIALOGUES), in run order: a file whose
+    size is not the one recorded, or that does not open, is left out (a later run must not break
+    on it; :func:`toolfactory.integrity.pool_damage` names it)."""
+    sizes = store.sizes(f"{kind}/")
+    return tuple(
+        path for path in sorted(sizes)
+        if path.endswith(".parquet") and "/" not in path[len(kind) + 1:]
+        and check_file(store, path, sizes[path], read_sum(store, path), checksums=False) is None
+    )
 
 
 def _name(kind: str, run_id: str, shard: ShardPaths) -> str:
@@ -39,11 +50,11 @@ def publish(store: ObjectStore, run_id: str, pool_shard: ShardPaths, domain_shar
     added = {"tools": 0, "nodes": 0}
     if store.exists(pool_shard.main):
         new = [r for r in read_records(store, pool_shard.main) if Tool.model_validate(r).provenance.get("pool") == "new"]
-        write_rows(store, _name(TOOLS, run_id, pool_shard), [(r["id"], _pooled(r, run_id)) for r in new])
+        write_summed_rows(store, _name(TOOLS, run_id, pool_shard), [(r["id"], _pooled(r, run_id)) for r in new])
         added["tools"] = len(new)
     nodes = [r for paths in domain_shards if store.exists(paths.main) for r in read_records(store, paths.main)]
     if nodes:
-        write_rows(store, f"{TREE}/{run_id}.parquet", [(r["id"], DomainNode.model_validate(r).to_json()) for r in nodes])
+        write_summed_rows(store, f"{TREE}/{run_id}.parquet", [(r["id"], DomainNode.model_validate(r).to_json()) for r in nodes])
         added["nodes"] = len(nodes)
     return added
 
@@ -67,7 +78,7 @@ def publish_dialogues(store: ObjectStore, run_id: str, dataset_shard: ShardPaths
     else:
         rows = [signature_row(record_key(run_id, r["id"]), Dialogue.model_validate(r))
                 for r in iter_records(store, dataset_shard.main)]
-    write_rows(store, _name(DIALOGUES, run_id, dataset_shard), [(row["key"], json.dumps(row)) for row in rows])
+    write_summed_rows(store, _name(DIALOGUES, run_id, dataset_shard), [(row["key"], json.dumps(row)) for row in rows])
     return len(rows)
 
 

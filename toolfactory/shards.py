@@ -9,13 +9,16 @@ A shard of stage S writes, in this order::
 A shard is done exactly when its main part exists. Every file name is a function of
 (run, stage, shard), so a re-run of an interrupted shard overwrites what it had left and can
 never duplicate a record; the metrics sidecar lets the stats database be rebuilt from storage
-if the flow died before recording them.
+if the flow died before recording them. The sidecar also records the size and SHA-256 of the
+rejected and main parts (``files``), serialized before either is written, so a part damaged
+after its commit is told from a good one (:mod:`toolfactory.integrity`).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
@@ -23,8 +26,16 @@ from typing import Any, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from toolfactory.checksums import FileSum, write_summed
 from toolfactory.models import Record, Rejected
 from toolfactory.storage import ObjectStore
+
+log = logging.getLogger(__name__)
+
+# The sidecar's record of the shard's files: path -> {size, sha256} (not part of the metrics).
+FILES = "files"
+# Reason code of a metrics sidecar that is not JSON (empty, truncated): the shard is not done.
+METRICS_UNREADABLE = "metrics_unreadable"
 
 _RECORDS_SCHEMA = pa.schema([("id", pa.string()), ("record", pa.string())])
 _REJECTED_SCHEMA = pa.schema(
@@ -110,15 +121,24 @@ def commit_shard(
     rejected: list[Rejected],
     metrics: dict[str, Any],
 ) -> None:
-    """Write a shard's files, the main part last (see the module doc for why)."""
-    store.write_bytes(paths.rejected, _parquet_bytes(rejected_table(rejected)))
-    store.write_bytes(paths.metrics, json.dumps(metrics, sort_keys=True).encode())
-    store.write_bytes(paths.main, _parquet_bytes(records_table(rows)))
+    """Write a shard's files, the main part last (see the module doc for why), with the size and
+    checksum of both parts in the metrics sidecar."""
+    rejected_part, main_part = _parquet_bytes(rejected_table(rejected)), _parquet_bytes(records_table(rows))
+    files = {paths.rejected: FileSum.of(rejected_part).to_dict(), paths.main: FileSum.of(main_part).to_dict()}
+    store.write_bytes(paths.rejected, rejected_part)
+    store.write_bytes(paths.metrics, json.dumps({**metrics, FILES: files}, sort_keys=True).encode())
+    store.write_bytes(paths.main, main_part)
 
 
 def write_rows(store: ObjectStore, path: str, rows: list[tuple[str, str]]) -> None:
-    """Write (id, JSON) rows as one records file, atomically (pool files, exports)."""
+    """Write (id, JSON) rows as one records file, atomically (exports)."""
     store.write_bytes(path, _parquet_bytes(records_table(rows)))
+
+
+def write_summed_rows(store: ObjectStore, path: str, rows: list[tuple[str, str]]) -> None:
+    """Write (id, JSON) rows as one records file, atomically, its size and checksum recorded
+    beside it first (pool files, which later runs read: :mod:`toolfactory.checksums`)."""
+    write_summed(store, path, _parquet_bytes(records_table(rows)))
 
 
 def read_records(store: ObjectStore, path: str) -> list[dict[str, Any]]:
@@ -145,9 +165,29 @@ def read_rejected(store: ObjectStore, path: str) -> list[dict[str, Any]]:
     return table.to_pylist()
 
 
-def read_metrics(store: ObjectStore, paths: ShardPaths) -> dict[str, Any] | None:
+def read_sidecar(store: ObjectStore, paths: ShardPaths) -> dict[str, Any] | None:
+    """The shard's metrics sidecar as written (with ``files``); None if there is none. Raises
+    ValueError when it is not a JSON object (empty, truncated)."""
     data = store.read_bytes_or_none(paths.metrics)
-    return None if data is None else json.loads(data)
+    if data is None:
+        return None
+    sidecar = json.loads(data)  # a UnicodeDecodeError and a JSONDecodeError are ValueErrors
+    if not isinstance(sidecar, dict):
+        raise ValueError(f"not a JSON object but {type(sidecar).__name__}")
+    return sidecar
+
+
+def read_metrics(store: ObjectStore, paths: ShardPaths) -> dict[str, Any] | None:
+    """The shard's metrics; None when there are none or they cannot be read — then the shard is
+    not done, and running it again writes them anew."""
+    try:
+        sidecar = read_sidecar(store, paths)
+    except ValueError as exc:
+        log.warning("%s: %s: %s", METRICS_UNREADABLE, store.uri(paths.metrics), exc)
+        return None
+    if sidecar is not None:
+        sidecar.pop(FILES, None)
+    return sidecar
 
 
 def stage_parts(store: ObjectStore, run_id: str, stage: str) -> list[str]:

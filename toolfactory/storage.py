@@ -142,15 +142,19 @@ class ObjectStore:
             paths.append(info.path[len(self.base) + 1 :])
         return sorted(paths)
 
+    def _files(self, prefix: str) -> dict[str, pafs.FileInfo]:
+        """Relative path -> what one listing says of each file under `prefix` (temporary files excluded)."""
+        selector = pafs.FileSelector(self._full(prefix), recursive=True, allow_not_found=True)
+        return {
+            info.path[len(self.base) + 1 :]: info
+            for info in self._guarded("list", prefix, lambda: self.fs.get_file_info(selector))
+            if info.type == pafs.FileType.File and "/.tmp-" not in info.path
+        }
+
     def versions(self, prefix: str) -> dict[str, str]:
         """The files under `prefix` (as :meth:`list`) with a version each: their size and time of
         last write, which change when a file is written again. One listing, no read."""
-        selector = pafs.FileSelector(self._full(prefix), recursive=True, allow_not_found=True)
-        found = {}
-        for info in self._guarded("list", prefix, lambda: self.fs.get_file_info(selector)):
-            if info.type == pafs.FileType.File and "/.tmp-" not in info.path:
-                found[info.path[len(self.base) + 1 :]] = f"{info.size}@{info.mtime_ns}"
-        return found
+        return {path: f"{info.size}@{info.mtime_ns}" for path, info in self._files(prefix).items()}
 
     def version(self, path: str) -> str | None:
         """A version of one file that changes whenever it is written again (None: no such file):
@@ -175,6 +179,15 @@ class ObjectStore:
         selector = pafs.FileSelector(self._full(prefix), recursive=False, allow_not_found=True)
         infos = self._guarded("list", prefix, lambda: self.fs.get_file_info(selector))
         return sorted(info.base_name for info in infos if info.type == pafs.FileType.Directory)
+
+    def sizes(self, prefix: str) -> dict[str, int]:
+        """Relative path -> size in bytes of the files under `prefix` (one listing; on S3 the
+        sizes come with it), temporary files excluded."""
+        return {path: int(info.size) for path, info in self._files(prefix).items()}
+
+    def open_input(self, path: str) -> Any:
+        """A random-access reader of `path` (a Parquet footer is read without the whole file)."""
+        return self._guarded("open", path, lambda: self.fs.open_input_file(self._full(path)))
 
     def remove_temporary(self, prefix: str) -> int:
         """Delete temporary files left under `prefix` by writes that were killed; their count."""

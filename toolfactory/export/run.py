@@ -9,9 +9,11 @@ Output order is shard order, then row order: the same run exports to the same fi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pydantic import ValidationError
 
 from toolfactory.export.base import INVALID_RECORD, NOT_IN_SUBSET, Exporter, ExportError, ExportOptions, Skip
@@ -22,6 +24,7 @@ from toolfactory.export.splits import SPLITS, SplitSpec, record_split
 from toolfactory.export.stats import ExportStats
 from toolfactory.errors import RunNotFound
 from toolfactory.formats.base import validation_message
+from toolfactory.integrity import check_parts
 from toolfactory.llm.identity import EndpointIdentity
 from toolfactory.manifest import load_manifest
 from toolfactory.models import Dialogue, Tool
@@ -45,6 +48,27 @@ def run_tools(store: ObjectStore, run_id: str) -> dict[str, Tool]:
             tool = Tool.model_validate(raw)
             tools[tool.id] = tool
     return tools
+
+
+def _refuse_damaged(store: ObjectStore, run_id: str, parts: list[str]) -> None:
+    """Stop before writing anything when a part to export is damaged, naming it."""
+    damaged = check_parts(store, run_id, parts)
+    if damaged:
+        more = f" and {len(damaged) - 1} more damaged file(s)" if len(damaged) > 1 else ""
+        raise ExportError(f"run {run_id!r} cannot be exported: {damaged[0].line(store)}{more}; {_REPAIR.format(run_id=run_id)}")
+
+
+_REPAIR = "`toolfactory check-run {run_id}` lists the damaged files and `toolfactory rerun {run_id}` rebuilds them"
+
+
+def _part_records(store: ObjectStore, run_id: str, path: str) -> list[dict[str, Any]]:
+    """A part's records; a part of the right size that still does not read is named."""
+    try:
+        return read_records(store, path)
+    except (pa.ArrowException, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        raise ExportError(f"run {run_id!r} cannot be exported: {store.uri(path)} does not read ({detail}); "
+                          f"{_REPAIR.format(run_id=run_id)}") from None
 
 
 PROVENANCE_FILE = "PROVENANCE.md"  # beside every export's files: who made them (export/card.py)
@@ -76,6 +100,7 @@ def export_run(
     shards = dataset_parts(store, run_id)
     if not shards:
         raise ExportError(f"run {run_id!r} has no dataset under {store.uri(f'runs/{run_id}/')} (no curate or verify parts)")
+    _refuse_damaged(store, run_id, shards + (stage_parts(store, run_id, "pool") if cls.needs_tools else []))
     out = out_dir if isinstance(out_dir, OutputDir) else OutputDir(out_dir)
     exporter = cls(out, SPLITS, options)
     if cls.needs_tools:
@@ -84,7 +109,7 @@ def export_run(
                         endpoint=run_endpoint(store, run_id))
     try:
         for path in shards:
-            for raw in read_records(store, path):
+            for raw in _part_records(store, run_id, path):
                 stats.read += 1
                 try:
                     dialogue = Dialogue.model_validate(raw)
