@@ -253,3 +253,18 @@ def test_eval_with_fewer_than_four_votes_is_one_message(tmp_path: Path) -> None:
                              "--set", f"storage.root={tmp_path / 'data'}"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "--votes must be at least 4" in _one_message(result)
+
+
+@pytest.mark.fault_matrix
+def test_a_storage_root_that_is_a_file_is_one_message_before_prefect_starts(tmp_path: Path) -> None:
+    blocker = tmp_path / "data"
+    blocker.write_text("")
+    with socket.socket() as probe:  # a Prefect API nobody serves: reaching it would be another error
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/api"
+    env = {**os.environ, "PREFECT_API_URL": closed}
+    for args in (["run"], ["rerun", "some-run"]):
+        result = subprocess.run([TOOLFACTORY, *args, "--set", f"storage.root={blocker}"], env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2, result.stderr
+        assert _one_message(result) == f"error: storage.root: {blocker} is a file, not a folder"

@@ -159,9 +159,11 @@ def run(
     from flows.runtime import prefect_api
     from toolfactory.planning import new_run_id
     from toolfactory.stages.tools.sources import check_files, read_sources
+    from toolfactory.storage import check_root
 
     try:
         # Before Prefect or Ray start, a typo or an unreadable file costs nothing; the run reads them again.
+        check_root(resolved.storage)
         check_files(resolved.tools)
         read_sources(resolved.tools)
     except ConfigError as exc:
@@ -196,11 +198,12 @@ def rerun(
     from flows.runtime import prefect_api
     from toolfactory.manifest import load_manifest
     from toolfactory.operational import check_operational
-    from toolfactory.storage import ObjectStore
+    from toolfactory.storage import ObjectStore, check_root
 
     try:
         # Before Prefect starts, a typo costs nothing.
         check_operational(overrides or ())
+        check_root(locator.storage)
         load_manifest(ObjectStore.open(locator.storage), run_id)
         with prefect_api():
             summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], return_state=True))
