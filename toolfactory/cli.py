@@ -358,17 +358,23 @@ def export(
                                     "calls as text with the tools in the system prompt (openai format); mixed: one per record."),
     tool_format: str = typer.Option("json", "--tool-format", help="With a text call format: json, yaml, xml, markdown, natural or mixed."),
     subset: Optional[str] = typer.Option(None, "--subset", help="Only a curation subset: complexity=easy|medium|hard or diversity=low|medium|high."),
+    out_endpoint_url: Optional[str] = typer.Option(None, "--out-endpoint-url", help="S3 endpoint of an s3:// --out (default: storage.endpoint_url)."),
+    out_region: Optional[str] = typer.Option(None, "--out-region", help="S3 region of an s3:// --out (default: storage.region)."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
 ) -> None:
     """Write a run's accepted dialogues in a trainer's format, split train / validation / test."""
-    from toolfactory.export import ExportOptions, SplitSpec, export_run
+    from toolfactory.export import ExportOptions, OutputDir, SplitSpec, export_run
     from toolfactory.storage import ObjectStore
 
     resolved = _config(config, overrides)
     try:
         splits = SplitSpec(train=train, validation=validation, test=test, by=by)  # type: ignore[arg-type]
-        summary = export_run(ObjectStore.open(resolved.storage), run_id, fmt, out, splits=splits,
+        # An s3:// destination is most often the run's own S3 (MinIO, a region): its settings apply.
+        out_dir: str | OutputDir = out if not out.startswith("s3://") else OutputDir(
+            out, endpoint_url=out_endpoint_url or resolved.storage.endpoint_url,
+            region=out_region or resolved.storage.region, storage=resolved.storage)
+        summary = export_run(ObjectStore.open(resolved.storage), run_id, fmt, out_dir, splits=splits,
                              seed=resolved.run.seed or 0,
                              options=ExportOptions(include_reasoning=include_reasoning, call_format=call_format,
                                                    tool_format=tool_format, subset=subset))
