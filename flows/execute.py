@@ -195,6 +195,8 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
     for job in jobs:
         submit(job)
     failed: list[int] = []
+    # The stage's shards in this flow, counted once: failed and blocked ones are among them.
+    total = len(jobs) + len(link.awaited) + len(blocked)
     blocked, not_started = list(blocked), []
     with StageProgress(stage, len(jobs) + len(link.awaited), link.group.display) as progress:
         while running or link.awaited:
@@ -233,12 +235,19 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
     if refused is not None and refused[0] == stage:
         # The stage's one message: the role, the model and the endpoint's words.
         return Failed(message=f"{stage}: {refused[1]}", data={"refused": refused[1]})
-    if failed or blocked or not_started:
-        total = len(jobs) + len(failed) + len(blocked) + len(not_started)
-        return Failed(message=f"{stage}: {len(failed)} shard(s) failed {sorted(failed)}, {len(blocked)} blocked {sorted(blocked)}"
-                              + (f", {len(not_started)} not started {sorted(not_started)}" if not_started else "")
-                              + f" of {total}")
-    return None
+    message = stage_failure(stage, total, failed, blocked, not_started)
+    return Failed(message=message) if message else None
+
+
+def stage_failure(stage: str, total: int, failed: list[int], blocked: list[int], not_started: list[int]) -> str | None:
+    """The one line of a stage flow that did not complete: which of its `total` shards failed,
+    were blocked or did not start (None: every shard completed)."""
+    parts = [f"{len(shards)} {what} {sorted(shards)}"
+             for what, shards in (("failed", failed), ("blocked", blocked), ("not started", not_started)) if shards]
+    if not parts:
+        return None
+    done = total - len(failed) - len(blocked) - len(not_started)
+    return f"{stage}: {', '.join(parts)} of {total} shard(s) ({done} completed)"
 
 
 def _not_starting(job: ShardJob, committed: bool, group: Group, stats: StatsDB) -> str | None:
