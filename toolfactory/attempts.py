@@ -15,6 +15,7 @@ a re-run never counts an attempt twice.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from toolfactory.config import LLMConfig
+from toolfactory.errors import DriverGone
 from toolfactory.llm.cost import priced_usage, total_cost
 from toolfactory.llm.usage import UsageMeter
 from toolfactory.shards import ShardPaths
@@ -31,6 +33,11 @@ from toolfactory.storage import ObjectStore
 
 FLUSH_EVERY_S = 1.0
 RUNNING, COMPLETED, FAILED, INTERRUPTED = "running", "completed", "failed", "interrupted"
+
+
+# Ends that say the attempt was stopped from outside (its driver died, its process was told to
+# stop), not that its work failed: a re-run finishes such a shard.
+_STOPPED: tuple[type[BaseException], ...] = (DriverGone, KeyboardInterrupt, SystemExit, asyncio.CancelledError)
 
 
 def usage_path(paths: ShardPaths, attempt_id: str) -> str:
@@ -64,7 +71,7 @@ class AttemptLog:
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         try:
-            self.close(FAILED)
+            self.close(INTERRUPTED if kind is not None and issubclass(kind, _STOPPED) else FAILED)
         except Exception:
             if kind is None:
                 raise
