@@ -22,6 +22,7 @@ from prefect.states import Failed, State
 from prefect_ray import RayTaskRunner
 from prefect_ray.context import remote_options
 
+from flows.full_disk import full_disk_state
 from flows.overlap import Group, Settled, StageFlows, StageWork, current_link
 from flows.progress import StageProgress, shared_display
 from flows.runtime import ray_session, run_ledger
@@ -41,7 +42,7 @@ from toolfactory.report import build_report
 from toolfactory.shards import ShardPaths, read_metrics
 from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
 from toolfactory.stats import StatsDB
-from toolfactory.storage import ObjectStore
+from toolfactory.storage import ObjectStore, disk_full
 
 
 def _now() -> str:
@@ -176,7 +177,16 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
     """One stage of a run: one task per shard, each recorded as it finishes. `jobs` are submitted
     at once; in a group of stages that run at once (see :mod:`flows.overlap`), a shard that waits
     for its input shard is submitted when that commits. It ends `Failed` when a shard failed or
-    could not start because its input is missing."""
+    could not start because its input is missing, or (one line) when the disk is full."""
+    try:
+        return _stage(config, stage, jobs, blocked, stats_path)
+    except Exception as exc:
+        if not disk_full(exc):
+            raise
+        return full_disk_state(exc)
+
+
+def _stage(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
     link = current_link(stage)
     link.started.set()
     stats = StatsDB(stats_path)

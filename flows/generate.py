@@ -9,6 +9,7 @@ from prefect.client.orchestration import get_client
 from prefect.runtime import flow_run
 
 from flows.execute import execute_run, run_state, run_tags
+from flows.full_disk import full_disk_state
 from flows.preflight import preflight, refused_state
 from flows.runtime import llm_endpoint
 from toolfactory.config import load_config
@@ -16,7 +17,8 @@ from toolfactory.errors import ConfigError
 from toolfactory.lease import root_lease
 from toolfactory.manifest import Manifest, write_manifest
 from toolfactory.planning import new_run_id, plan_run
-from toolfactory.storage import ObjectStore
+from toolfactory.outcome import rerun_command
+from toolfactory.storage import ObjectStore, disk_full
 
 
 _UNNAMED = "generate-new"
@@ -63,4 +65,9 @@ def generate(config_path: str | None = None, overrides: list[str] | None = None,
             manifest = Manifest.create(run_id, config, plan_run(config, run_id, store), checked.record())
             write_manifest(store, manifest)
             with tags(*labels):
-                return run_state(execute_run(manifest, store, base_url))
+                try:
+                    return run_state(execute_run(manifest, store, base_url))
+                except Exception as exc:
+                    if not disk_full(exc):
+                        raise
+                    return full_disk_state(exc, rerun_command(run_id, store, config.storage.endpoint_url, config.storage.region))

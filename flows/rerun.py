@@ -15,13 +15,15 @@ from prefect.client.orchestration import get_client
 from prefect.runtime import flow_run
 
 from flows.execute import execute_run, run_state, run_tags
+from flows.full_disk import full_disk_state
 from flows.preflight import preflight, refused_state
 from flows.runtime import llm_endpoint
 from toolfactory.config import load_config
 from toolfactory.lease import root_lease
 from toolfactory.manifest import load_manifest, write_manifest
 from toolfactory.operational import check_operational, rerun_config, rerun_record
-from toolfactory.storage import ObjectStore
+from toolfactory.outcome import rerun_command
+from toolfactory.storage import ObjectStore, disk_full
 
 
 @flow(name="rerun", flow_run_name="rerun-{run_id}")
@@ -47,4 +49,9 @@ def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | No
             if overrides:
                 write_manifest(store, manifest)
             with tags(*labels):
-                return run_state(execute_run(manifest, store, base_url))
+                try:
+                    return run_state(execute_run(manifest, store, base_url))
+                except Exception as exc:
+                    if not disk_full(exc):
+                        raise
+                    return full_disk_state(exc, rerun_command(run_id, store, config.storage.endpoint_url, config.storage.region))

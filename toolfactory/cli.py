@@ -119,6 +119,21 @@ def _bad_input(exc: ConfigError | TerminalError) -> typer.Exit:
     return typer.Exit(2)
 
 
+def _stopped_by_full_disk(exc: Exception, run_id: str, config: Config) -> Exception:
+    """A run stopped by a full disk: one line with the command that finishes it once there is
+    room (exit 1); any other error is left to `main`."""
+    from toolfactory.outcome import rerun_command
+    from toolfactory.storage import ObjectStore, disk_full
+
+    if not disk_full(exc):
+        return exc
+    store = ObjectStore.open(config.storage)
+    command = rerun_command(run_id, store, config.storage.endpoint_url, config.storage.region)
+    typer.echo(f"error: run {run_id} stopped: no space left on the disk of {store.url} or of {config.stats_path()}; "
+               f"free some, then finish the run with: {command}", err=True)
+    return typer.Exit(1)
+
+
 @app.command()
 def check(
     config: Optional[str] = ConfigOption,
@@ -177,6 +192,8 @@ def run(
             summary = summary_of(generate(config_path=config, overrides=overrides or [], run_id=run_id, return_state=True))
     except (ConfigError, TerminalError) as exc:
         raise _bad_input(exc) from None
+    except Exception as exc:
+        raise _stopped_by_full_disk(exc, run_id, resolved) from None
     _finish(summary)
 
 
@@ -209,6 +226,8 @@ def rerun(
             summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], return_state=True))
     except (ConfigError, TerminalError) as exc:
         raise _bad_input(exc) from None
+    except Exception as exc:
+        raise _stopped_by_full_disk(exc, run_id, locator) from None
     _finish(summary)
 
 

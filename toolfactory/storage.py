@@ -13,6 +13,7 @@ left by a killed process are aborted when the run is resumed (:meth:`ObjectStore
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
 import os
@@ -200,6 +201,19 @@ def check_root(config: StorageConfig) -> None:
                 probe.unlink()
     except OSError as exc:
         raise ConfigError(f"storage.root: cannot write in {base}: {exc.strerror or exc}") from None
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc`, or an error under it, is a full disk (ENOSPC): Python's, pyarrow's and
+    DuckDB's own exceptions all say it in these words."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if (isinstance(cause, OSError) and cause.errno == errno.ENOSPC) or "No space left on device" in str(cause):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _s3_filesystem(config: StorageConfig, endpoint: str | None, region: str | None) -> pafs.S3FileSystem:
