@@ -16,8 +16,8 @@ from toolfactory.config import load_config
 from toolfactory.errors import ConfigError
 from toolfactory.lease import root_lease
 from toolfactory.manifest import Manifest, write_manifest
-from toolfactory.planning import new_run_id, plan_run
 from toolfactory.outcome import rerun_command
+from toolfactory.planning import new_run_id, plan_run
 from toolfactory.storage import ObjectStore, disk_full
 
 
