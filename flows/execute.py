@@ -21,6 +21,7 @@ from prefect.states import Failed, State
 from prefect_ray import RayTaskRunner
 from prefect_ray.context import remote_options
 
+from flows.full_disk import full_disk_state
 from flows.overlap import Group, Settled, StageFlows, StageWork, current_link
 from flows.progress import StageProgress, shared_display
 from flows.runtime import ray_session, run_ledger
@@ -43,7 +44,7 @@ from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
 from toolfactory.run_record import publish_run_record
 from toolfactory.stats import StatsDB
 from toolfactory.stats_sync import sync_stats
-from toolfactory.storage import ObjectStore
+from toolfactory.storage import ObjectStore, disk_full
 
 
 def _now() -> str:
@@ -173,6 +174,18 @@ def run_state(summary: dict[str, Any]) -> Any:
     return Failed(message=message, data=RunFailed(message, summary))
 
 
+def final_state(manifest: Manifest, store: ObjectStore, base_url: str | None, checksums: bool = False) -> Any:
+    """The final state of a run's flow once what is left of it ran (:func:`run_state`); a disk that
+    filled stops it with one line and the command that finishes it once there is room."""
+    try:
+        return run_state(execute_run(manifest, store, base_url, checksums))
+    except Exception as exc:
+        if not disk_full(exc):
+            raise
+        storage = manifest.run_config().storage
+        return full_disk_state(exc, rerun_command(manifest.run_id, store, storage.endpoint_url, storage.region))
+
+
 def summary_of(state: State[Any]) -> dict[str, Any]:
     """The summary a run's flow returned, failed or not; the flow's own error if it raised one."""
     result = state.result(raise_on_failure=False)
@@ -188,7 +201,16 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
     """One stage of a run: one task per shard, each recorded as it finishes. `jobs` are submitted
     at once; in a group of stages that run at once (see :mod:`flows.overlap`), a shard that waits
     for its input shard is submitted when that commits. It ends `Failed` when a shard failed or
-    could not start because its input is missing."""
+    could not start because its input is missing, or (one line) when the disk is full."""
+    try:
+        return _stage(config, stage, jobs, blocked, stats_path)
+    except Exception as exc:
+        if not disk_full(exc):
+            raise
+        return full_disk_state(exc)
+
+
+def _stage(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
     link = current_link(stage)
     link.started.set()
     stats = StatsDB(stats_path)
@@ -207,6 +229,8 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
     for job in jobs:
         submit(job)
     failed: list[int] = []
+    # The stage's shards in this flow, counted once: failed and blocked ones are among them.
+    total = len(jobs) + len(link.awaited) + len(blocked)
     blocked, not_started = list(blocked), []
     with StageProgress(stage, len(jobs) + len(link.awaited), link.group.display) as progress:
         while running or link.awaited:
@@ -245,12 +269,19 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
     if refused is not None and refused[0] == stage:
         # The stage's one message: the role, the model and the endpoint's words.
         return Failed(message=f"{stage}: {refused[1]}")
-    if failed or blocked or not_started:
-        total = len(jobs) + len(failed) + len(blocked) + len(not_started)
-        return Failed(message=f"{stage}: {len(failed)} shard(s) failed {sorted(failed)}, {len(blocked)} blocked {sorted(blocked)}"
-                              + (f", {len(not_started)} not started {sorted(not_started)}" if not_started else "")
-                              + f" of {total}")
-    return None
+    message = stage_failure(stage, total, failed, blocked, not_started)
+    return Failed(message=message) if message else None
+
+
+def stage_failure(stage: str, total: int, failed: list[int], blocked: list[int], not_started: list[int]) -> str | None:
+    """The one line of a stage flow that did not complete: which of its `total` shards failed,
+    were blocked or did not start (None: every shard completed)."""
+    parts = [f"{len(shards)} {what} {sorted(shards)}"
+             for what, shards in (("failed", failed), ("blocked", blocked), ("not started", not_started)) if shards]
+    if not parts:
+        return None
+    done = total - len(failed) - len(blocked) - len(not_started)
+    return f"{stage}: {', '.join(parts)} of {total} shard(s) ({done} completed)"
 
 
 def _not_starting(job: ShardJob, committed: bool, group: Group, stats: StatsDB) -> str | None:

@@ -8,10 +8,11 @@ from prefect import flow, get_run_logger, tags
 from prefect.client.orchestration import get_client
 from prefect.runtime import flow_run
 
-from flows.execute import execute_run, run_state, run_tags
+from flows.execute import final_state, run_tags
 from flows.preflight import preflight, refused_state
 from flows.runtime import llm_endpoint
 from toolfactory.config import Config, load_config
+from toolfactory.errors import ConfigError
 from toolfactory.integrity import pool_advice, pool_damage
 from toolfactory.lease import root_lease
 from toolfactory.manifest import Manifest, write_manifest
@@ -19,8 +20,26 @@ from toolfactory.planning import new_run_id, plan_run
 from toolfactory.storage import ObjectStore
 
 
+_UNNAMED = "generate-new"
+
+
 def _name() -> str:
-    return f"generate-{flow_run.parameters.get('run_id') or 'new'}"
+    """The flow run's name, `generate-<run id>`: the run id is chosen here when no one gave it
+    (a deployment's run), because Prefect names the run's loggers with this name before the flow
+    starts; the flow takes the id back from the name."""
+    parameters = flow_run.parameters
+    if parameters.get("run_id"):
+        return f"generate-{parameters['run_id']}"
+    try:
+        config = load_config(parameters.get("config_path"), parameters.get("overrides") or ())
+    except ConfigError:
+        return _UNNAMED  # the flow raises it with its message
+    return f"generate-{config.run.run_id or new_run_id(config)}"
+
+
+def _named_run_id() -> str | None:
+    name = flow_run.name
+    return name.removeprefix("generate-") if name and name.startswith("generate-") and name != _UNNAMED else None
 
 
 @flow(name="generate", flow_run_name=_name)
@@ -29,7 +48,7 @@ def generate(config_path: str | None = None, overrides: list[str] | None = None,
     curate, one task per (stage, shard)."""
     config = load_config(config_path, overrides or ())
     store = ObjectStore.open(config.storage)
-    run_id = run_id or config.run.run_id or new_run_id(config)
+    run_id = run_id or config.run.run_id or _named_run_id() or new_run_id(config)
     config = config.model_copy(update={"run": config.run.with_seed_for(run_id)})
     labels = run_tags(config)
     with get_client(sync_client=True) as client:  # the generated id and the tags show in the UI
@@ -41,12 +60,12 @@ def generate(config_path: str | None = None, overrides: list[str] | None = None,
         if not checked.ok:
             return refused_state(checked)  # type: ignore[return-value]
         # One run at a time on a root, from planning (which reads the pool) to the end (which adds to it).
-        with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
+        with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s, get_run_logger().info):
             _report_pool_damage(store, config)
             manifest = Manifest.create(run_id, config, plan_run(config, run_id, store), checked.record())
             write_manifest(store, manifest)
             with tags(*labels):
-                return run_state(execute_run(manifest, store, base_url))
+                return final_state(manifest, store, base_url)
 
 
 def _report_pool_damage(store: ObjectStore, config: Config) -> None:

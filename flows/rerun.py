@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow, tags
+from prefect import flow, get_run_logger, tags
+from prefect.client.orchestration import get_client
+from prefect.runtime import flow_run
 
-from flows.execute import execute_run, run_state, run_tags
+from flows.execute import final_state, run_tags
 from flows.preflight import preflight, refused_state
 from flows.runtime import llm_endpoint
 from toolfactory.config import load_config
@@ -36,6 +38,9 @@ def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | No
         config = rerun_config(manifest.config, overrides)
         manifest = manifest.model_copy(update={"config": config.snapshot(), "reruns": [*manifest.reruns, rerun_record(overrides)]})
     config = manifest.run_config()
+    labels = [*run_tags(config), "rerun"]
+    with get_client(sync_client=True) as client:  # the run's tags on the rerun's own flow run, as on its first
+        client.update_flow_run(flow_run.id, tags=sorted({*flow_run.tags, *labels}))
     with llm_endpoint(config) as base_url:
         # The endpoint may have changed since the run began: check it serves the modes the run was
         # made with (never choosing others, which would make the missing shards differently).
@@ -43,11 +48,11 @@ def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | No
         if not checked.ok:
             return refused_state(checked)  # type: ignore[return-value]
         manifest, changed = _with_endpoint(manifest, checked.identity, recorded=bool(overrides))
-        with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s):
+        with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s, get_run_logger().info):
             if overrides or changed:
                 write_manifest(store, manifest)
-            with tags(*run_tags(config), "rerun"):
-                return run_state(execute_run(manifest, store, base_url, checksums))
+            with tags(*labels):
+                return final_state(manifest, store, base_url, checksums)
 
 
 def _with_endpoint(manifest: Manifest, identity: EndpointIdentity | None, recorded: bool) -> tuple[Manifest, bool]:

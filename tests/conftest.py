@@ -151,3 +151,26 @@ def small_run_overrides(root: Path | str, **extra: Any) -> list[str]:
         **extra,
     }
     return [f"{key}={value}" for key, value in values.items()]
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Any]:
+    """`mount(size, read_only)`: a real small file system of its own (a tmpfs, which needs root),
+    for a full or read-only disk; unmounted afterwards."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted: list[Path] = []
+
+    def mount(size: str = "1m", read_only: bool = False) -> Path:
+        target = tmp_path / f"fs-{len(mounted)}"
+        target.mkdir()
+        options = f"size={size}" + (",ro" if read_only else "")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)], check=True)
+        mounted.append(target)
+        return target
+
+    yield mount
+    for target in mounted:
+        subprocess.run(["umount", "-l", str(target)], check=False)

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -253,3 +254,33 @@ def test_eval_with_fewer_than_four_votes_is_one_message(tmp_path: Path) -> None:
                              "--set", f"storage.root={tmp_path / 'data'}"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "--votes must be at least 4" in _one_message(result)
+
+
+@pytest.mark.fault_matrix
+def test_a_storage_root_that_is_a_file_is_one_message_before_prefect_starts(tmp_path: Path) -> None:
+    blocker = tmp_path / "data"
+    blocker.write_text("")
+    with socket.socket() as probe:  # a Prefect API nobody serves: reaching it would be another error
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/api"
+    env = {**os.environ, "PREFECT_API_URL": closed}
+    for args in (["run"], ["rerun", "some-run"]):
+        result = subprocess.run([TOOLFACTORY, *args, "--set", f"storage.root={blocker}"], env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2, result.stderr
+        assert _one_message(result) == f"error: storage.root: {blocker} is a file, not a folder"
+
+
+@pytest.mark.fault_matrix
+@pytest.mark.e2e
+def test_a_disk_that_fills_during_a_run_is_one_line_with_the_rerun_command(prefect_api: str, small_tmpfs: Any) -> None:
+    root = small_tmpfs(size="2m") / "data"  # room for the start of a run, not for its end
+    env = {**os.environ, "PREFECT_API_URL": prefect_api}
+    result = subprocess.run([TOOLFACTORY, "run", *sets(small_run_overrides(root))], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stdout + result.stderr
+    [run_line] = [line for line in result.stdout.splitlines() if line.startswith("run ")]
+    run_id = run_line.split()[1].rstrip(":")
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: run {run_id} stopped: no space left on the disk of {root}")
+    assert last.endswith(f"finish the run with: toolfactory rerun {run_id} --set storage.root={root}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -257,3 +258,20 @@ def test_samples_of_one_prompt_are_distinct_requests(sim: Any, knobs: Any) -> No
     votes = run(go())
     assert len({v["verdict"] for v in votes}) > 1  # a deterministic endpoint still sees four different requests
     assert server_stats(sim)["chat_requests"] == 4
+
+
+def test_a_closed_port_is_a_connection_error_not_a_timeout() -> None:
+    with socket.socket() as probe:  # a port nothing listens at once the socket is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    async def go() -> tuple[LLMFailure, Any]:
+        async with LLMGateway(Endpoint(f"http://127.0.0.1:{port}/v1", "sk-test"), llm(max_retries=0), None) as gw:
+            with pytest.raises(LLMFailure) as err:
+                await gw.chat("assistant", HELLO)
+            return err.value, gw.meter
+
+    failure, meter = run(go())
+    assert failure.reason == "llm_connection_error" and failure.transient
+    assert "cannot connect" in str(failure) and "\n" not in str(failure)
+    assert meter.role("assistant").failures == {"llm_connection_error": 1}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -96,3 +97,23 @@ def test_an_s3_lease_is_renewed_while_held(s3_server: dict[str, str], tmp_path: 
         time.sleep(1.0)
         later = json.loads(client.get_object(Bucket=s3_server["bucket"], Key=key)["Body"].read())["renewed"]
     assert later > first
+
+
+def test_a_waiting_run_says_who_holds_the_root_then_again_while_it_waits(store: ObjectStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lease, "POLL_S", 0.05)
+    monkeypatch.setattr(lease, "REPORT_S", 0.5)
+    lines: list[str] = []
+    with root_lease(store, "run-a", wait=False, wait_s=0):
+        with pytest.raises(RootInUse):
+            with root_lease(store, "run-b", wait=True, wait_s=1.2, report=lines.append):
+                pass
+    assert 2 <= len(lines) <= 3  # at the start, then once per REPORT_S
+    assert lines[0].startswith(f"run run-b waits for storage root {store.url}, in use by run run-a (on {socket.gethostname()} since ")
+    assert lines[0].endswith("waited 0 s of 1 s (run.root_wait_s)") and all("\n" not in line for line in lines)
+
+
+def test_a_run_that_gets_the_root_at_once_reports_nothing(store: ObjectStore) -> None:
+    lines: list[str] = []
+    with root_lease(store, "run-a", wait=True, wait_s=5, report=lines.append):
+        pass
+    assert lines == []

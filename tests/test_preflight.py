@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -256,3 +257,13 @@ def test_check_exits_2_with_one_message_when_the_server_has_no_tool_parser(tmp_p
     assert line.startswith("error: llm.roles.assistant: the endpoint does not support tool calling as native")
     assert line.endswith("set llm.tool_calling: text") and "Traceback" not in result.stderr
     assert "assistant (Qwen/Qwen2.5-7B-Instruct)" in result.stdout and "unsupported" in result.stdout
+
+
+def test_a_closed_port_is_one_message_saying_nothing_answers(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens at once the socket is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    report = asyncio.run(check_endpoint(config(), Endpoint(f"http://127.0.0.1:{port}/v1", "sk-preflight")))
+    problem = report.problems[0]
+    assert problem.startswith("llm.base_url: cannot connect to the endpoint for llm.roles.")
+    assert "llm_connection_error" in problem and "llm_timeout" not in problem and "\n" not in problem

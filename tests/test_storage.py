@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -9,7 +10,8 @@ import pytest
 from toolfactory.config import StorageConfig
 from toolfactory.models import Rejected, Tool
 from toolfactory.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records, read_rejected
-from toolfactory.storage import ObjectStore
+from toolfactory.errors import ConfigError
+from toolfactory.storage import ObjectStore, check_root
 
 
 def _stores(tmp_path: Path, s3: dict[str, str] | None) -> ObjectStore:
@@ -83,3 +85,24 @@ def test_a_record_no_file_can_hold_is_rejected_not_fatal(tmp_path: Path) -> None
     commit_shard(store, paths, rows, unstorable, {})
     [row] = read_rejected(store, paths.rejected)
     assert json.loads(row["record"]) == {"description": lone_surrogate}
+
+
+def test_a_root_that_is_a_file_is_a_config_error_naming_the_field(tmp_path: Path) -> None:
+    blocker = tmp_path / "data"
+    blocker.write_text("")
+    for config in (StorageConfig(root=str(blocker)), StorageConfig(root=str(blocker / "inside"))):
+        with pytest.raises(ConfigError, match=r"^storage\.root: ") as err:
+            check_root(config)
+        assert "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        ObjectStore.open(StorageConfig(root=str(blocker)))
+
+
+def test_a_read_only_root_is_refused_by_a_real_write(small_tmpfs: Any) -> None:
+    with pytest.raises(ConfigError, match=r"^storage\.root: cannot write in .*Read-only file system"):
+        check_root(StorageConfig(root=str(small_tmpfs(read_only=True))))
+
+
+def test_a_writable_root_passes_and_keeps_no_probe(tmp_path: Path) -> None:
+    check_root(StorageConfig(root=str(tmp_path / "data")))
+    assert list((tmp_path / "data").iterdir()) == []

@@ -15,6 +15,7 @@ a re-run never counts an attempt twice.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from toolfactory.config import LLMConfig
+from toolfactory.errors import DriverGone
 from toolfactory.llm.cost import priced_usage, total_cost
 from toolfactory.llm.usage import UsageMeter
 from toolfactory.shards import ShardPaths
@@ -36,6 +38,11 @@ FLUSH_EVERY_S = 1.0
 RUNNING, COMPLETED, FAILED, INTERRUPTED = "running", "completed", "failed", "interrupted"
 # An attempt whose usage file cannot be read: counted, its usage unknown.
 UNREADABLE = "unreadable"
+
+
+# Ends that say the attempt was stopped from outside (its driver died, its process was told to
+# stop), not that its work failed: a re-run finishes such a shard.
+_STOPPED: tuple[type[BaseException], ...] = (DriverGone, KeyboardInterrupt, SystemExit, asyncio.CancelledError)
 
 
 def usage_path(paths: ShardPaths, attempt_id: str) -> str:
@@ -69,7 +76,7 @@ class AttemptLog:
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         try:
-            self.close(FAILED)
+            self.close(INTERRUPTED if kind is not None and issubclass(kind, _STOPPED) else FAILED)
         except Exception:
             if kind is None:
                 raise

@@ -120,6 +120,21 @@ def _bad_input(exc: ConfigError | TerminalError) -> typer.Exit:
     return typer.Exit(2)
 
 
+def _stopped_by_full_disk(exc: Exception, run_id: str, config: Config) -> Exception:
+    """A run stopped by a full disk: one line with the command that finishes it once there is
+    room (exit 1); any other error is left to `main`."""
+    from toolfactory.outcome import rerun_command
+    from toolfactory.storage import ObjectStore, disk_full
+
+    if not disk_full(exc):
+        return exc
+    store = ObjectStore.open(config.storage)
+    command = rerun_command(run_id, store, config.storage.endpoint_url, config.storage.region)
+    typer.echo(f"error: run {run_id} stopped: no space left on the disk of {store.url} or of {config.stats_path()}; "
+               f"free some, then finish the run with: {command}", err=True)
+    return typer.Exit(1)
+
+
 @app.command()
 def check(
     config: Optional[str] = ConfigOption,
@@ -160,9 +175,11 @@ def run(
     from flows.runtime import prefect_api
     from toolfactory.planning import new_run_id
     from toolfactory.stages.tools.sources import check_files, read_sources
+    from toolfactory.storage import check_root
 
     try:
         # Before Prefect or Ray start, a typo or an unreadable file costs nothing; the run reads them again.
+        check_root(resolved.storage)
         check_files(resolved.tools)
         read_sources(resolved.tools)
     except ConfigError as exc:
@@ -176,6 +193,8 @@ def run(
             summary = summary_of(generate(config_path=config, overrides=overrides or [], run_id=run_id, return_state=True))
     except (ConfigError, TerminalError) as exc:
         raise _bad_input(exc) from None
+    except Exception as exc:
+        raise _stopped_by_full_disk(exc, run_id, resolved) from None
     _finish(summary)
 
 
@@ -199,17 +218,20 @@ def rerun(
     from flows.runtime import prefect_api
     from toolfactory.manifest import load_manifest
     from toolfactory.operational import check_operational
-    from toolfactory.storage import ObjectStore
+    from toolfactory.storage import ObjectStore, check_root
 
     try:
         # Before Prefect starts, a typo costs nothing.
         check_operational(overrides or ())
+        check_root(locator.storage)
         load_manifest(ObjectStore.open(locator.storage), run_id)
         with prefect_api():
             summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], checksums=checksums,
                                             return_state=True))
     except (ConfigError, TerminalError) as exc:
         raise _bad_input(exc) from None
+    except Exception as exc:
+        raise _stopped_by_full_disk(exc, run_id, locator) from None
     _finish(summary)
 
 
@@ -409,17 +431,23 @@ def export(
                                     "calls as text with the tools in the system prompt (openai format); mixed: one per record."),
     tool_format: str = typer.Option("json", "--tool-format", help="With a text call format: json, yaml, xml, markdown, natural or mixed."),
     subset: Optional[str] = typer.Option(None, "--subset", help="Only a curation subset: complexity=easy|medium|hard or diversity=low|medium|high."),
+    out_endpoint_url: Optional[str] = typer.Option(None, "--out-endpoint-url", help="S3 endpoint of an s3:// --out (default: storage.endpoint_url)."),
+    out_region: Optional[str] = typer.Option(None, "--out-region", help="S3 region of an s3:// --out (default: storage.region)."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
 ) -> None:
     """Write a run's accepted dialogues in a trainer's format, split train / validation / test."""
-    from toolfactory.export import ExportOptions, SplitSpec, export_run
+    from toolfactory.export import ExportOptions, OutputDir, SplitSpec, export_run
     from toolfactory.storage import ObjectStore
 
     resolved = _config(config, overrides)
     try:
         splits = SplitSpec(train=train, validation=validation, test=test, by=by)  # type: ignore[arg-type]
-        summary = export_run(ObjectStore.open(resolved.storage), run_id, fmt, out, splits=splits,
+        # An s3:// destination is most often the run's own S3 (MinIO, a region): its settings apply.
+        out_dir: str | OutputDir = out if not out.startswith("s3://") else OutputDir(
+            out, endpoint_url=out_endpoint_url or resolved.storage.endpoint_url,
+            region=out_region or resolved.storage.region, storage=resolved.storage)
+        summary = export_run(ObjectStore.open(resolved.storage), run_id, fmt, out_dir, splits=splits,
                              seed=resolved.run.seed or 0,
                              options=ExportOptions(include_reasoning=include_reasoning, call_format=call_format,
                                                    tool_format=tool_format, subset=subset))

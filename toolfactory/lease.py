@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from toolfactory.errors import TerminalError
 from toolfactory.storage import ObjectStore
@@ -34,6 +34,7 @@ LEASE = "pool/_lease.json"
 TTL_S = 120.0
 RENEW_S = 30.0
 POLL_S = 2.0
+REPORT_S = 60.0  # how often a waiting run says it still waits
 
 
 class RootInUse(TerminalError):
@@ -59,17 +60,31 @@ def _busy(store: ObjectStore, holder: dict[str, Any], run_id: str, waited: float
     )
 
 
+def _waiting(store: ObjectStore, holder: dict[str, Any], run_id: str, waited: float, wait_s: float) -> str:
+    since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(holder.get("since", 0)))
+    return (f"run {run_id} waits for storage root {store.url}, in use by run {holder.get('run_id', '?')} "
+            f"(on {holder.get('host', '?')} since {since}): waited {waited:.0f} s of {wait_s:.0f} s (run.root_wait_s)")
+
+
 @contextlib.contextmanager
-def root_lease(store: ObjectStore, run_id: str, wait: bool, wait_s: float) -> Iterator[None]:
-    """Hold the root's lease for the block (see the module doc)."""
+def root_lease(store: ObjectStore, run_id: str, wait: bool, wait_s: float,
+               report: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the root's lease for the block (see the module doc). While it waits, `report` is
+    told who holds the root when the wait starts and every `REPORT_S` seconds after: a run
+    waiting for minutes must not look hung."""
     lease = _S3Lease(store, run_id) if store.s3 is not None else _LocalLease(store, run_id)
-    deadline = time.monotonic() + wait_s
+    started = time.monotonic()
+    reported: float | None = None
     while not lease.try_acquire():
         holder = lease.holder()
         if not wait:
             raise _busy(store, holder, run_id, None)
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now - started >= wait_s:
             raise _busy(store, holder, run_id, wait_s)
+        if report is not None and (reported is None or now - reported >= REPORT_S):
+            report(_waiting(store, holder, run_id, now - started, wait_s))
+            reported = now
         time.sleep(POLL_S)
     try:
         yield

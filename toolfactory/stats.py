@@ -344,13 +344,23 @@ class StatsDB:
         database lacks, the killed ones among them. An attempt already recorded is left as it is,
         so reading the files again never counts an attempt twice. Returns how many were added."""
         added = 0
+        shards: set[tuple[str, str, int]] = set()
         with self._connect() as con:
             con.execute("BEGIN")
             for attempt in attempts:
+                shards.add((attempt["run_id"], attempt["stage"], attempt["shard"]))
                 known = con.execute("SELECT 1 FROM shard_attempts WHERE attempt_id = ?", [attempt["attempt_id"]]).fetchone()
                 if known is None:
                     self._record_attempt(con, attempt, attempt["outcome"], replace=False)
                     added += 1
+            # A shard's attempts are at least its attempt files: Ray re-executes a task whose
+            # worker died within one Prefect task run, whose run_count does not see it.
+            for key in sorted(shards):
+                con.execute(
+                    "UPDATE shards SET attempts = greatest(attempts, (SELECT count(*) FROM shard_attempts "
+                    "WHERE run_id = ? AND stage = ? AND shard = ?)) WHERE run_id = ? AND stage = ? AND shard = ?",
+                    [*key, *key],
+                )
             con.execute("COMMIT")
         return added
 

@@ -13,6 +13,7 @@ left by a killed process are aborted when the run is resumed (:meth:`ObjectStore
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
 import os
@@ -24,7 +25,7 @@ from typing import Any, Callable, TypeVar
 import pyarrow.fs as pafs
 
 from toolfactory.config import StorageConfig
-from toolfactory.errors import TransientError
+from toolfactory.errors import ConfigError, TransientError
 
 T = TypeVar("T")
 # Above this size an S3 write is a multipart upload (below it, one PUT that cannot be left half-done).
@@ -61,8 +62,7 @@ class ObjectStore:
                 atomic_rename=False,
                 s3=(endpoint, region, config.max_attempts, config.timeout_s),
             )
-        base = str(Path(config.root).expanduser().resolve())
-        os.makedirs(base, exist_ok=True)
+        base = _local_root(config)
         return cls(fs=pafs.LocalFileSystem(), base=base, url=base, atomic_rename=True)
 
     def _guarded(self, what: str, path: str, action: Callable[[], T]) -> T:
@@ -213,6 +213,54 @@ class ObjectStore:
         for upload in uploads:
             client.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
         return len(uploads)
+
+
+def _local_root(config: StorageConfig) -> str:
+    """The local root as an absolute folder, created if missing; a root that cannot be a folder
+    is a config error naming the field, not an OSError deep in a run."""
+    base = Path(config.root).expanduser().resolve()
+    if base.exists() and not base.is_dir():
+        raise ConfigError(f"storage.root: {base} is a file, not a folder")
+    try:
+        os.makedirs(base, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"storage.root: cannot create the folder {base}: {exc.strerror or exc}") from None
+    return str(base)
+
+
+def check_root(config: StorageConfig) -> None:
+    """Refuse a local root that is not a writable folder, before a run starts anything.
+
+    The test is a real write (a temporary file, deleted at once), which also catches a read-only
+    or full file system, where the permission bits would say yes. An S3 root is checked by its
+    first request."""
+    if config.is_s3:
+        return
+    base = _local_root(config)
+    probe = Path(base) / f".tmp-{uuid.uuid4().hex}"
+    try:
+        with probe.open("wb") as out:
+            try:
+                out.write(b"toolfactory")
+                out.flush()
+                os.fsync(out.fileno())  # a full disk may refuse only the data, not the name
+            finally:
+                probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"storage.root: cannot write in {base}: {exc.strerror or exc}") from None
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc`, or an error under it, is a full disk (ENOSPC): Python's, pyarrow's and
+    DuckDB's own exceptions all say it in these words."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if (isinstance(cause, OSError) and cause.errno == errno.ENOSPC) or "No space left on device" in str(cause):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _s3_filesystem(config: StorageConfig, endpoint: str | None, region: str | None) -> pafs.S3FileSystem:

@@ -15,9 +15,10 @@ from toolfactory.shards import dataset_parts
 from toolfactory.export.openai import OpenAIExporter
 from toolfactory.models import Dialogue
 from toolfactory.shards import write_rows
+from toolfactory.config import StorageConfig
 from toolfactory.storage import ObjectStore
 
-from .helpers import RUN, open_store, read_jsonl
+from .helpers import RUN, open_store, read_jsonl, write_run
 
 
 def test_only_the_accepted_shards_are_read(run_store: ObjectStore) -> None:
@@ -105,3 +106,47 @@ def test_an_s3_destination(run_store: ObjectStore, s3_server: dict[str, str]) ->
     assert keys == sorted([*(f"exports/run-1/{s}.jsonl" for s in SPLITS), "exports/run-1/PROVENANCE.md"])
     body = client.get_object(Bucket="toolfactory", Key="exports/run-1/train.jsonl")["Body"].read().decode()
     assert len(body.splitlines()) == summary["splits"]["train"] and summary["out"] == "s3://toolfactory/exports/run-1"
+
+
+def test_the_export_command_writes_to_the_storage_s3_endpoint(tmp_path: Path, dialogues: list[Dialogue],
+                                                              s3_server: dict[str, str]) -> None:
+    import subprocess
+    import sys
+
+    import boto3
+
+    # The run lives on the test's S3 server, named only by storage.endpoint_url (no AWS_ENDPOINT_URL).
+    storage = ["--set", "storage.root=s3://toolfactory/data", "--set", f"storage.endpoint_url={s3_server['endpoint']}",
+               "--set", "storage.region=eu-west-3", "--set", "storage.max_attempts=1", "--set", "storage.timeout_s=5"]
+    write_run(ObjectStore.open(StorageConfig(root="s3://toolfactory/data", endpoint_url=s3_server["endpoint"])), dialogues)
+    toolfactory = str(Path(sys.executable).with_name("toolfactory"))
+    result = subprocess.run([toolfactory, "export", RUN, "--format", "openai", "--out", "s3://toolfactory/exports/cli", *storage],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
+    keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket="toolfactory", Prefix="exports/cli/")["Contents"])
+    assert keys == sorted(f"exports/cli/{s}.jsonl" for s in SPLITS)
+
+
+def test_an_s3_destination_takes_the_storage_settings_or_its_own() -> None:
+    storage = StorageConfig(root="s3://toolfactory/data", endpoint_url="http://127.0.0.1:1", region="eu-west-3", max_attempts=2)
+    out = OutputDir("s3://other/exports", endpoint_url="http://127.0.0.1:2", region="us-west-2", storage=storage)
+    assert out.store.s3 == ("http://127.0.0.1:2", "us-west-2", 2, storage.timeout_s)
+    assert out.url == "s3://other/exports"
+
+
+def test_the_export_command_takes_an_s3_endpoint_of_its_own(tmp_path: Path, dialogues: list[Dialogue],
+                                                           s3_server: dict[str, str]) -> None:
+    import subprocess
+    import sys
+
+    import boto3
+
+    write_run(open_store(tmp_path / "store"), dialogues)  # a local run, exported to S3
+    toolfactory = str(Path(sys.executable).with_name("toolfactory"))
+    result = subprocess.run([toolfactory, "export", RUN, "--format", "xlam", "--out", "s3://toolfactory/exports/own",
+                             "--out-endpoint-url", s3_server["endpoint"], "--out-region", "us-east-1",
+                             "--set", f"storage.root={tmp_path / 'store'}"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
+    assert client.list_objects_v2(Bucket="toolfactory", Prefix="exports/own/")["KeyCount"] == len(SPLITS)

@@ -74,8 +74,11 @@ class OutputFile:
 class OutputDir:
     """The export's root: a local folder (created) or ``s3://bucket/prefix``."""
 
-    def __init__(self, root: str | Path, *, endpoint_url: str | None = None, region: str | None = None) -> None:
-        self.store = ObjectStore.open(StorageConfig(root=str(root), endpoint_url=endpoint_url, region=region))
+    def __init__(self, root: str | Path, *, endpoint_url: str | None = None, region: str | None = None,
+                 storage: StorageConfig | None = None) -> None:
+        # `storage`: the run's storage settings (retries, timeouts) for an S3 destination.
+        settings = storage or StorageConfig()
+        self.store = ObjectStore.open(settings.model_copy(update={"root": str(root), "endpoint_url": endpoint_url, "region": region}))
 
     @property
     def url(self) -> str:

@@ -48,7 +48,25 @@ def _is_transient(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
+def _refused_connection(exc: BaseException) -> OSError | None:
+    """The socket error under an openai connection error, unless it is a timeout.
+
+    openai's aiohttp transport reports a refused connection (nothing listens at the port) as an
+    ``APITimeoutError`` over aiohttp's ``ClientConnectorError``; only the cause chain tells the two
+    apart. Timeouts are ``OSError`` too (``TimeoutError``), hence the exclusion."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, openai.APIConnectionError) and _refused_connection(exc) is not None:
+        return "llm_connection_error"
     if isinstance(exc, openai.APITimeoutError):
         return "llm_timeout"
     if isinstance(exc, openai.APIConnectionError):
@@ -66,6 +84,15 @@ _BAD_REQUEST_HINT = (
     "if the endpoint refuses a parameter, set llm.roles.{role}.max_tokens_parameter: max_completion_tokens, "
     "llm.roles.{role}.temperature: null, llm.tool_calling: text or llm.structured_output: prompt"
 )
+
+
+def _connection_message(exc: openai.APIConnectionError) -> str:
+    """openai's message, with the socket's reason when there is one ("Connection error." alone
+    does not say that nothing listens at the port)."""
+    cause = _refused_connection(exc)
+    if cause is None:
+        return str(exc)
+    return f"cannot connect to the endpoint: {type(cause).__name__}: {cause}"
 
 
 def _explained(exc: openai.APIStatusError, role: str) -> str:
@@ -279,7 +306,7 @@ class LLMGateway:
                              detail=endpoint_message(exc), parameter=refused_parameter(exc, request)) from None
         except openai.APIConnectionError as exc:
             usage.failures[_reason(exc)] += 1
-            raise LLMFailure(_reason(exc), str(exc), transient=True) from None
+            raise LLMFailure(_reason(exc), _connection_message(exc), transient=True) from None
         self.refusals.answered(role, request)
         usage.calls += 1
         usage.answered_by(response)
@@ -414,7 +441,8 @@ class LLMGateway:
             refused = isinstance(exc, openai.APIStatusError) and not _is_transient(exc)
             if refused:
                 self.refusals.refused("embedding", model, request, exc)  # type: ignore[arg-type]
-            raise LLMFailure(_reason(exc), str(exc), transient=_is_transient(exc),
+            message = _connection_message(exc) if isinstance(exc, openai.APIConnectionError) else str(exc)
+            raise LLMFailure(_reason(exc), message, transient=_is_transient(exc),
                              detail=endpoint_message(exc) if refused else None) from None  # type: ignore[arg-type]
         usage.calls += 1
         if self._cache is not None:

@@ -165,6 +165,8 @@ def _chat_problem(config: Config, role: str, probe: Probe) -> str:
     params = config.llm.role(role)  # as configured: the message names what to set there
     detail = probe.detail
     said = f"the endpoint refused a chat request to model {probe.model!r} ({detail})"
+    if probe.status == "unreachable" and "llm_connection_error" in detail:
+        return f"llm.base_url: cannot connect to the endpoint for llm.roles.{role}: nothing answers there ({detail})"
     if probe.status == "unreachable":
         return f"llm.base_url: the endpoint did not answer a chat request for llm.roles.{role} ({detail})"
     status = _STATUS.search(detail)
