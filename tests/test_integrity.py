@@ -285,6 +285,10 @@ def test_a_truncated_shard_of_a_finished_run_is_rebuilt_downstream_and_the_datas
     checked = CliRunner().invoke(app, ["check-run", run_id, "--set", f"storage.root={root}"])
     assert checked.exit_code == 1
     assert f"damaged: {SIZE_MISMATCH}: {damaged}" in checked.output and f"{SIZE_MISMATCH}: {pool_file}" in checked.output
+    # `stats` reports the damage too (a completed run whose files changed since), changing nothing
+    shown = CliRunner().invoke(app, ["stats", run_id, "--json", "--set", f"storage.root={root}"])
+    assert shown.exit_code == 0 and f"warning: damaged: {SIZE_MISMATCH}: {damaged}" in shown.stderr
+    assert any(str(damaged) in line for line in json.loads(shown.stdout)["damaged"])
 
     again = summary_of(rerun(run_id=run_id, overrides=[f"storage.root={root}"], return_state=True))
     assert again["status"] == "completed"

@@ -54,6 +54,8 @@ def _config(path: Optional[str], overrides: Optional[list[str]]) -> Config:
 
 def _print_summary(summary: dict[str, Any]) -> None:
     typer.echo(f"run {summary['run_id']}: {summary['status']}" + (f" ({summary['reason']})" if summary.get("reason") else ""))
+    if summary.get("made_by"):
+        typer.echo(f"made by: {summary['made_by']}")
     header = (f"{'stage':<10} {'shards':>7} {'failed':>6} {'in':>6} {'out':>6} {'pass':>7} {'llm calls':>9} {'cache hits':>10} "
               f"{'tokens':>9} {'cost $':>9}  top rejections")
     typer.echo(header)
@@ -262,13 +264,35 @@ def stats(
         typer.echo(f"error: run {synced.run_id!r} is not recorded in {store.url} (stats cache {db.path})", err=True)
         raise typer.Exit(2)
     _print_problems(synced.problems)
+    damaged = _damaged_files(store, synced.run_id)
     if as_json:
         summary["problems"] = [{"path": p.path, "reason": p.reason, "detail": p.detail} for p in synced.problems]
+        summary["damaged"] = damaged
         typer.echo(json.dumps(summary, indent=2, default=str))
     else:
         _print_summary(summary)
         if summary.get("message"):
             typer.echo(summary["message"])
+    for line in damaged:
+        typer.echo(f"warning: damaged: {line}", err=True)
+    if damaged:
+        typer.echo(f"warning: run {synced.run_id} has {len(damaged)} damaged file(s) since its commit: "
+                   f"`toolfactory check-run {synced.run_id}` lists them, `toolfactory rerun {synced.run_id}` builds them again",
+                   err=True)
+
+
+def _damaged_files(store: Any, run_id: str) -> list[str]:
+    """The run's committed files that are no longer what was committed (sizes: one listing), one
+    line each; nothing is changed (see toolfactory.integrity)."""
+    from toolfactory.errors import RunNotFound
+    from toolfactory.integrity import check_run as check_files
+    from toolfactory.manifest import load_manifest
+
+    try:
+        plan = load_manifest(store, run_id).shard_plan()
+    except RunNotFound:
+        return []
+    return [damage.line(store) for damage in check_files(store, run_id, plan).damaged]
 
 
 def _print_problems(problems: Any) -> None:
