@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import threading
-from typing import IO, Any
+from typing import IO, Any, Iterable
 
 from rich.console import Console
 from rich.text import Text
@@ -76,9 +76,10 @@ class ConsoleStream(io.TextIOBase):
         return True
 
 
-def _same_file(stream: Any, terminal: os.stat_result) -> bool:
-    """Whether `stream` writes to the terminal `terminal` describes."""
-    if stream is None or isinstance(stream, ConsoleStream):
+def _same_file(stream: Any, terminal: os.stat_result, owned: Iterable[ConsoleStream]) -> bool:
+    """Whether `stream` writes to the terminal `terminal` describes, other than through a stream
+    in `owned` (a stream left by an earlier display writes to the terminal directly now)."""
+    if stream is None or any(stream is mine for mine in owned):
         return False
     try:
         return bool(stream.isatty()) and os.path.samestat(os.fstat(stream.fileno()), terminal)
@@ -127,14 +128,14 @@ class TerminalOutput:
         too (a library configures its logging when it is imported)."""
         with self._lock:
             for name in ("stdout", "stderr"):
-                if _same_file(getattr(sys, name), self._terminal):
+                if _same_file(getattr(sys, name), self._terminal, self._streams.values()):
                     self._swap(sys, name, getattr(sys, name))
             for handler in _handlers():
                 console = getattr(handler, "console", None)
-                if isinstance(console, Console) and _same_file(console.file, self._terminal):
+                if isinstance(console, Console) and _same_file(console.file, self._terminal, self._streams.values()):
                     self._swap(console, "file", console.file)
                 stream = getattr(handler, "stream", None)
-                if isinstance(handler, logging.StreamHandler) and _same_file(stream, self._terminal):
+                if isinstance(handler, logging.StreamHandler) and _same_file(stream, self._terminal, self._streams.values()):
                     self._restore.append((handler, "stream", stream))
                     handler.setStream(self._stream(stream))
 

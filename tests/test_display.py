@@ -119,6 +119,25 @@ def test_a_terminal_holds_one_block_of_bars_below_every_log_line_intact() -> Non
         assert re.fullmatch(rf"{stage} +20/20 shards in 0:00:\d\d · in 60 · out 40 · pass 67% · 100 LLM calls", final), final
 
 
+def test_a_handler_made_during_an_earlier_display_writes_above_the_next_one() -> None:
+    # A library configured while the first display was live holds that display's stream.
+    script = ("import logging, sys, time\n"
+              "from flows.display import shared_display\n"
+              "log = logging.getLogger('library')\n"
+              "with shared_display():\n"
+              "    log.addHandler(logging.StreamHandler(sys.stderr))\n"
+              "with shared_display() as display:\n"
+              "    line = display.add('curate', 30)\n"
+              "    for done in range(1, 31):\n"
+              "        line.update(done, 30, 'working')\n"
+              "        log.warning('library line %02d', done)\n"
+              "        time.sleep(0.02)\n")
+    code, lines = on_terminal([sys.executable, "-c", script], {**os.environ, "PYTHONPATH": str(REPO)}, 100, 12, timeout=60)
+    assert code == 0, "\n".join(lines)
+    assert [line for line in lines if BAR in line] == [lines[-1]]
+    assert lines[:-1] == [f"library line {done:02d}" for done in range(1, 31)]
+
+
 def test_a_stage_that_ends_leaves_one_final_line_and_no_bar() -> None:
     script = ("from flows.display import shared_display\n"
               "from flows.progress import StageProgress\n"
