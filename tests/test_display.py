@@ -198,6 +198,9 @@ def test_the_cli_on_a_terminal_leaves_no_stale_bars_and_whole_log_lines(prefect_
     assert not [line for line in lines if BAR in line or "ETA" in line], "\n".join(lines)
     logged = [line for line in lines if PREFECT_LINE.match(line)]
     assert any(" shard 0: " in line for line in logged)  # the per-shard log lines are there, whole
-    for stage in STAGE_NAMES:
+    header = next(i for i, line in enumerate(lines) if line.startswith("stage ") and "shards" in line)
+    summarized = [match[1] for line in lines[header + 1:] if (match := re.match(r"(\w+) +\d+ +\d+ +\d+ +\d+ ", line))]
+    assert summarized, "\n".join(lines[header:])
+    for stage in STAGE_NAMES:  # a stage that ran left one final line, whichever group it ran in
         finals = [line for line in lines if re.match(rf"{stage} +\d+/\d+ shards in \d+:\d\d:\d\d · in ", line)]
-        assert len(finals) == 1, (stage, finals)
+        assert len(finals) == 1 if stage in summarized else len(finals) <= 1, (stage, finals)
