@@ -45,8 +45,7 @@ from contextvars import ContextVar, copy_context
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from rich.progress import Progress
-
+from flows.display import Display
 from toolfactory.execution import ShardJob
 
 
@@ -65,7 +64,7 @@ class Group:
 
     __slots__ = ("_lock", "_refused", "budget_stop", "display")
 
-    def __init__(self, budget_stop: Callable[[], str | None], display: Progress | None) -> None:
+    def __init__(self, budget_stop: Callable[[], str | None], display: Display | None) -> None:
         self._lock = threading.Lock()
         self._refused: tuple[str, str] | None = None
         self.budget_stop = budget_stop

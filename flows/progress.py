@@ -1,68 +1,53 @@
-"""Live progress of a stage in the terminal: shards done, records in and out, pass rate so far,
-LLM calls and an ETA. Shown only when stderr is a terminal (quiet in a worker, a pipe or CI);
-the same counts go to the Prefect log of every shard either way."""
+"""A stage's progress: shards done, records in and out, pass rate so far and LLM calls, shown on
+the process's display (:mod:`flows.display`: bars on a terminal, plain lines elsewhere); the
+same counts go to the Prefect log of every shard either way."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import ExitStack
 from types import TracebackType
-from typing import Any, Iterator
+from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from flows.display import Display, StageLine, shared_display
 
-
-def _display(console: Console) -> Progress:
-    return Progress(
-        TextColumn("{task.description:<10}"), BarColumn(bar_width=16), MofNCompleteColumn(), TextColumn("shards"),
-        TextColumn("{task.fields[line]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-        console=console, transient=False,
-    )
-
-
-@contextmanager
-def shared_display() -> Iterator[Progress | None]:
-    """One live display for the stages that run at once, a line each (a terminal shows one live
-    display at a time); None when stderr is not a terminal."""
-    console = Console(stderr=True)
-    if not console.is_terminal:
-        yield None
-        return
-    with _display(console) as display:
-        yield display
+__all__ = ["StageProgress", "shared_display"]
 
 
 class StageProgress:
-    """A stage's line: on `display` (see :func:`shared_display`) when given, else on a display of
-    its own."""
+    """A stage's line: on `display` when given, else on the process's display (see
+    :func:`~flows.display.shared_display`)."""
 
-    def __init__(self, stage: str, shards: int, display: Progress | None = None) -> None:
+    def __init__(self, stage: str, shards: int, display: Display | None = None) -> None:
         self.stage = stage
         self.counts = {"in": 0, "out": 0, "rejected": 0, "calls": 0, "failed": 0}
-        self._own = display is None
-        console = Console(stderr=True)
-        self._progress = display if display is not None else _display(console) if console.is_terminal and shards else None
+        self._display = display
         self._total = shards
-        if self._progress is not None:
-            self._task: TaskID = self._progress.add_task(stage, total=shards, line="")
+        self._done = 0
+        self._line: StageLine | None = None
+        self._own = ExitStack()
 
     def __enter__(self) -> StageProgress:
-        if self._progress is not None and self._own:
-            self._progress.start()
+        if self._total:
+            display = self._display if self._display is not None else self._own.enter_context(shared_display())
+            self._line = display.add(self.stage, self._total)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._progress is not None and self._own:
-            self._progress.stop()
+        try:
+            if self._line is not None:
+                self._line.end(self._done, self._total, self.line())
+        finally:
+            self._own.close()
 
     def not_started(self) -> None:
         """A shard that waited for its input and will not run: one less to wait for."""
         self._total -= 1
-        if self._progress is not None:
-            self._progress.update(self._task, total=self._total)
+        if self._line is not None:
+            self._line.update(self._done, self._total, self.line())
 
     def shard_done(self, metrics: dict[str, Any] | None) -> None:
         """One shard finished: its metrics, or None when it failed."""
+        self._done += 1
         if metrics is None:
             self.counts["failed"] += 1
         else:
@@ -70,8 +55,8 @@ class StageProgress:
             self.counts["out"] += metrics["items_out"]
             self.counts["rejected"] += metrics["rejected"]
             self.counts["calls"] += metrics["llm"].get("calls", 0)
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1, line=self.line())
+        if self._line is not None:
+            self._line.update(self._done, self._total, self.line())
 
     def line(self) -> str:
         c = self.counts

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.fault_matrix
 TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
 
 
-def test_progress_counts_shards_and_is_quiet_without_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_counts_shards_and_writes_plain_lines_without_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     """Case 9: per-stage counts as shards finish (the same line goes to the Prefect log)."""
     from flows.progress import StageProgress
 
@@ -37,7 +37,8 @@ def test_progress_counts_shards_and_is_quiet_without_a_terminal(capsys: pytest.C
         progress.shard_done({"items_in": 8, "items_out": 6, "rejected": 2, "llm": {"calls": 12}})
         progress.shard_done(None)
     assert progress.line() == "in 8 · out 6 · pass 75% · 12 LLM calls · 1 failed"
-    assert capsys.readouterr().err == ""  # stderr is not a terminal here: nothing drawn
+    # stderr is not a terminal here: no bar drawn, the stage's final line only.
+    assert capsys.readouterr().err == "verify     2/3 shards in 0:00:00 · in 8 · out 6 · pass 75% · 12 LLM calls · 1 failed\n"
 
 
 def _usage_files(root: Path, stage: str) -> list[dict[str, Any]]:

@@ -172,6 +172,7 @@ def run(
 ) -> None:
     """Generate a dataset: domains → tools → pool → tasks → dialogues → verify."""
     resolved = _config(config, overrides)
+    from flows.display import shared_display
     from flows.execute import summary_of
     from flows.generate import generate
     from flows.runtime import prefect_api
@@ -191,7 +192,8 @@ def run(
     run_id = run_id or resolved.run.run_id or new_run_id(resolved)
     typer.echo(f"run {run_id}: storage {resolved.storage.root}, stats {resolved.stats_path()}")
     try:
-        with prefect_api():
+        # One display for the whole run, opened before Prefect logs anything, so that every log line goes above it.
+        with shared_display(), prefect_api():
             summary = summary_of(generate(config_path=config, overrides=overrides or [], run_id=run_id, return_state=True))
     except (ConfigError, TerminalError) as exc:
         raise _bad_input(exc) from None
@@ -215,6 +217,7 @@ def rerun(
     the run's manifest. Any
     other setting is refused. `--config` only locates the storage."""
     locator = _config(config, overrides)
+    from flows.display import shared_display
     from flows.execute import summary_of
     from flows.rerun import rerun as rerun_flow
     from flows.runtime import prefect_api
@@ -227,7 +230,7 @@ def rerun(
         check_operational(overrides or ())
         check_root(locator.storage)
         load_manifest(ObjectStore.open(locator.storage), run_id)
-        with prefect_api():
+        with shared_display(), prefect_api():
             summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], checksums=checksums,
                                             return_state=True))
     except (ConfigError, TerminalError) as exc:
