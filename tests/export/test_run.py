@@ -125,7 +125,7 @@ def test_the_export_command_writes_to_the_storage_s3_endpoint(tmp_path: Path, di
     assert result.returncode == 0, result.stderr
     client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
     keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket="toolfactory", Prefix="exports/cli/")["Contents"])
-    assert keys == sorted(f"exports/cli/{s}.jsonl" for s in SPLITS)
+    assert keys == sorted([*(f"exports/cli/{s}.jsonl" for s in SPLITS), "exports/cli/PROVENANCE.md"])
 
 
 def test_an_s3_destination_takes_the_storage_settings_or_its_own() -> None:
@@ -149,4 +149,4 @@ def test_the_export_command_takes_an_s3_endpoint_of_its_own(tmp_path: Path, dial
                              "--set", f"storage.root={tmp_path / 'store'}"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
-    assert client.list_objects_v2(Bucket="toolfactory", Prefix="exports/own/")["KeyCount"] == len(SPLITS)
+    assert client.list_objects_v2(Bucket="toolfactory", Prefix="exports/own/")["KeyCount"] == len(SPLITS) + 1  # and PROVENANCE.md
