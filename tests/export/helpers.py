@@ -11,7 +11,7 @@ from typing import Any, Iterable, Sequence
 from toolfactory.catalog import load_seed_catalog
 from toolfactory.config import StorageConfig
 from toolfactory.formats import toolalpaca, toolbench
-from toolfactory.models import Dialogue, Tool, ToolRef
+from toolfactory.models import Dialogue, Function, Tool, ToolRef
 from toolfactory.shards import write_rows
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.storage import ObjectStore
@@ -47,6 +47,82 @@ def with_sources(dialogues: Iterable[Dialogue], tools: Sequence[Tool]) -> list[D
 
 def corpus(count: int, seed: int = 0, copies: int = 1) -> list[Dialogue]:
     tools = pool(copies)
+    return with_sources(valid_dialogues(count, seed, tools=tools), tools)
+
+
+# A function whose arguments nest deeper than the seed catalog's: objects in objects, an array
+# of objects that hold an object, arrays of enum values, optional properties with defaults.
+SHIPMENT = Function(
+    name="book_shipment",
+    description="Book a parcel shipment from a sender to a recipient.",
+    parameters={
+        "type": "object",
+        "properties": {
+            "sender": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "address": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}, "postcode": {"type": "string"}},
+                        "required": ["city"],
+                    },
+                    "phone": {"type": "string"},
+                },
+                "required": ["name", "address"],
+            },
+            "parcels": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 3,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "weight_kg": {"type": "number", "minimum": 0.1, "maximum": 30},
+                        "size_cm": {
+                            "type": "object",
+                            "properties": {"width": {"type": "integer"}, "height": {"type": "integer"}},
+                            "required": ["width", "height"],
+                        },
+                        "fragile": {"type": "boolean", "default": False},
+                    },
+                    "required": ["weight_kg", "size_cm"],
+                },
+            },
+            "service": {"type": "string", "enum": ["economy", "express", "overnight"], "default": "economy"},
+            "notify_by": {"type": "array", "items": {"type": "string", "enum": ["sms", "email", "push"]}},
+            "insured_value": {"type": "number", "minimum": 0},
+        },
+        "required": ["sender", "parcels"],
+    },
+    returns={"type": "object", "properties": {"shipment_id": {"type": "string"}, "price": {"type": "number"}}},
+)
+
+
+def one_function_tools(tools: Sequence[Tool], suffix: str) -> list[Tool]:
+    """Each function of `tools` as a tool of its own (renamed with `suffix`): dialogues that offer
+    one function, so that single calls and parallel calls of one function occur."""
+    out = []
+    for tool in tools:
+        for f in tool.functions:
+            function = f.model_copy(update={"name": f"{f.name}{suffix}"})
+            out.append(Tool(name=f"{tool.name}:{f.name}", description=tool.description, category=tool.category,
+                            source=tool.source, functions=[function]))
+    return out
+
+
+def bfcl_corpus(count: int, seed: int = 0) -> list[Dialogue]:
+    """Valid dialogues of every BFCL category: the seed catalog's tools, each catalog function as
+    a tool of its own, and :data:`SHIPMENT` alone and beside a catalog function."""
+    catalog = pool(1)
+    solo = one_function_tools(catalog, "_solo")
+    beside = [SHIPMENT.model_copy(update={"name": f"{SHIPMENT.name}_2"}), *one_function_tools(catalog[:1], "_2")[0].functions]
+    tools = [
+        *catalog,
+        *solo,
+        Tool(name="Parcels", description="Ship parcels.", category="Logistics", source="catalog", functions=[SHIPMENT]),
+        Tool(name="Parcels and more", description="Ship parcels.", category="Logistics", source="catalog", functions=beside),
+    ]
     return with_sources(valid_dialogues(count, seed, tools=tools), tools)
 
 

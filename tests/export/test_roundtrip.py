@@ -239,7 +239,7 @@ def test_xlam_keeps_every_call_or_skips_the_record(run_store: ObjectStore, dialo
     assert ids == list(range(len(ids)))
 
 
-BFCL_FILE = re.compile(r".*BFCL_v3_(\w+?)(?:_score|_result)?\.json")  # BFCL's extract_test_category
+BFCL_FILE = re.compile(r".*BFCL_v4_(\w+?)(?:_score|_result)?\.json")  # BFCL's extract_test_category
 
 
 def bfcl_category(dialogue: Dialogue) -> str | None:
@@ -248,7 +248,7 @@ def bfcl_category(dialogue: Dialogue) -> str | None:
     if not made:
         return "irrelevance" if dialogue.mode == "non_tool" else None
     several = len(dialogue.tools) > 1
-    return ("multiple" if several else "simple") if len(made) == 1 else ("parallel_multiple" if several else "parallel")
+    return ("multiple" if several else "simple_python") if len(made) == 1 else ("parallel_multiple" if several else "parallel")
 
 
 def test_bfcl_files_and_ids_follow_bfcl_conventions(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
@@ -281,10 +281,9 @@ def test_bfcl_files_and_ids_follow_bfcl_conventions(run_store: ObjectStore, dial
                 made = [c for m in original.messages for c in m.tool_calls or []]
                 truth = answers[question["id"]]["ground_truth"]
                 assert [next(iter(t)) for t in truth] == [c.name for c in made]
-                for entry, call in zip(truth, made):
+                for entry, call in zip(truth, made):  # the values themselves are judged by BFCL's checker (test_bfcl_checker.py)
                     values = entry[call.name]
-                    for name, value in json.loads(call.arguments).items():
-                        assert value in values[name]
+                    assert set(json.loads(call.arguments)) <= set(values)
                     omitted = set(values) - set(json.loads(call.arguments))
                     assert all("" in values[name] for name in omitted)
     assert seen == summary["exported"]

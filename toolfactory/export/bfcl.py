@@ -1,28 +1,30 @@
-"""Berkeley Function-Calling Leaderboard (BFCL) evaluation files, laid out as BFCL lays out its
-own: one question file and one possible-answer file per test category, JSON lines joined by
-``id``::
+"""Berkeley Function-Calling Leaderboard (BFCL) evaluation files, laid out as BFCL (v4, the
+``bfcl-eval`` package) lays out its own: one question file and one possible-answer file per test
+category, JSON lines joined by ``id``::
 
-    <split>/BFCL_v3_<category>.json                  {"id": "<category>_<n>", "question": [[{"role": "user", "content": ...}]], "function": [...]}
-    <split>/possible_answer/BFCL_v3_<category>.json  {"id": "<category>_<n>", "ground_truth": [{fn_name: {arg: [value, ...]}}, ...]}
+    <split>/BFCL_v4_<category>.json                  {"id": "<category>_<n>", "question": [[{"role": "user", "content": ...}]], "function": [...]}
+    <split>/possible_answer/BFCL_v4_<category>.json  {"id": "<category>_<n>", "ground_truth": [{fn_name: {arg: [value, ...]}}, ...]}
     <split>/record_ids.jsonl                         {"id": "<category>_<n>", "record_id": ...}
 
-BFCL finds a file's category in its name (``BFCL_v3_(\\w+?)\\.json``) and an entry's category in
+BFCL finds a file's category in its name (``BFCL_v4_(\\w+?)\\.json``) and an entry's category in
 its id (``id.rsplit("_", 1)[0]``), so ids are ``<category>_<n>``, numbered from 0 in each file.
 ``record_ids.jsonl`` maps them back to the records (BFCL reads ``*.json`` only).
 
-The category is BFCL's AST category of the record's shape: ``simple`` (one function offered, one
-call), ``multiple`` (several offered, one call), ``parallel`` (one offered, several calls),
-``parallel_multiple`` (several offered, several calls), and ``irrelevance`` for a dialogue that
-makes no call because no offered function fits (mode ``non_tool``): BFCL checks that the model
-calls nothing, so it has no possible answer. Single-turn records only (``not_single_turn``);
-every call must be made in the first assistant turn (``calls_in_several_turns`` otherwise: a
-call that needs an earlier response has no BFCL single-turn category); any other record without
-calls (a clarifying question) is skipped (``no_calls``).
+The category is BFCL's non-live AST category of the record's shape: ``simple_python`` (one
+function offered, one call; BFCL names its simple category after the language, and ours are JSON
+calls, which it checks as Python), ``multiple`` (several offered, one call), ``parallel`` (one
+offered, several calls), ``parallel_multiple`` (several offered, several calls), and
+``irrelevance`` for a dialogue that makes no call because no offered function fits (mode
+``non_tool``): BFCL checks that the model calls nothing, so it has no possible answer.
+Single-turn records only (``not_single_turn``); every call must be made in the first assistant
+turn (``calls_in_several_turns`` otherwise: a call that needs an earlier response has no BFCL
+single-turn category); any other record without calls (a clarifying question) is skipped
+(``no_calls``).
 
 Functions use BFCL's type names (``dict`` for an object, ``float`` for a number; the rest as
-in JSON Schema), which the repo's OpenAI tool importer maps back. Each argument's list of
-acceptable values is the value the dialogue used; for a parameter the call omits, ``[""]``
-("may be omitted", BFCL's convention), preceded by the schema's ``default`` when it has one.
+in JSON Schema), which the repo's OpenAI tool importer maps back, and always carry ``required``
+(BFCL's checker reads it). A possible answer lists acceptable values wherever BFCL's AST checker
+looks for a list of them (:func:`acceptable`); the values are the ones the dialogue used.
 Arguments must be JSON objects (``arguments_not_json``).
 """
 
@@ -36,7 +38,8 @@ from toolfactory.export.stats import ExportStats
 from toolfactory.export.turns import arguments_object, one_step_calls, single_request
 from toolfactory.models import Dialogue, Function, JsonSchema, ToolCall
 
-VERSION_PREFIX = "BFCL_v3"
+VERSION_PREFIX = "BFCL_v4"  # bfcl-eval's constants.category_mapping.VERSION_PREFIX
+SIMPLE = "simple_python"
 IRRELEVANCE = "irrelevance"
 _BFCL_TYPES = {"object": "dict", "number": "float"}
 
@@ -57,22 +60,68 @@ def bfcl_schema(schema: Any) -> Any:
 
 
 def bfcl_function(function: Function) -> dict[str, Any]:
-    return {"name": function.name, "description": function.description, "parameters": bfcl_schema(function.parameters)}
+    parameters = bfcl_schema(function.parameters)
+    if isinstance(parameters, dict) and "required" not in parameters:
+        parameters = {**parameters, "required": []}  # BFCL's checker reads it on every function
+    return {"name": function.name, "description": function.description, "parameters": parameters}
+
+
+def _is(schema: Any, kind: str) -> bool:
+    """Whether `schema` declares the JSON Schema type `kind` (or BFCL's name for it)."""
+    declared = schema.get("type") if isinstance(schema, dict) else None
+    return isinstance(declared, str) and _BFCL_TYPES.get(declared, declared) == _BFCL_TYPES.get(kind, kind)
+
+
+def _properties(schema: Any) -> dict[str, Any]:
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    return properties if isinstance(properties, dict) else {}
+
+
+def _given(value: Any, schema: Any, inner: bool) -> list[Any]:
+    """The acceptable values of a property the call gives: its value, and ``""`` besides when
+    that is the default (omitting it means the same). Written as it is when `inner`."""
+    shown = value if inner else _nested(value, schema)
+    return [shown, ""] if isinstance(schema, dict) and "default" in schema and schema["default"] == value else [shown]
+
+
+def _left_out(schema: Any, inner: bool) -> list[Any]:
+    """The acceptable values of a property the call leaves out: ``""`` ("may be omitted", BFCL's
+    convention), preceded by the default when there is one, since giving it means the same."""
+    default = schema.get("default") if isinstance(schema, dict) else None
+    if default is None:
+        return [""]
+    return [default if inner else _nested(default, schema), ""]
+
+
+def _keyed(arguments: dict[str, Any], schema: Any, inner: bool) -> dict[str, list[Any]]:
+    """Each key of an object with its acceptable values, every property of `schema` the object
+    leaves out included. Values are written as they are when `inner`."""
+    properties = _properties(schema)
+    out = {name: _given(value, properties.get(name), inner) for name, value in arguments.items()}
+    for name, child in properties.items():
+        if name not in out:
+            out[name] = _left_out(child, inner)
+    return out
+
+
+def _nested(value: Any, schema: Any) -> Any:
+    """A parameter's value as one choice of BFCL's list. BFCL's checker compares an object
+    parameter key by key, each key against a list of choices, and an array of objects item by
+    item, each item the same way; a value nested deeper it compares whole (its ``dict_checker``
+    reads one level, as BFCL's own answers are written), so it stays as it is."""
+    if isinstance(value, dict) and _is(schema, "object"):
+        return _keyed(value, schema, inner=True)
+    items = schema.get("items") if isinstance(schema, dict) else None
+    if isinstance(value, list) and _is(schema, "array") and _is(items, "object") and all(isinstance(v, dict) for v in value):
+        return [_keyed(v, items, inner=True) for v in value]
+    return value
 
 
 def acceptable(arguments: dict[str, Any], parameters: JsonSchema) -> dict[str, list[Any]]:
-    """Each argument's acceptable values (see the module doc); ``""`` also for a value that equals
-    the parameter's default, since omitting it means the same."""
-    properties = parameters.get("properties") or {}
-    out: dict[str, list[Any]] = {}
-    for name, value in arguments.items():
-        schema = properties.get(name) if isinstance(properties.get(name), dict) else {}
-        out[name] = [value, ""] if "default" in schema and schema["default"] == value else [value]
-    for name, schema in properties.items():
-        if name not in out:
-            default = schema.get("default") if isinstance(schema, dict) else None
-            out[name] = ([default] if default is not None else []) + [""]
-    return out
+    """A call's possible answer: each parameter's list of acceptable values (for an object
+    parameter, an object of such lists; see :func:`_nested`), every parameter the call omits
+    included as ``[default, ""]`` or ``[""]``."""
+    return _keyed(arguments, parameters, inner=False)
 
 
 def category(dialogue: Dialogue, calls: list[ToolCall]) -> str:
@@ -83,7 +132,7 @@ def category(dialogue: Dialogue, calls: list[ToolCall]) -> str:
         raise Skip(NO_CALLS, f"a {dialogue.mode} dialogue without calls has no BFCL category")
     several_offered = len(dialogue.tools) > 1
     if len(calls) == 1:
-        return "multiple" if several_offered else "simple"
+        return "multiple" if several_offered else SIMPLE
     return "parallel_multiple" if several_offered else "parallel"
 
 
