@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -125,25 +125,43 @@ def test_toolbench_answers_read_back_with_the_repo_reader(run_store: ObjectStore
             assert all(back_answers.get(b.id) == answered.get(o.id) for o, b in pairs)
 
 
+def per_record(instances: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """ToolLLaMA instances grouped by record: a record's steps come one after another, their
+    step numbers growing; a step number that does not grow, or another query, starts a record."""
+    groups: list[list[dict[str, Any]]] = []
+    previous: tuple[int, str] | None = None
+    for instance in instances:
+        step, query = instance["id"].removeprefix("Step ").split(": ", 1)
+        if previous is None or int(step) <= previous[0] or query != previous[1]:
+            groups.append([])
+        groups[-1].append(instance)
+        previous = (int(step), query)
+    return groups
+
+
 def test_toolllama_conversations_parse_with_the_react_parser(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     export_run(run_store, RUN, "toolbench", tmp_path)
-    originals = by_id(dialogues)
-    for split in SPLITS:
-        for item in json.loads((tmp_path / f"toolllama/{split}.json").read_text()):
-            original = originals[item["id"]]
-            roles = [t["from"] for t in item["conversations"]]
+    for split, want_records in expected(dialogues).items():
+        path = tmp_path / f"toolllama/{split}.json"
+        groups = per_record(json.loads(path.read_text())) if want_records else []
+        assert len(groups) == len(want_records)
+        for steps, original in zip(groups, want_records):
+            # each step is the path up to one call, that call its last turn: the last step holds them all
+            whole = steps[-1]["conversations"]
+            roles = [t["from"] for t in whole]
             assert roles[:2] == ["system", "user"] and set(roles) <= {"system", "user", "assistant", "function"}
-            assert "Specifically, you have access to the following APIs: " in item["conversations"][0]["value"]
+            assert "Specifically, you have access to the following APIs: " in whole[0]["value"]
             got = []
-            for turn in item["conversations"]:
+            for turn in whole:
                 if turn["from"] == "assistant":
                     assert turn["value"].startswith("\nThought: ")
                     _, parsed = parse_turn(turn["value"].removeprefix("\n"))
                     got += [(c.name, c.arguments) for c in parsed]
+            assert all(step["conversations"][-1]["from"] == "assistant" for step in steps)
             want = [(c.name, json.loads(c.arguments)) for m in original.messages for c in m.tool_calls or []]
             if not want or want[-1][0] != "Finish":
                 want.append(("Finish", {"return_type": "give_answer", "final_answer": final_answer(original)}))
-            assert got == want
+            assert got == want and len(steps) == len(want)
 
 
 def test_toolalpaca_reads_back_with_the_repo_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:

@@ -38,13 +38,19 @@ Two outputs per split:
   shape (``parameters.optional`` added) plus ``Finish``; ``final_answer`` is Finish's argument
   text; ``total_tokens`` is 0 (records do not keep token counts). Files are compact JSON:
   ToolBench's are indented, which no JSON reader needs and which triples the time of an export.
-* ``toolllama/<split>.json``: a JSON list of ToolLLaMA conversations, built from the whole
-  path as ToolBench's ``preprocess_toolllama_data.py`` builds them (roles system/user/assistant/
-  function; an assistant call becomes ``"\\nThought: …\\nAction: name\\nAction Input: {…}"``,
-  with the text of preceding text-only assistant messages as the Thought; the system prompt gets
-  ToolBench's format instruction and ``Specifically, you have access to the following APIs:``
-  with the functions). ToolBench emits one instance per prefix ("Step N"); a trainer with
-  per-turn loss masking needs only the whole path, so one conversation per record is written.
+* ``toolllama/<split>.json``: a JSON list of ToolLLaMA training instances, exactly what
+  ToolBench's ``preprocess_toolllama_data.py`` makes of the split's answer files (run once per
+  method; the files' order is ``os.listdir``'s there, the export's here). The preprocessing
+  makes one instance per ``train_messages`` prefix that ends with a call ("Step N", N the
+  index of that call in the path: ``{"id": "Step N: <query>", "conversations": [...]}``), so a
+  record of k calls (``Finish`` included) gives k instances, each the path up to that call.
+  Roles are system/user/assistant/function; the system prompt gets ToolBench's format
+  instruction and ``Specifically, you have access to the following APIs:`` with the functions;
+  a call becomes ``"\\nThought: …\\nAction: name\\nAction Input: {…}"``, whose Thought is the
+  text of the text-only assistant messages just before it (``"\\nThought: "`` when there are
+  none): the text of the call's own message is not read, and a prefix that ends with a
+  text-only assistant message gives no instance. A trainer that wants the record's whole path
+  with its text reads ``train_messages``.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ from toolfactory.export.base import Exporter, ExportOptions
 from toolfactory.export.output import JsonList, OutputDir
 from toolfactory.export.stats import ExportStats
 from toolfactory.export.turns import FINISH, all_calls, arguments_object, finished_path, function_dict, responses
-from toolfactory.models import Dialogue, Function, stable_id
+from toolfactory.models import Dialogue, Function, ToolCall, stable_id
 from toolfactory.stages.verify.corpus import FINISH_FUNCTION
 
 STEP_PHRASE = "with a function call to actually excute your step."  # sic: ToolBench's prompt
@@ -240,25 +246,39 @@ def toolllama_system(content: str, functions: list[dict[str, Any]]) -> str:
     return content.replace(STEP_PHRASE, STEP_PHRASE + FORMAT_INSTRUCTION) + APIS + str(functions)
 
 
-def toolllama_conversations(path: list[dict[str, Any]], functions: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """ToolLLaMA's conversation of a whole path (ToolBench's preprocessing, see the module doc)."""
-    conversations: list[dict[str, str]] = []
-    react = ""
-    for message in path:
-        if message["role"] != "assistant":
-            value = toolllama_system(message["content"] or "", functions) if message["role"] == "system" else message["content"] or ""
-            conversations.append({"from": message["role"], "value": value})
-            react = ""
-            continue
-        if message.get("content"):
-            react += f"\nThought: {message['content']}"
-        call = message.get("function_call")
-        if call is None:
-            continue
-        react = react or "\nThought: "
-        conversations.append({"from": "assistant", "value": f"{react}\nAction: {call['name']}\nAction Input: {call['arguments']}"})
-        react = ""
-    return conversations
+def toolllama_instances(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """ToolLLaMA's training instances of an answer file, as ToolBench's preprocessing makes them
+    (see the module doc): one per ``train_messages`` prefix that ends with a call, id
+    ``Step <index of that call>: <query>``.
+
+    The prefixes are those of the whole path, so one walk over it yields them all: each call
+    closes the instance of the prefix that ends with it. A call's Thought is the text of the
+    text-only assistant messages just before it; the text of the call's own message is not
+    kept, as the preprocessing reads only ``function_call`` from such a message. A prefix that
+    ends with a text-only assistant message (an answer between two user turns, a thought
+    before ``Finish``) is no instance."""
+    generation = answer["answer_generation"]
+    if not generation["valid_data"] or not generation["train_messages"]:
+        return []
+    path, query, functions = generation["train_messages"][-1], generation["query"], generation["function"]
+    instances: list[dict[str, Any]] = []
+    conversations: list[dict[str, Any]] = []
+    thought = ""
+    for index, message in enumerate(path):
+        role = message["role"]
+        if role != "assistant":
+            value = toolllama_system(message["content"], functions) if role == "system" else message["content"]
+            conversations.append({"from": role, "value": value})
+            thought = ""  # a thought is kept only for the call that directly follows it
+        elif "function_call" not in message:
+            thought += f"\nThought: {message['content'] or ''}"
+        else:
+            call = message["function_call"]
+            react = (thought or "\nThought: ") + f"\nAction: {call['name']}\nAction Input: {call['arguments']}"
+            conversations.append({"from": "assistant", "value": react})
+            thought = ""
+            instances.append({"id": f"Step {index}: {query}", "conversations": list(conversations)})
+    return instances
 
 
 class ToolBenchExporter(Exporter):
@@ -271,13 +291,12 @@ class ToolBenchExporter(Exporter):
         out.clear(ANSWERS)
 
     def write(self, split: str, dialogue: Dialogue) -> None:
-        answer = answer_file(dialogue)
-        generation = answer["answer_generation"]
-        conversation = toolllama_conversations(generation["train_messages"][-1], generation["function"])
-        name = f"{ANSWERS}/{split}/{file_name(dialogue)}.json"
-        self.out.write_bytes(name, json.dumps(answer, ensure_ascii=False).encode())
+        text = json.dumps(answer_file(dialogue), ensure_ascii=False)
+        self.out.write_bytes(f"{ANSWERS}/{split}/{file_name(dialogue)}.json", text.encode())
         self.answers[split] += 1
-        self.toolllama[split].write({"id": dialogue.id, "conversations": conversation})
+        # built from the file's text, read back, so the instances are those of what was written
+        for instance in toolllama_instances(json.loads(text)):
+            self.toolllama[split].write(instance)
 
     def close(self, stats: ExportStats) -> dict[str, int]:
         files = {f"{ANSWERS}/{s}/": n for s, n in self.answers.items()}
