@@ -82,3 +82,50 @@ def test_verify_reports_policy_only_on_request(tmp_path: Path) -> None:
     assert verify_file(path, "toolfactory", tmp_path / "a")["accepted"] == 1
     report = verify_file(path, "toolfactory", tmp_path / "b", policy=POLICIES["toolalpaca"])
     assert (report["rejected"], report["rules"], report["policy"]) == (1, {"filter_too_many_steps": 1}, "toolalpaca")
+
+
+# -- ToolAlpaca's getDetails ---------------------------------------------------------------------
+
+def asks_the_user(recipe: str, name: str = "getDetails") -> Dialogue:
+    """A golden answer that first asks the user (ToolAlpaca's built-in action), then calls the tool."""
+    messages = [
+        Message(role="user", content="Weather for a few days?"),
+        Message(role="assistant", tool_calls=[ToolCall(id="c1", name=name, arguments='{"Question": "Which city?"}')]),
+        Message(role="assistant", tool_calls=[ToolCall(id="c2", name="get_forecast", arguments='{"city": "Lyon"}')]),
+    ]
+    return Dialogue(id="d", task_id="t", tools=[WEATHER], messages=messages, recipe=recipe)
+
+
+def test_getdetails_is_a_known_action_of_toolalpaca_records_whatever_the_policy() -> None:
+    for policy in (None, POLICIES["toolalpaca"], POLICIES["toolllm"]):
+        assert "call_unknown_function" not in {v.code for v in check(asks_the_user("toolalpaca"), policy=policy)}
+
+
+def test_getdetails_is_unknown_outside_toolalpaca_unless_its_policy_is_applied() -> None:
+    assert "call_unknown_function" in {v.code for v in check(asks_the_user("toolllm"), policy=None)}
+    assert "call_unknown_function" not in {v.code for v in check(asks_the_user("openai"), policy=POLICIES["toolalpaca"])}
+
+
+def test_toolalpaca_knows_nothing_else_outside_the_offered_functions() -> None:
+    assert POLICIES["toolalpaca"].builtin_functions == frozenset({"getDetails"})
+    verdicts = check(asks_the_user("toolalpaca", name="askUser"), policy=None)
+    assert [v.path for v in verdicts if v.code == "call_unknown_function"] == ["messages[1].tool_calls[0].name"]
+
+
+def test_released_golden_answers_that_ask_the_user_are_not_unknown_calls(shared_data: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from toolfactory.cli import app
+
+    path = shared_data / "toolalpaca/eval_simulated.json"
+    asking = [f"{t['Name']}/{k}" for t in json.loads(path.read_text()) for k, golden in enumerate(t["Golden_Answers"])
+              if any(step["Action"] == "getDetails" for step in golden)]
+    assert len(asking) == 8
+    result = CliRunner().invoke(app, ["verify", str(path), "--format", "toolalpaca", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    rejected = [json.loads(line) for line in (tmp_path / "r/rejected.jsonl").read_text().splitlines()]
+    unknown = [e for line in rejected for e in line["errors"] if e["code"] == "call_unknown_function"]
+    assert not [e for e in unknown if "getDetails" in e["message"]]
+    # The one left is a real fault: an "[Optional]" marker around an offered name.
+    assert len(unknown) == 1 and "[Optional]" in unknown[0]["message"]
+    assert not {line["id"] for line in rejected if line["codes"] == ["call_unknown_function"]} & set(asking)

@@ -21,7 +21,7 @@ EXPECTED = {
     "call_unknown_function": "error", "call_arguments_not_json": "error", "call_missing_required": "error",
     "call_unknown_argument": "error", "call_argument_type": "error", "call_argument_enum": "error",
     "call_argument_pattern": "error", "call_argument_format": "error", "call_argument_range": "error",
-    "call_argument_invalid": "error",
+    "call_argument_invalid": "error", "call_duplicate_argument": "error",
     "dialogue_no_function_call": "error", "dialogue_no_final_answer": "error", "dialogue_missing_field": "error",
     "dialogue_answer_too_long": "error", "dialogue_invalid_characters": "error", "dialogue_mixed_language": "warning",
     "dialogue_incomplete_answer": "error", "dialogue_mode_mismatch": "error",

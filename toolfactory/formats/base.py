@@ -10,6 +10,11 @@ The reader contract (every module of :mod:`toolfactory.formats`)::
   (instruction, golden answer) pair); blank JSONL lines are not records.
 * A record that cannot be turned into a :class:`~toolfactory.models.Dialogue` yields a
   :class:`FormatError` with a stable reason code, and reading goes on with the next record.
+  Whatever one record holds, reading it never fails the file: JSONL is read line by line as
+  bytes (a line that is not UTF-8 is that record's ``record_not_json``), ``NaN`` / ``Infinity``
+  are not JSON (``record_not_json``), and any other exception while reading one record (an
+  integer longer than Python converts, a value a library refuses) is ``record_unreadable`` with
+  the exception's one-line text (:func:`guarded`).
 * Only a problem with the file as a whole (missing, unreadable, a JSON document that does not
   parse, the wrong top-level shape) raises :class:`UnreadableFile`.
 * Readers do not repair or judge content: argument text is kept as the file has it (an argument
@@ -29,6 +34,7 @@ from pydantic import ValidationError
 
 from toolfactory.errors import TerminalError, ToolfactoryError
 from toolfactory.models import Dialogue, Function, Message, canonical_json, stable_id
+from toolfactory.render.parsed import NonStandardNumber, standard_json
 
 # Reason codes of FormatError (stable: they are counted in verify reports).
 RECORD_NOT_JSON = "record_not_json"  # a JSONL line (or a record file) that does not parse
@@ -41,6 +47,7 @@ UNKNOWN_ROLE = "unknown_role"  # a message role the format does not define
 INVALID_RECORD = "invalid_record"  # the canonical model rejects the converted record
 NO_TRAIN_MESSAGES = "no_train_messages"  # ToolBench: the search gave no answer, no path is released
 RECORD_TOO_DEEP = "record_too_deep"  # nested deeper than Python's JSON parser can follow (~1,000 levels)
+RECORD_UNREADABLE = "record_unreadable"  # any other failure to read one record (the exception's one-line text)
 
 # Why a rule cannot judge an imported record, by rule code (a format's NOT_APPLICABLE_REASONS picks
 # from these). The verify report skips these rules for the format and lists them.
@@ -64,7 +71,7 @@ CALLS_ONLY = {
 
 REASONS = frozenset({
     RECORD_NOT_JSON, RECORD_NOT_OBJECT, MISSING_FIELD, WRONG_TYPE, FIELD_NOT_JSON, BAD_TOOL,
-    UNKNOWN_ROLE, INVALID_RECORD, NO_TRAIN_MESSAGES, RECORD_TOO_DEEP,
+    UNKNOWN_ROLE, INVALID_RECORD, NO_TRAIN_MESSAGES, RECORD_TOO_DEEP, RECORD_UNREADABLE,
 })
 TOO_DEEP_MESSAGE = "nested too deep to parse (Python's JSON parser follows about 1,000 levels)"
 
@@ -101,7 +108,16 @@ class Malformed(ToolfactoryError):
 
 def content_id(fmt: str, raw: Any) -> str:
     """The deterministic id of a record that has none: a hash of the format and its content."""
-    return stable_id(fmt, canonical_json(raw))
+    text = canonical_json(raw)
+    # A lone surrogate (JSON's "\ud800") cannot be encoded to hash it: hashed as its escape, the
+    # record gets an id and the rules judge it (dialogue_invalid_characters). Valid text is unchanged.
+    return stable_id(fmt, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def exception_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception as one line of at most `limit` characters: its type and its text."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def json_text(value: Any) -> str:
@@ -137,21 +153,79 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def _first_char(path: Path) -> str:
-    with path.open(encoding="utf-8-sig") as handle:
+    """The first non-blank character of the file (read as bytes: a bad byte later is one record's)."""
+    with path.open("rb") as handle:
+        start = True
         while True:
             chunk = handle.read(4096)
             if not chunk:
                 return ""
+            if start:
+                chunk, start = chunk.removeprefix(_BOM), False
             stripped = chunk.lstrip()
             if stripped:
-                return stripped[0]
+                return chr(stripped[0])
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A value of a JSON document that one record cannot hold (NaN, an integer longer than Python
+    converts): kept in place of the value, so that record alone is refused (:func:`refused_in`)."""
+
+    reason: str
+    message: str
+
+
+def json_document(text: str) -> tuple[Any, bool]:
+    """`text` parsed as one JSON document in which a value JSON or Python refuses becomes a
+    :class:`Refused` in its place (the document's other records stay readable), and whether it
+    holds any; raises what :func:`json.loads` raises for text that does not parse."""
+    try:
+        return standard_json(text), False
+    except NonStandardNumber:
+        pass
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        pass  # an integer longer than Python converts
+    # Rare: parsed again, marking each refused value.
+    return json.loads(text, parse_constant=_refused_constant, parse_int=_integer), True
+
+
+def _refused_constant(name: str) -> Refused:
+    return Refused(RECORD_NOT_JSON, f"not JSON: {name} is not a JSON number")
+
+
+def _integer(digits: str) -> int | Refused:
+    try:
+        return int(digits)
+    except ValueError as exc:
+        return Refused(RECORD_UNREADABLE, exception_line(exc))
+
+
+def refused_in(value: Any) -> Refused | None:
+    """The first :class:`Refused` within `value` (without recursion: records may be deep)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Refused):
+            return item
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def load_json_file(path: Path) -> Any:
-    """The parsed content of a file that is one JSON document; :class:`UnreadableFile` otherwise."""
+    """The parsed content of a file that is one JSON document (see :func:`json_document` for the
+    values one record cannot hold); :class:`UnreadableFile` otherwise."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json_document(path.read_text(encoding="utf-8-sig"))[0]
     except (OSError, UnicodeDecodeError) as exc:
         raise UnreadableFile(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -164,8 +238,9 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[int, str, Any]]:
     """(index, where, value) of each record of a JSON list file or a JSONL file.
 
     A file whose first character is ``[`` is one JSON list (each element a record, the file parsed
-    at once); a file that is one JSON object spread over several lines is one record; otherwise
-    each non-blank line is a record (read line by line), and a line that does not parse yields a
+    at once; an element holding a value JSON or Python refuses yields its FormatError); a file
+    that is one JSON object spread over several lines is one record; otherwise each non-blank line
+    is a record (read line by line, as bytes), and a line that does not parse yields a
     :class:`FormatError` as its value.
     """
     path = require_path(path)
@@ -175,7 +250,7 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[int, str, Any]]:
         first = _first_char(path)
         if first == "[":
             try:
-                items = json.loads(path.read_text(encoding="utf-8-sig"))
+                items, refusals = json_document(path.read_text(encoding="utf-8-sig"))
             except json.JSONDecodeError as exc:
                 raise UnreadableFile(f"{path}: not a JSON list: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
             except RecursionError:
@@ -183,37 +258,35 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[int, str, Any]]:
             if not isinstance(items, list):
                 raise UnreadableFile(f"{path}: a JSON list of records is expected")
             for index, item in enumerate(items):
-                yield index, f"[{index}]", item
+                refused = refused_in(item) if refusals else None
+                where = f"[{index}]"
+                yield index, where, item if refused is None else FormatError(index, refused.reason, refused.message, where)
             return
-        with path.open(encoding="utf-8-sig") as handle:
+        with path.open("rb") as handle:
             index = 0
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
-                where = f"line {number}"
-                try:
-                    value: Any = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    if index == 0 and first == "{":
-                        whole = _whole_object(path)
-                        if whole is not None:  # one pretty-printed record
-                            yield 0, "line 1", whole
-                            return
-                    value = FormatError(index, RECORD_NOT_JSON, _short(f"not JSON: {exc.msg} (column {exc.colno})"), where)
-                except RecursionError:
-                    value = FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
-                yield index, where, value
+                value = parsed_line(index, number, line)
+                if index == 0 and first == "{" and isinstance(value, FormatError) and value.reason == RECORD_NOT_JSON:
+                    whole = _whole_object(path)
+                    if whole is not None:  # one pretty-printed record
+                        yield 0, "line 1", whole
+                        return
+                yield index, f"line {number}", value
                 index += 1
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise UnreadableFile(f"{path}: {exc}") from None
+    except UnicodeDecodeError as exc:  # a JSON list is one text: a bad byte anywhere is the file's
+        raise UnreadableFile(f"{path}: not UTF-8 text: {exc.reason} (byte {exc.start + 1})") from None
 
 
 def _whole_object(path: Path) -> dict[str, Any] | None:
     try:
-        value = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (json.JSONDecodeError, RecursionError):
+        value, refusals = json_document(path.read_text(encoding="utf-8-sig"))
+    except (ValueError, RecursionError):  # not JSON, not UTF-8
         return None
-    return value if isinstance(value, dict) else None
+    return value if isinstance(value, dict) and not refusals else None
 
 
 def parse_json_field(record: dict[str, Any], key: str, expected: type | tuple[type, ...]) -> Any:
@@ -223,9 +296,11 @@ def parse_json_field(record: dict[str, Any], key: str, expected: type | tuple[ty
     value = record[key]
     if isinstance(value, str) and expected is not str:
         try:
-            value = json.loads(value)
+            value = standard_json(value)
         except json.JSONDecodeError as exc:
             raise Malformed(FIELD_NOT_JSON, f"{key!r} is not JSON: {exc.msg} (column {exc.colno})") from None
+        except NonStandardNumber as exc:
+            raise Malformed(FIELD_NOT_JSON, f"{key!r} is not JSON: {exc}") from None
     if not isinstance(value, expected):
         names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
         raise Malformed(WRONG_TYPE, f"{key!r} must be a {names}, not {type(value).__name__}")
@@ -241,28 +316,53 @@ def build_dialogue(fmt: str, record: dict[str, Any], tools: list[Function], mess
         raise Malformed(INVALID_RECORD, validation_message(exc)) from None
 
 
-def converted(index: int, where: str, value: Any, to_dialogue: Callable[[Any], Dialogue]) -> Dialogue | FormatError:
-    """One parsed record through `to_dialogue`, or the FormatError that says why it cannot be."""
-    if isinstance(value, FormatError):
-        return value
+def guarded(index: int, where: str, build: Callable[[], Dialogue]) -> Dialogue | FormatError:
+    """`build()`, or the FormatError of record `index` saying why it failed: the reason a reader
+    gave (:class:`Malformed`), ``invalid_record`` for a value the canonical model refuses,
+    ``record_too_deep``, and ``record_unreadable`` for any other exception, so that one record
+    never ends the reading of the others."""
     try:
-        return to_dialogue(value)
+        return build()
     except Malformed as exc:
         return FormatError(index, exc.reason, exc.message, where)
     except ValidationError as exc:  # a message the canonical model refuses
         return FormatError(index, INVALID_RECORD, validation_message(exc), where)
     except RecursionError:  # hashing or validating a value nested deeper than Python recurses
         return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
+    except Exception as exc:  # noqa: BLE001 - whatever one record holds, the others are read
+        return FormatError(index, RECORD_UNREADABLE, exception_line(exc), where)
 
 
-def parsed_line(index: int, number: int, line: str) -> Any:
-    """The value of JSONL line `number` (record `index`), or its FormatError."""
+def converted(index: int, where: str, value: Any, to_dialogue: Callable[[Any], Dialogue]) -> Dialogue | FormatError:
+    """One parsed record through `to_dialogue`, or the FormatError that says why it cannot be."""
+    if isinstance(value, FormatError):
+        return value
+    return guarded(index, where, lambda: to_dialogue(value))
+
+
+def text_error(index: int, where: str, exc: BaseException) -> FormatError:
+    """The FormatError of record `index` whose JSON text failed to parse with `exc`."""
+    if isinstance(exc, UnicodeDecodeError):
+        return FormatError(index, RECORD_NOT_JSON, f"not UTF-8 text: {exc.reason} (byte {exc.start + 1})", where)
+    if isinstance(exc, json.JSONDecodeError):
+        at = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno}, column {exc.colno}"
+        return FormatError(index, RECORD_NOT_JSON, _short(f"not JSON: {exc.msg} ({at})"), where)
+    if isinstance(exc, NonStandardNumber):
+        return FormatError(index, RECORD_NOT_JSON, f"not JSON: {exc}", where)
+    if isinstance(exc, RecursionError):
+        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
+    return FormatError(index, RECORD_UNREADABLE, exception_line(exc), where)
+
+
+def parsed_line(index: int, number: int, line: bytes | str) -> Any:
+    """The value of JSONL line `number` (record `index`; bytes are decoded as UTF-8, a BOM on the
+    first line dropped), or its FormatError."""
+    where = f"line {number}"
     try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        return FormatError(index, RECORD_NOT_JSON, _short(f"not JSON: {exc.msg} (column {exc.colno})"), f"line {number}")
-    except RecursionError:
-        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, f"line {number}")
+        text = line if isinstance(line, str) else line.decode("utf-8-sig" if number == 1 else "utf-8")
+        return standard_json(text)
+    except Exception as exc:  # noqa: BLE001 - RecursionError too: text_error names each
+        return text_error(index, where, exc)
 
 
 def read_json_records(path: str | Path, to_dialogue: Callable[[Any], Dialogue]) -> Iterator[Dialogue | FormatError]:

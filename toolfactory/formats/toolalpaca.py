@@ -19,7 +19,9 @@ The file is a JSON list of tools ``{Name, Documentation, Instructions, Golden_An
 
 A tool whose Documentation cannot be converted yields one FormatError per golden answer (so the
 record count is always the sum of ``len(Golden_Answers)``); a tool without ``Golden_Answers``
-(a training file, whose tools carry ``Instances`` instead) yields one FormatError.
+(a training file, whose tools carry ``Instances`` instead) yields one FormatError. A value JSON or
+Python refuses (NaN, an integer longer than Python converts) fails only the records it is in:
+all of its tool's golden answers when it is in the tool, else the one golden answer.
 Rules that do not apply to this calls-only shape: see :data:`NOT_APPLICABLE_REASONS`.
 """
 
@@ -38,12 +40,16 @@ from toolfactory.formats.base import (
     MISSING_FIELD,
     RECORD_NOT_OBJECT,
     WRONG_TYPE,
+    RECORD_UNREADABLE,
     FormatError,
     Malformed,
     UnreadableFile,
     derive_mode,
+    exception_line,
+    guarded,
     json_text,
     load_json_file,
+    refused_in,
     require_path,
     validation_message,
 )
@@ -124,18 +130,20 @@ def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
             index += 1
             continue
         instructions = tool.get("Instructions") if isinstance(tool.get("Instructions"), list) else []
+        functions: list[Function] | Malformed
+        refused = refused_in({key: value for key, value in tool.items() if key not in ("Golden_Answers", "Instructions")})
         try:
-            functions: list[Function] | Malformed = functions_of(tool)
+            functions = Malformed(refused.reason, refused.message) if refused else functions_of(tool)
         except Malformed as exc:
             functions = exc
+        except Exception as exc:  # noqa: BLE001 - this tool's records fail, the other tools' are read
+            functions = Malformed(RECORD_UNREADABLE, exception_line(exc))
         for k, golden in enumerate(goldens):
             where = f"{name}/Golden_Answers[{k}]"
-            if isinstance(functions, Malformed):
-                yield FormatError(index, functions.reason, functions.message, where)
-                index += 1
-                continue
-            try:
-                yield to_dialogue(f"{name}/{k}", instructions[k] if k < len(instructions) else None, golden, functions)
-            except Malformed as exc:
-                yield FormatError(index, exc.reason, exc.message, where)
+            instruction = instructions[k] if k < len(instructions) else None
+            problem = functions if isinstance(functions, Malformed) else refused_in([instruction, golden])
+            if problem is not None:
+                yield FormatError(index, problem.reason, problem.message, where)
+            else:
+                yield guarded(index, where, lambda: to_dialogue(f"{name}/{k}", instruction, golden, functions))  # type: ignore[arg-type]
             index += 1

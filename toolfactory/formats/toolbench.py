@@ -40,6 +40,7 @@ from toolfactory.formats.base import (
     RECORD_NOT_JSON,
     RECORD_NOT_OBJECT,
     RECORD_TOO_DEEP,
+    RECORD_UNREADABLE,
     TOO_DEEP_MESSAGE,
     UNKNOWN_ROLE,
     WRONG_TYPE,
@@ -47,11 +48,14 @@ from toolfactory.formats.base import (
     Malformed,
     UnreadableFile,
     derive_mode,
+    exception_line,
     json_text,
     require_path,
+    text_error,
     validation_message,
 )
 from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, Message, ToolCall
+from toolfactory.render.parsed import standard_json
 from toolfactory.stages.tools.importers import MalformedTool, convert, normalize_schema
 from toolfactory.stages.verify.corpus import FINISH_ANSWERED, FINISH_FUNCTION
 
@@ -199,13 +203,11 @@ def _answer_files(path: Path) -> list[Path]:
 def _read_one(index: int, file: Path, queries: list[dict[str, Any]]) -> Dialogue | FormatError:
     where = file.name
     try:
-        answer = json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        return FormatError(index, RECORD_NOT_JSON, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", where)
-    except RecursionError:
-        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
-    except (OSError, UnicodeDecodeError) as exc:
+        answer = standard_json(file.read_text(encoding="utf-8"))
+    except OSError as exc:
         return FormatError(index, RECORD_NOT_JSON, f"cannot read the file: {exc}", where)
+    except Exception as exc:  # noqa: BLE001 - not UTF-8, not JSON, NaN, too deep, a value Python refuses
+        return text_error(index, where, exc)
     if not isinstance(answer, dict):
         return FormatError(index, RECORD_NOT_OBJECT, f"an answer file holds a JSON object, not {type(answer).__name__}", where)
     generation = answer.get("answer_generation")
@@ -224,6 +226,8 @@ def _read_one(index: int, file: Path, queries: list[dict[str, Any]]) -> Dialogue
         return FormatError(index, INVALID_RECORD, validation_message(exc), where)
     except RecursionError:
         return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
+    except Exception as exc:  # noqa: BLE001 - one answer file never ends the reading of the others
+        return FormatError(index, RECORD_UNREADABLE, exception_line(exc), where)
     if dialogue is None:
         return FormatError(index, NO_TRAIN_MESSAGES,
                            f"no train_messages (valid_data={generation.get('valid_data')!r}): the search released no answer path", where)
@@ -237,7 +241,7 @@ def _tree_paths(index: int, file: Path, queries: list[dict[str, Any]]) -> list[D
     """Every root-to-leaf path of the file's DFSDT tree, or one FormatError."""
     where = file.name
     try:
-        answer = json.loads(file.read_text(encoding="utf-8"))
+        answer = standard_json(file.read_text(encoding="utf-8"))
         if not isinstance(answer, dict) or not isinstance(answer.get("answer_generation"), dict):
             return [FormatError(index, MISSING_FIELD, "no 'answer_generation' object", where)]
         if not isinstance((answer.get("tree") or {}).get("tree"), dict):
@@ -256,6 +260,8 @@ def _tree_paths(index: int, file: Path, queries: list[dict[str, Any]]) -> list[D
         return [FormatError(index, getattr(exc, "reason", BAD_TOOL), str(exc), where)]
     except (ValidationError, AttributeError, TypeError) as exc:
         return [FormatError(index, INVALID_RECORD, f"the tree cannot be converted: {exc}"[:300], where)]
+    except Exception as exc:  # noqa: BLE001 - not UTF-8, NaN, a value Python refuses: this file's error
+        return [text_error(index, where, exc)]
 
 
 def read(path: str | Path, queries: str | Path | None = None, paths: str = "released") -> Iterator[Dialogue | FormatError]:

@@ -2,7 +2,8 @@
 
 The file is one JSON object ``{query_id: {query, available_tools, answer: {method, total_steps,
 final_answer, answer_details}}}``, the input of ToolBench's pass- and win-rate scripts. One
-record per query id, in file order, id ``<query_id>``:
+record per query id, in file order, id ``<query_id>``; a folder is every ``*.json`` file under
+it (:func:`read`):
 
 * tools: ``available_tools`` (ToolBench function dicts, ``Finish`` included), type names
   normalised to JSON Schema;
@@ -31,15 +32,16 @@ from toolfactory.formats.base import (
     DERIVED_MODE,
     MISSING_FIELD,
     RECORD_NOT_OBJECT,
-    RECORD_TOO_DEEP,
-    TOO_DEEP_MESSAGE,
     UNKNOWN_ROLE,
     WRONG_TYPE,
+    RECORD_NOT_JSON,
     FormatError,
     Malformed,
     UnreadableFile,
     build_dialogue,
+    guarded,
     load_json_file,
+    refused_in,
     require_path,
 )
 from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, Message, ToolCall
@@ -128,15 +130,47 @@ def to_dialogue(query_id: str, record: Any) -> Dialogue:
     return build_dialogue(NAME, {"id": query_id}, tools, messages)
 
 
+def _files(path: Path) -> list[Path]:
+    if not path.is_dir():
+        return [path]
+    files = sorted(p for p in path.rglob("*.json") if p.is_file())
+    if not files:
+        raise UnreadableFile(f"{path}: no ToolEval answer files (*.json) under it")
+    return files
+
+
+_NOT_ANSWERS = "ToolEval's converted answers are one JSON object {query_id: answer}"
+
+
 def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
+    """The records of a converted-answers file, or of every ``*.json`` file under a folder (as
+    ToolBench's converter lays them out: ``<model>/<test set>.json``), in path order and numbered
+    across files. In a folder a record's id is ``<file path without .json>/<query_id>`` (the
+    same query is answered in several files), and a file that cannot be read is one FormatError."""
     path = require_path(path)
-    answers = load_json_file(path)
-    if not isinstance(answers, dict):
-        raise UnreadableFile(f"{path}: ToolEval's converted answers are one JSON object {{query_id: answer}}")
-    for index, (query_id, record) in enumerate(answers.items()):
+    index = 0
+    for file in _files(path):
+        name = file.relative_to(path).as_posix() if path.is_dir() else file.name
+        prefix = f"{file.relative_to(path).with_suffix('').as_posix()}/" if path.is_dir() else ""
         try:
-            yield to_dialogue(str(query_id), record)
-        except Malformed as exc:
-            yield FormatError(index, exc.reason, exc.message, str(query_id))
-        except RecursionError:
-            yield FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, str(query_id))
+            answers = load_json_file(file)
+        except UnreadableFile as exc:
+            if not path.is_dir():
+                raise
+            yield FormatError(index, RECORD_NOT_JSON, str(exc).removeprefix(f"{file}: "), name)
+            index += 1
+            continue
+        if not isinstance(answers, dict):
+            if not path.is_dir():
+                raise UnreadableFile(f"{file}: {_NOT_ANSWERS}")
+            yield FormatError(index, RECORD_NOT_OBJECT, _NOT_ANSWERS, name)
+            index += 1
+            continue
+        for query_id, record in answers.items():
+            record_id = f"{prefix}{query_id}"  # also where the record is
+            refused = refused_in(record)
+            if refused is not None:
+                yield FormatError(index, refused.reason, refused.message, record_id)
+            else:
+                yield guarded(index, record_id, lambda: to_dialogue(record_id, record))
+            index += 1

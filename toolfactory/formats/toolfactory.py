@@ -14,25 +14,23 @@ previous verify stored are ignored by the rules (which judge the record afresh).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
 from toolfactory.formats.base import (
-    INVALID_RECORD,
     MISSING_FIELD,
-    RECORD_NOT_JSON,
     RECORD_NOT_OBJECT,
     FormatError,
     UnreadableFile,
+    guarded,
     iter_json_records,
     require_path,
-    validation_message,
+    text_error,
 )
 from toolfactory.models import Dialogue
+from toolfactory.render.parsed import standard_json
 
 NAME = "toolfactory"
 # Every rule applies: the pipeline's records are complete dialogues whose mode is a real claim.
@@ -77,15 +75,12 @@ def _dialogue(index: int, where: str, value: Any) -> Dialogue | FormatError:
         return FormatError(index, MISSING_FIELD, "the record column is empty", where)
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            return FormatError(index, RECORD_NOT_JSON, f"not JSON: {exc.msg} (column {exc.colno})", where)
+            value = standard_json(value)
+        except Exception as exc:  # noqa: BLE001 - RecursionError too: text_error names each
+            return text_error(index, where, exc)
     if not isinstance(value, dict):
         return FormatError(index, RECORD_NOT_OBJECT, f"a record must be a JSON object, not {type(value).__name__}", where)
-    try:
-        return Dialogue.model_validate(value)
-    except ValidationError as exc:
-        return FormatError(index, INVALID_RECORD, validation_message(exc), where)
+    return guarded(index, where, lambda: Dialogue.model_validate(value))
 
 
 def read(path: str | Path) -> Iterator[Dialogue | FormatError]:

@@ -53,21 +53,55 @@ def json_object(text: str, fmt: str, where: str) -> dict[str, Any]:
     return value
 
 
-class _NonStandardNumber(ToolfactoryError):
-    pass
+class NonStandardNumber(ToolfactoryError, ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in JSON text: Python's json reads them, no other JSON
+    reader does (an OpenAI-compatible endpoint refuses them), and NaN != NaN."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name} is not a JSON number")
+        self.name = name
+
+
+class DuplicateKeys(ToolfactoryError, ValueError):
+    """An object of JSON text names a key twice (RFC 8259 leaves its meaning to each reader)."""
+
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__(f"duplicate keys {keys}")
+        self.keys = keys
 
 
 def _reject_constant(name: str) -> Any:
-    # Python's json reads NaN and Infinity, which no other JSON reader accepts (and NaN != NaN).
-    raise _NonStandardNumber(name)
+    raise NonStandardNumber(name)
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen: set[str] = set()
+        raise DuplicateKeys(sorted({key for key, _ in pairs if key in seen or seen.add(key)}))  # type: ignore[func-returns-value]
+    return value
+
+
+# One decoder each, built once: json.loads(text, **options) builds a new decoder per call, which
+# costs more than parsing a short text.
+_STANDARD = json.JSONDecoder(parse_constant=_reject_constant)
+_UNIQUE = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_object)
+
+
+def standard_json(text: str, unique_keys: bool = False) -> Any:
+    """`text` parsed as standard JSON: :class:`NonStandardNumber` for NaN or Infinity and, with
+    `unique_keys`, :class:`DuplicateKeys` for an object naming a key twice (both ValueErrors);
+    otherwise what :func:`json.loads` raises (``JSONDecodeError``, ``RecursionError``, and a
+    ``ValueError`` for an integer longer than Python converts)."""
+    return (_UNIQUE if unique_keys else _STANDARD).decode(text)
 
 
 def json_value(text: str, fmt: str, where: str, error: Callable[[str, str], Exception]) -> Any:
     """`text` parsed as standard JSON; any failure becomes `error(fmt, reason)`."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except _NonStandardNumber as exc:
-        raise error(fmt, f"{where} is not JSON: {exc} is not a JSON number") from None
+        return standard_json(text)
+    except NonStandardNumber as exc:
+        raise error(fmt, f"{where} is not JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise error(fmt, f"{where} is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:

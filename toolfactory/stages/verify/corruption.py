@@ -191,6 +191,31 @@ def _arguments_not_json(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str,
     return d, f"arguments {text[:40]!r} -> {call.arguments[:40]!r}", _call_path(i, j) + ".arguments"
 
 
+@kind("non_finite_argument", "call_arguments_not_json")
+def _non_finite_argument(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    # Python writes NaN / Infinity, which no JSON reader accepts.
+    calls = [(i, j, call, values) for i, j, call, _, values in _argument_calls(d) if values]
+    if not calls:
+        return None
+    i, j, call, values = rng.choice(calls)
+    key = rng.choice(sorted(values))
+    call.arguments = json.dumps({**values, key: rng.choice([math.nan, math.inf, -math.inf])}, ensure_ascii=False)
+    return d, f"argument {key!r} -> {call.arguments[:60]!r}", _call_path(i, j) + ".arguments"
+
+
+@kind("duplicate_argument", "call_duplicate_argument")
+def _duplicate_argument(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    # The key again with its own value: the arguments read the same, only the text names it twice.
+    calls = [(i, j, call, values) for i, j, call, _, values in _argument_calls(d) if values]
+    if not calls:
+        return None
+    i, j, call, values = rng.choice(calls)
+    key = rng.choice(sorted(values))
+    text = json.dumps(values, ensure_ascii=False)
+    call.arguments = f"{text[:-1]}, {json.dumps(key, ensure_ascii=False)}: {json.dumps(values[key], ensure_ascii=False)}}}"
+    return d, f"argument {key!r} named twice", _call_path(i, j) + ".arguments"
+
+
 def _argument_calls(d: Dialogue) -> list[tuple[int, int, ToolCall, Function, dict[str, Any]]]:
     functions = _functions(d)
     out = []

@@ -57,17 +57,18 @@ def splittable(path: Path, fmt: str) -> bool:
     if fmt not in LINE_READERS or not path.is_file():
         return False
     try:
-        with path.open(encoding="utf-8-sig") as handle:
-            first = next((line for line in handle if line.strip()), "")
-        return isinstance(json.loads(first), dict)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        with path.open("rb") as handle:
+            first = next((line for line in handle if line.strip()), b"")
+        return isinstance(json.loads(first.decode("utf-8-sig")), dict)
+    except (OSError, ValueError, RecursionError):  # not UTF-8, not JSON, an integer Python refuses
         return False  # the serial reader reports what is wrong with the file
 
 
-def _chunks(path: Path) -> Iterator[list[tuple[int, int, str]]]:
-    chunk: list[tuple[int, int, str]] = []
+def _chunks(path: Path) -> Iterator[list[tuple[int, int, bytes]]]:
+    # Bytes: each line is decoded by its worker, so a line that is not UTF-8 is that record's error.
+    chunk: list[tuple[int, int, bytes]] = []
     index = 0
-    with path.open(encoding="utf-8-sig") as handle:
+    with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -80,7 +81,7 @@ def _chunks(path: Path) -> Iterator[list[tuple[int, int, str]]]:
         yield chunk
 
 
-def _judge_chunk(fmt: str, chunk: list[tuple[int, int, str]], skipped: frozenset[str], limits: Limits,
+def _judge_chunk(fmt: str, chunk: list[tuple[int, int, bytes]], skipped: frozenset[str], limits: Limits,
                  policy: Policy | None) -> list[Outcome]:
     to_dialogue = LINE_READERS[fmt]
     return [judged(converted(index, f"line {number}", parsed_line(index, number, line), to_dialogue), skipped, limits, policy)

@@ -10,6 +10,11 @@ own depth limit instead. A :class:`Policy` carries those choices for one recipe:
   or the API's error written by ToolAlpaca's error-aware executor) and later made again
   correctly is kept, as ToolAlpaca keeps it (that is how a model learns to recover): ``filter_parse_error`` then flags only errors that were never recovered, and the
   validity findings on the recovered call itself are warnings, not errors.
+* ``builtin_functions``: actions the recipe's agent has besides the offered functions, which a
+  call may name without being ``call_unknown_function``: ToolAlpaca's ``getDetails`` (its agent's
+  "ask the user", which its golden answers use); nothing else is known outside the tool list.
+  A validity matter: the rule layer knows those of the dialogue's recipe whatever policy is
+  applied, and those of the applied policy (``--policy toolalpaca`` on another format's records).
 
 `toolfactory verify` on external data applies validity only unless a policy is asked for; the
 factory's verify stage applies the policy of each dialogue's recipe (:func:`for_recipe`).
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
     from toolfactory.stages.verify.rules.registry import Sample
 
 PARSE_ERROR_STATUS = 400
+ASK_USER = "getDetails"  # ToolAlpaca's built-in action that asks the user for a missing value
 
 
 @dataclass(frozen=True)
@@ -34,13 +40,14 @@ class Policy:
     name: str = "default"
     max_steps: int | None = 5
     keep_error_recovery: bool = False
+    builtin_functions: frozenset[str] = frozenset()
 
 
 DEFAULT = Policy()
 # Per recipe: ToolAlpaca's five-step cap and its error-and-recovery dialogues; ToolLLM's paths
 # are bounded by the search's own max_depth; ToolACE states no step limit.
 POLICIES: dict[str, Policy] = {
-    "toolalpaca": Policy("toolalpaca", max_steps=5, keep_error_recovery=True),
+    "toolalpaca": Policy("toolalpaca", max_steps=5, keep_error_recovery=True, builtin_functions=frozenset({ASK_USER})),
     "toolllm": Policy("toolllm", max_steps=None, keep_error_recovery=False),
     "toolace": Policy("toolace", max_steps=None, keep_error_recovery=False),
 }
@@ -51,7 +58,7 @@ def for_recipe(recipe: str, max_steps: dict[str, int] | None = None, keep_error_
     base = POLICIES.get(recipe, Policy(recipe))
     steps = base.max_steps if max_steps is None else max_steps.get(recipe)
     recovery = base.keep_error_recovery if keep_error_recovery is None else recipe in keep_error_recovery
-    return Policy(recipe, steps, recovery)
+    return Policy(recipe, steps, recovery, base.builtin_functions)
 
 
 def error_text(content: str | None) -> str | None:

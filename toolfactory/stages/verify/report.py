@@ -105,8 +105,10 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
     format_examples: dict[str, FormatError] = {}
     rule_examples: dict[str, tuple[str, Found]] = {}
     warning_examples: dict[str, tuple[str, Found]] = {}
-    with (out / "rejected.jsonl").open("w", encoding="utf-8") as rejected_file, \
-            (out / "format_errors.jsonl").open("w", encoding="utf-8") as errors_file:
+    # backslashreplace: a lone surrogate a record holds (JSON's "\ud800") is written as its escape,
+    # which is what it was in the input, instead of failing the report.
+    with (out / "rejected.jsonl").open("w", encoding="utf-8", errors="backslashreplace") as rejected_file, \
+            (out / "format_errors.jsonl").open("w", encoding="utf-8", errors="backslashreplace") as errors_file:
         source = Path(path)
         if workers > 1 and splittable(source, fmt):
             results = parallel_outcomes(source, fmt, workers, frozenset(skipped), limits, policy)
@@ -154,8 +156,10 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
         reasons[code] = "a policy rule (does a recipe keep the record?): run with --policy RECIPE"
     for code in disabled & NOT_APPLICABLE[fmt]:
         reasons[code] += " (also disabled)"
-    (out / "report.md").write_text(markdown(report, format_examples, rule_examples, warning_examples, reasons), encoding="utf-8")
-    (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "report.md").write_text(markdown(report, format_examples, rule_examples, warning_examples, reasons),
+                                   encoding="utf-8", errors="backslashreplace")
+    (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8",
+                                     errors="backslashreplace")
     if not records:
         raise UnreadableFile(f"{path}: no records")
     if not parsed:

@@ -6,7 +6,10 @@ votes in ``dialogue.judgements``; a record is rejected when a rule of severity "
 a judge's majority fails it, with those codes as the reasons. Per-layer counts go to the stats.
 The policy rules apply each dialogue's recipe policy (:mod:`.policy`, with the config's
 ``max_steps`` and ``keep_error_recovery``); a record over ``max_depth`` / ``max_record_chars`` is
-rejected as ``record_too_deep`` / ``record_too_large``.
+rejected as ``record_too_deep`` / ``record_too_large``. One bad record never fails the shard: a
+stored record the model refuses is ``invalid_record``, one that cannot be read at all
+``record_unreadable``, and one whose judging raises ``record_check_error`` (the rule layer's
+guard, :func:`~toolfactory.stages.verify.rules.check`), each with the one-line reason.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from toolfactory.errors import ConfigError
-from toolfactory.formats.base import INVALID_RECORD, validation_message
+from toolfactory.formats.base import INVALID_RECORD, RECORD_UNREADABLE, exception_line, validation_message
 from toolfactory.models import Dialogue, Record, Rejected
 from toolfactory.stages.base import CALLS_BY_RECIPE, RECIPES, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
@@ -80,15 +83,18 @@ class VerifyStage:
 
 
 def readable(stage: str, inputs: list[dict[str, Any]]) -> tuple[list[Dialogue], list[Rejected]]:
-    """The inputs as Dialogues, and a rejection (``invalid_record``) for each the model refuses:
+    """The inputs as Dialogues, and a rejection for each the model refuses (``invalid_record``) or
+    that cannot be read at all (``record_unreadable``: any other exception, e.g. a RecursionError):
     one bad record is a rejection with its reason, never the end of the shard."""
     dialogues: list[Dialogue] = []
     unreadable: list[Rejected] = []
     for data in inputs:
         try:
             dialogues.append(Dialogue.model_validate(data))
-        except ValidationError as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever one record holds, the others are judged
+            reason, detail = ((INVALID_RECORD, validation_message(exc)) if isinstance(exc, ValidationError)
+                              else (RECORD_UNREADABLE, exception_line(exc)))
             record_id = str(data.get("id") or "") if isinstance(data, dict) else ""
-            unreadable.append(Rejected(id=record_id, stage=stage, reasons=[INVALID_RECORD], detail=validation_message(exc),
+            unreadable.append(Rejected(id=record_id, stage=stage, reasons=[reason], detail=detail,
                                        record=data if isinstance(data, dict) else {"value": data}))
     return dialogues, unreadable

@@ -11,13 +11,20 @@ Undeclared arguments (``call_unknown_argument``) are errors wherever the object 
 opt in to extra keys (:mod:`.arguments_schema`, which also compiles each schema once). A valid
 call is recognised by a compiled test and skips the explaining validator (:mod:`.fast_schema`).
 
-A call to a name the tool list lacks is ``call_unknown_function``; when one offered function is
+A call to a name the tool list lacks is ``call_unknown_function``, unless the recipe's agent has
+it built in (:attr:`~toolfactory.stages.verify.policy.Policy.builtin_functions` of the dialogue's
+recipe or of the policy applied: ToolAlpaca's ``getDetails``, whose arguments no schema describes);
+when one offered function is
 obviously meant (:meth:`~toolfactory.stages.verify.rules.registry.Sample.candidate`), the message
 names it and the call's arguments are still checked against its schema, so a wrong name does not
 hide wrong arguments.
 
 A schema that cannot be evaluated (an unknown type name, an invalid regex) makes the call
 unverifiable: ``call_argument_invalid`` with the exception in the message.
+
+Arguments are standard JSON: ``NaN`` / ``Infinity`` make them ``call_arguments_not_json``, and a key
+named twice in one object is ``call_duplicate_argument`` (an error: readers disagree on which
+value counts, and I-JSON, RFC 7493, forbids it).
 """
 
 from __future__ import annotations
@@ -111,6 +118,8 @@ def _call_findings(call: Call, schema: ArgumentsSchema) -> Iterator[tuple[str, s
 def _schema_findings(sample: Sample) -> dict[str, list[Finding]]:
     out: dict[str, list[Finding]] = {}
     for call in sample.calls:
+        if call.name in sample.builtin_functions and call.name not in sample.functions:
+            continue  # the agent's own action: no offered schema describes its arguments
         function = sample.functions.get(call.name) or sample.candidate(call.name)
         if function is None or not isinstance(call.value, dict):
             continue  # reported by call_unknown_function / call_arguments_not_json
@@ -129,7 +138,7 @@ def unknown_function(sample: Sample) -> Iterator[Finding]:
     if not sample.functions:
         return  # no tool list at all: dialogue_missing_field, not one fault per call
     for call in sample.calls:
-        if call.name not in sample.functions:
+        if call.name not in sample.functions and call.name not in sample.builtin_functions:
             meant = sample.candidate(call.name)
             hint = f" (the arguments were checked against {meant.name!r}, the obvious candidate)" if meant else " (no offered function is an obvious candidate)"
             yield call.path + ".name", f"function {call.name!r} is not in the tool list{hint}"
@@ -143,6 +152,15 @@ def arguments_not_json(sample: Sample) -> Iterator[Finding]:
             yield call.path + ".arguments", f"arguments are not JSON: {call.parse_error}"
         elif not isinstance(call.value, dict):
             yield call.path + ".arguments", f"arguments must be a JSON object, not {type(call.value).__name__}"
+
+
+@rule("call_duplicate_argument")
+def duplicate_argument(sample: Sample) -> Iterator[Finding]:
+    """An object of the arguments names a key twice (which value counts depends on the reader)."""
+    for call in sample.calls:
+        if call.duplicate_keys:
+            names = ", ".join(repr(key) for key in call.duplicate_keys)
+            yield call.path + ".arguments", f"key(s) {names} named twice in one object: readers keep the first or the last value"
 
 
 @rule("call_missing_required")

@@ -13,6 +13,16 @@ rule's stable code and severity:
 record's verdict lists every failed rule, not only the first. A record over the depth or size
 limits (:mod:`toolfactory.stages.verify.limits`) gets that one verdict instead: the rules would
 recurse through it.
+
+Every record is judged alone: an exception while judging one record (a value a library refuses,
+such as an integer longer than Python converts) is that record's ``record_check_error`` verdict,
+with the exception's one-line text, never the end of a verify run or a shard. One rule that fails
+costs only its own verdict (the message names the rule); a record whose shared views cannot be
+built gets that verdict alone.
+
+Call arguments are read as standard JSON (:func:`~toolfactory.render.parsed.standard_json`): ``NaN``
+and ``Infinity`` are not JSON (``call_arguments_not_json``), and a key named twice in one object is
+recorded for ``call_duplicate_argument``.
 """
 
 from __future__ import annotations
@@ -23,12 +33,16 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal
 
+from toolfactory.formats.base import exception_line
 from toolfactory.models import Dialogue, Function, Message, ToolCall, Verdict
+from toolfactory.render.parsed import DuplicateKeys, NonStandardNumber, standard_json
 from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
 from toolfactory.stages.verify.limits import Limits, violation
 from toolfactory.stages.verify.rules.function_facts import FunctionFacts, facts_of
 from toolfactory.stages.verify.policy import DEFAULT as DEFAULT_POLICY
-from toolfactory.stages.verify.policy import Policy, recovered_calls
+from toolfactory.stages.verify.policy import POLICIES, Policy, recovered_calls
+
+CHECK_ERROR = "record_check_error"  # judging the record raised: not a rule, so it cannot be disabled
 
 Severity = Literal["error", "warning"]
 Kind = Literal["validity", "policy"]
@@ -49,7 +63,7 @@ NOT_JSON: Any = _NotJson()
 class Call:
     """One tool call of a dialogue, with its position and its parsed arguments."""
 
-    __slots__ = ("path", "message_index", "index", "call", "name", "value", "parse_error")
+    __slots__ = ("path", "message_index", "index", "call", "name", "value", "parse_error", "duplicate_keys")
 
     def __init__(self, message_index: int, index: int, call: ToolCall) -> None:
         self.message_index = message_index
@@ -57,13 +71,22 @@ class Call:
         self.call = call
         self.name = call.name
         self.path = f"messages[{message_index}].tool_calls[{index}]"
+        self.parse_error: str | None = None
+        self.duplicate_keys: list[str] = []
+        """Keys some object of the arguments names twice (the value is read with the last one)."""
         # An empty argument string means "no arguments", as OpenAI clients send it.
         try:
-            self.value: Any = json.loads(call.arguments) if call.arguments else {}
-            self.parse_error: str | None = None
+            try:
+                self.value: Any = standard_json(call.arguments, unique_keys=True) if call.arguments else {}
+            except DuplicateKeys as exc:
+                self.duplicate_keys = exc.keys
+                self.value = standard_json(call.arguments)
         except json.JSONDecodeError as exc:
             self.value = NOT_JSON
             self.parse_error = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+        except NonStandardNumber as exc:
+            self.value = NOT_JSON
+            self.parse_error = str(exc)
 
     @property
     def arguments(self) -> dict[str, Any] | None:
@@ -74,7 +97,7 @@ class Call:
 class Sample:
     """A dialogue plus the views the rules share, built once per :func:`check`."""
 
-    __slots__ = ("dialogue", "messages", "functions", "facts", "calls", "policy", "_memo")
+    __slots__ = ("dialogue", "messages", "functions", "facts", "calls", "policy", "builtin_functions", "_memo")
 
     def __init__(self, dialogue: Dialogue, policy: Policy = DEFAULT_POLICY,
                  facts: list[FunctionFacts] | None = None) -> None:
@@ -87,6 +110,10 @@ class Sample:
         for fn in dialogue.tools:
             functions.setdefault(fn.name, fn)
         self.functions = functions
+        recipe = POLICIES.get(dialogue.recipe)
+        self.builtin_functions = policy.builtin_functions | (recipe.builtin_functions if recipe else frozenset())
+        """Names a call may use besides the offered functions: the built-in actions of the
+        dialogue's recipe and of the policy applied (validity: whichever policy is applied)."""
         self.calls: list[Call] = [
             Call(i, j, call)
             for i, message in enumerate(self.messages)
@@ -188,22 +215,36 @@ def check(dialogue: Dialogue, disabled: frozenset[str] | set[str] = frozenset(),
     ``record_too_deep`` / ``record_too_large`` for a record over `limits`. With `policy` None the
     policy rules are skipped (validity only). A policy that keeps error recovery turns the
     findings on a recovered call into warnings."""
-    facts = [facts_of(fn) for fn in dialogue.tools]
-    over = violation(dialogue, limits, facts)
-    if over is not None:
-        return [over]
-    sample = Sample(dialogue, policy or DEFAULT_POLICY, facts)
-    recovered: tuple[str, ...] = ()
-    if policy is not None and policy.keep_error_recovery:
-        recovered = tuple(path + "." for path in sample.memo("recovered", recovered_calls))
+    try:
+        facts = [facts_of(fn) for fn in dialogue.tools]
+        over = violation(dialogue, limits, facts)
+        if over is not None:
+            return [over]
+        sample = Sample(dialogue, policy or DEFAULT_POLICY, facts)
+        recovered: tuple[str, ...] = ()
+        if policy is not None and policy.keep_error_recovery:
+            recovered = tuple(path + "." for path in sample.memo("recovered", recovered_calls))
+    except Exception as exc:  # noqa: BLE001 - one record's fault, never the run's
+        return [check_error(exc)]
     out: list[Verdict] = []
     for code, registered in RULES.items():
         if code in disabled or (policy is None and registered.kind == "policy"):
             continue
-        for path, message in registered.fn(sample):
+        try:
+            findings = list(registered.fn(sample))
+        except Exception as exc:  # noqa: BLE001 - this rule cannot judge this record; the others still do
+            out.append(check_error(exc, code))
+            continue
+        for path, message in findings:
             severity = "warning" if recovered and path.startswith(recovered) else registered.severity
             out.append(Verdict(code=code, passed=False, severity=severity, message=message, path=path))
     return out
+
+
+def check_error(exc: BaseException, rule_code: str | None = None) -> Verdict:
+    """The ``record_check_error`` verdict of a record whose judging raised `exc` (in `rule_code`)."""
+    where = f"{rule_code}: " if rule_code else ""
+    return Verdict(code=CHECK_ERROR, passed=False, severity="error", message=where + exception_line(exc), path="")
 
 
 def errors(verdicts: Iterable[Verdict]) -> list[Verdict]:
