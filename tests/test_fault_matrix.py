@@ -214,6 +214,6 @@ def test_a_failed_tools_shard_no_longer_empties_the_dataset_and_rerun_completes_
 
     dataset, tools = ids("curate"), ids("pool")
     assert len(dataset) == len(set(dataset)) and len(tools) == len(set(tools)) == 8
-    assert sorted(p.name for p in (root / "pool" / "tools").iterdir()) == [f"{run_id}.1.parquet", f"{run_id}.parquet"]
+    assert sorted(p.name for p in (root / "pool" / "tools").glob("*.parquet")) == [f"{run_id}.1.parquet", f"{run_id}.parquet"]
     # The late tools made it to the end: the supplement part of the dataset has dialogues.
     assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{run_dir}/curate/part-00002.parquet')").fetchall()[0][0] > 0

@@ -67,7 +67,7 @@ def check_run(store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]],
         paths = ShardPaths(run_id, spec.stage, spec.index)
         found = _shard_damage(store, paths, sizes, checksums, check)
         if not found and paths.main not in sizes and any(
-                ShardPaths(run_id, r.stage, r.index).main in sizes for r in readers.get(paths.main, ())):
+                _read_it(store, ShardPaths(run_id, r.stage, r.index), paths.main, sizes) for r in readers.get(paths.main, ())):
             found = [Damage(paths.main, MISSING, "read by a committed shard, no longer in storage")]
         if found:
             check.damaged += found
@@ -191,6 +191,18 @@ def _own_stems(run_id: str, path: str) -> set[str]:
     stem = _writer_stem(path)
     head, _, tail = stem.rpartition(".")
     return {run_id} | ({stem} if head == run_id and tail.isdigit() else set())
+
+
+def _read_it(store: ObjectStore, reader: ShardPaths, path: str, sizes: dict[str, int]) -> bool:
+    """Whether the committed shard `reader` read `path`: a fan-in shard that proceeded without it
+    (`run.fan_in: proceed`) names it among its missing inputs, and a supplement reads it later."""
+    if reader.main not in sizes:
+        return False
+    try:
+        sidecar = read_sidecar(store, reader) or {}
+    except ValueError:  # its own sidecar is damaged: that shard is named for it
+        return True
+    return path not in (sidecar.get("missing_inputs") or ())
 
 
 def _readers(specs: list[ShardSpec]) -> dict[str, list[ShardSpec]]:

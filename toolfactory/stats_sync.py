@@ -35,6 +35,7 @@ import duckdb
 from toolfactory.attempts import INTERRUPTED, RUNNING
 from toolfactory.manifest import manifest_path
 from toolfactory.run_record import REQUIRED, STAGE_TOTALS, record_path, replace_stages
+from toolfactory.stages import STAGE_NAMES
 from toolfactory.stats import StatsDB, _timestamp
 from toolfactory.storage import ObjectStore
 
@@ -190,10 +191,11 @@ def _sync_detail(store: ObjectStore, db: StatsDB, run_id: str) -> None:
     wanted = [path for path, version in sorted(files.items()) if seen.get(path) != version and (
         usage.fullmatch(path) or ((m := sidecar.fullmatch(path)) and (m[1], int(m[2])) in committed))]
     texts = _each(store, wanted, store.read_bytes_or_none)
-    # A run with shard sidecars and no record was written before runs kept one (a run that is
-    # just starting has neither: its driver records it).
+    # A run with stage shards' sidecars and no record was written before runs kept one; a run that
+    # is just starting has neither (its stored inputs, sources and documents, have sidecars of their
+    # own, written when it was planned): its driver records it.
     legacy = _legacy_run(store, run_id, committed) if (state is None or state[0] is None) and any(
-        sidecar.fullmatch(path) for path in files) else None
+        (m := sidecar.fullmatch(path)) and m[1] in STAGE_NAMES for path in files) else None
     with db.transaction() as con:
         if legacy is not None:
             _apply_record(con, legacy, store.url)
