@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench bench-peers bench-scale setup clean browser
+.PHONY: demo test bench bench-peers bench-scale setup clean browser postgres
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,17 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium not found and not installable here (needs root and apt-get): the report's browser test will skip"; fi
 
+# The production stack's test (tests/test_stack.py) runs Prefect's server on Postgres, as in
+# production. Installed with apt-get when missing and this runs as root; otherwise that test runs
+# the server on SQLite and says so.
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	else echo "postgresql not found and not installable here (needs root and apt-get): the stack test uses SQLite"; fi
+
 # Two workers (pytest-xdist): the flow runs stay together on one, the rest share both.
-test: $(STAMP) browser
+test: $(STAMP) browser postgres
 	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 bench: $(STAMP)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ray
 from prefect import Task, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import TaskRun
@@ -32,8 +33,13 @@ def _retry_transient(_task: Task[Any, Any], _run: TaskRun, state: State[Any]) ->
     retry_condition_fn=_retry_transient,
 )
 def shard_task(run_id: str, stage: str, index: int, job: ShardJob) -> dict[str, Any]:
-    metrics = run_shard(job)
+    metrics = run_shard(job, node=_ray_node())
     return {**metrics, "attempts": int(task_run.run_count or 1)}
+
+
+def _ray_node() -> str | None:
+    """The Ray node this task runs on, kept in the shard's metrics (None outside a Ray worker)."""
+    return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
 
 
 def configured(config: Config) -> Task[..., dict[str, Any]]:

@@ -55,27 +55,28 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def run_shard(job: ShardJob) -> dict[str, Any]:
-    """Run `job` to completion and return its metrics."""
+def run_shard(job: ShardJob, node: str | None = None) -> dict[str, Any]:
+    """Run `job` to completion and return its metrics. `node` names the cluster node running it,
+    given by the executor that knows it (on one host, the host name cannot tell nodes apart)."""
     store = ObjectStore.open(job.config.storage)
     done = read_metrics(store, job.paths) if store.exists(job.paths.main) else None
     if done is not None:
         return done
-    return asyncio.run(_run(job, store))
+    return asyncio.run(_run(job, store, node))
 
 
-async def _run(job: ShardJob, store: ObjectStore) -> dict[str, Any]:
+async def _run(job: ShardJob, store: ObjectStore, node: str | None) -> dict[str, Any]:
     started_at, started = _now(), time.perf_counter()
     attempt_id, meter = uuid.uuid4().hex, UsageMeter()
     # The attempt's usage reaches storage as it goes, so a killed attempt is still counted.
     with AttemptLog(store, job.paths, attempt_id, meter, started_at, llm=job.config.llm) as log:
-        metrics = await _attempt(job, store, attempt_id, meter, started_at, started)
+        metrics = await _attempt(job, store, attempt_id, meter, started_at, started, node)
         log.close(COMPLETED)
     return metrics
 
 
 async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: UsageMeter, started_at: str,
-                   started: float) -> dict[str, Any]:
+                   started: float, node: str | None) -> dict[str, Any]:
     stage = stage_named(job.spec.stage)
     streams = getattr(stage, "streams_inputs", False)
     inputs = [] if streams else [record for path in job.spec.inputs for record in read_records(store, path)]
@@ -88,13 +89,13 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
     except BudgetExhausted as exc:
         # The shard's work is not done (not rejected): it fails, and a re-run with a larger budget redoes it.
         stopped = BudgetExhausted(f"{job.spec.stage} shard {job.spec.index}: {exc}")
-        stopped.metrics = {**_facts(job, attempt_id, started_at, started, meter), "items_in": len(inputs), "items_out": 0,
+        stopped.metrics = {**_facts(job, attempt_id, started_at, started, meter, node), "items_in": len(inputs), "items_out": 0,
                            "rejected": 0}
         raise stopped from None
     rows, unstorable = encode_records(output.records, job.spec.stage)
     output.rejected.extend(unstorable)
     metrics = {
-        **_facts(job, attempt_id, started_at, started, meter),
+        **_facts(job, attempt_id, started_at, started, meter, node),
         "inputs": list(job.spec.inputs),  # what it read: a fan-in shard may run on some (fan_in.py)
         "missing_inputs": list(job.spec.params.get("missing_inputs", [])),
         "items_in": output.items_in,
@@ -124,8 +125,9 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
     return metrics
 
 
-def _facts(job: ShardJob, attempt_id: str, started_at: str, started: float, meter: UsageMeter) -> dict[str, Any]:
-    """The metrics of any attempt, finished or not: who it was, when, and what its LLM use cost."""
+def _facts(job: ShardJob, attempt_id: str, started_at: str, started: float, meter: UsageMeter,
+           node: str | None) -> dict[str, Any]:
+    """The metrics of any attempt, finished or not: who it was, where, when, and what its LLM use cost."""
     by_role = priced_usage(job.config.llm, meter.to_dict())
     return {
         "attempt_id": attempt_id,
@@ -138,6 +140,7 @@ def _facts(job: ShardJob, attempt_id: str, started_at: str, started: float, mete
         "started_at": started_at,
         "finished_at": _now(),
         "wall_s": round(time.perf_counter() - started, 3),
+        **({"node": node} if node else {}),
     }
 
 

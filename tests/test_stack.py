@@ -1,0 +1,242 @@
+"""The production stack as CI can run it on one machine: a Prefect server of its own (on Postgres
+where it is installed), the deployments of deploy/prefect.yaml run by a process worker, a Ray
+cluster of two nodes, moto's S3 server as the storage root and the simulator served as an
+OpenAI-compatible endpoint, each its own process, connected as docker-compose.yml connects them.
+
+One scenario: a nightly run completes on both nodes with everything in S3; a second one loses its
+endpoint after preflight and fails with one message; the endpoint recovers and the `rerun`
+deployment completes it; `toolfactory stats` reads it from another folder; and its dataset is the
+clean run's, record for record.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import threading
+import time
+from collections import Counter
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import REPO, small_run_overrides
+from stack_services import BIN, Database, prefect_database, prefect_server, process_worker, ray_cluster, simulator
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("flows")]
+
+BUCKET = "toolfactory"
+API_KEY = "sk-stack-test-key-never-written-7f3a9c"  # found nowhere in storage or in the worker's log
+SEED = 7
+RUN_TIMEOUT_S = 600
+
+
+@dataclass
+class Stack:
+    database: Database
+    api: str
+    s3_endpoint: str
+    simulator: str  # root URL; the API is under /v1
+    worker_log: Path
+    worker_dir: Path
+    folder: Path
+    started_s: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def s3(self) -> Any:
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.s3_endpoint, region_name="us-east-1")
+
+    def keys(self, prefix: str) -> list[str]:
+        pages = self.s3().get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+        return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+    def read(self, key: str) -> bytes:
+        return self.s3().get_object(Bucket=BUCKET, Key=key)["Body"].read()  # type: ignore[no-any-return]
+
+
+def _simulator_flags() -> list[str]:
+    """The quick run's simulator settings, which a run's own simulator would take from its config
+    (conftest.small_run_overrides): served apart, it is given them as docker-compose.yml does."""
+    return [arg for override in small_run_overrides("unused") if override.startswith("llm.simulator.")
+            for arg in ("--set", override)]
+
+
+@pytest.fixture(scope="module")
+def stack(s3_server: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    started = time.perf_counter()
+    folder = tmp_path_factory.mktemp("stack")
+    # Every process sees this checkout (PYTHONPATH as the session has it) and the S3 credentials
+    # (conftest put them in the environment), as every container of docker-compose.yml does.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLFACTORY_", "PREFECT_", "RAY_ADDRESS"))}
+    env.update(RAY_AUTH_MODE="disabled", PREFECT_SERVER_ANALYTICS_ENABLED="false", OPENAI_API_KEY=API_KEY,
+               PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
+    up: dict[str, float] = {}
+
+    def timed(service: str, since: float) -> None:
+        up[service] = round(time.perf_counter() - since, 1)
+
+    with ExitStack() as services:
+        since = time.perf_counter()
+        database = services.enter_context(prefect_database(folder))
+        timed("database", since)
+        since = time.perf_counter()
+        api = services.enter_context(prefect_server(folder, database, env))
+        timed("prefect server", since)
+        since = time.perf_counter()
+        client_env = {**env, "PREFECT_API_URL": api}
+        subprocess.run([BIN / "prefect", "work-pool", "create", "toolfactory", "--type", "process", "--overwrite"],
+                       env=client_env, cwd=REPO, check=True, capture_output=True, timeout=120)
+        deployed = subprocess.run([BIN / "prefect", "--no-prompt", "deploy", "--prefect-file", "deploy/prefect.yaml", "--all"],
+                                  env=client_env, cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert deployed.returncode == 0, deployed.stdout[-2000:] + deployed.stderr[-2000:]
+        timed("deploy", since)
+        since = time.perf_counter()
+        ray_address = services.enter_context(ray_cluster(folder, env))
+        timed("ray cluster", since)
+        since = time.perf_counter()
+        sim = services.enter_context(simulator(folder, env, _simulator_flags()))
+        since = time.perf_counter()
+        worker_dir = folder / "worker"
+        worker_dir.mkdir()
+        worker_log = worker_dir / "worker.log"
+        services.enter_context(process_worker(worker_dir, worker_log, {
+            **client_env,
+            # What docker-compose.yml gives its prefect-worker, pointed at this machine's services.
+            "TOOLFACTORY_HOME": str(REPO),
+            "TOOLFACTORY_STORAGE__ENDPOINT_URL": s3_server["endpoint"],
+            "TOOLFACTORY_LLM__PROVIDER": "openai-compatible",
+            "TOOLFACTORY_LLM__BASE_URL": f"{sim}/v1",
+            "RAY_ADDRESS": ray_address,
+            # The stats cache of an S3 root lives in the user's cache folder: one of the test's own.
+            "XDG_CACHE_HOME": str(folder / "worker-cache"),
+        }))
+        timed("worker", since)
+        stack = Stack(database, api, s3_server["endpoint"], sim, worker_log, worker_dir, folder,
+                      started_s=time.perf_counter() - started)
+        print(f"\nstack: Prefect server on {database.kind} ({database.url.split('://')[0]}), started in "
+              f"{stack.started_s:.1f} s (" + ", ".join(f"{name} {s:.1f} s" for name, s in up.items()) + ")")
+        yield stack
+
+
+def _run(stack: Stack, deployment: str, parameters: dict[str, Any]) -> Any:
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: stack.api}):
+        return run_deployment(deployment, parameters=parameters, timeout=RUN_TIMEOUT_S, poll_interval=1)
+
+
+def _run_id(flow_run: Any) -> str:
+    assert flow_run.name.startswith("generate-"), flow_run.name
+    return str(flow_run.name.removeprefix("generate-"))
+
+
+def _dataset(stack: Stack, prefix: str, run_id: str) -> dict[str, str]:
+    """The run's curated records, id → canonical JSON."""
+    records: dict[str, str] = {}
+    for key in stack.keys(f"{prefix}/runs/{run_id}/curate/part-"):
+        table = pq.read_table(io.BytesIO(stack.read(key)))
+        for row in table.to_pylist():
+            assert row["id"] not in records, f"record {row['id']} twice"
+            records[row["id"]] = row["record"]
+    return records
+
+
+def _nodes(stack: Stack, prefix: str, run_id: str) -> Counter[str]:
+    """Shards per Ray node, from the metrics sidecars the stages' shards committed (not those of
+    the run's stored inputs, which planning writes on the driver)."""
+    sidecars = [json.loads(stack.read(key)) for key in stack.keys(f"{prefix}/runs/{run_id}/") if "/_metrics/" in key]
+    return Counter(metrics.get("node", "none") for metrics in sidecars if "attempt_id" in metrics)
+
+
+def _timed(stack: Stack, step: str, started: float) -> None:
+    stack.timings[step] = round(time.perf_counter() - started, 1)
+
+
+def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack) -> None:
+    root = f"{int(time.time())}"  # a fresh prefix per test session: pools start empty
+    clean, broken = f"{root}/clean", f"{root}/broken"
+
+    def overrides(prefix: str) -> list[str]:
+        # The same config and seed for both runs: the plan and every request are the same.
+        return [f"run.seed={SEED}", *small_run_overrides(f"s3://{BUCKET}/{prefix}", **{
+            "tools.max_tools": 4, "tools.tools_per_shard": 2, "llm.max_retries": 0, "orchestration.task_retries": 0})]
+
+    # 1. A nightly run completes, its shards spread over both nodes, everything in S3.
+    started = time.perf_counter()
+    first = _run(stack, "generate/nightly", {"overrides": overrides(clean)})
+    _timed(stack, "nightly", started)
+    worker_log = stack.worker_log.read_text()
+    assert first.state is not None and first.state.is_completed(), worker_log[-3000:]
+    clean_id = _run_id(first)
+    nodes = _nodes(stack, clean, clean_id)
+    assert len(nodes) == 2 and "none" not in nodes, nodes
+    stored = stack.keys(f"{clean}/")
+    for key in ("manifest.json", "run.json", "curate/part-00000.parquet", "report/index.html"):
+        assert f"{clean}/runs/{clean_id}/{key}" in stored, key
+    assert any(key.startswith(f"{clean}/llm-cache/") for key in stored)
+    assert [p.name for p in stack.worker_dir.iterdir()] == ["worker.log"]
+    assert not (REPO / "toolfactory-data").exists() and not list(REPO.glob("*.duckdb"))
+
+    # 2. The endpoint fails once the run has passed preflight (its manifest is in S3).
+    def break_endpoint_once_planned() -> None:
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while not [k for k in stack.keys(f"{broken}/runs/") if k.endswith("/manifest.json")] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        httpx.post(f"{stack.simulator}/simulator/settings", json={"rate_500": 1.0}).raise_for_status()
+
+    breaker = threading.Thread(target=break_endpoint_once_planned, daemon=True)
+    breaker.start()
+    started = time.perf_counter()
+    failed = _run(stack, "generate/nightly", {"overrides": overrides(broken)})
+    _timed(stack, "failing nightly", started)
+    breaker.join(10)
+    broken_id = _run_id(failed)
+    assert failed.state is not None and failed.state.is_failed(), stack.worker_log.read_text()[-3000:]
+    message = failed.state.message or ""
+    assert "shard" in message and "The server had an error" in message, message
+    assert f"toolfactory rerun {broken_id}" in message, message
+    worker_log = stack.worker_log.read_text()
+    assert "Traceback" not in worker_log and "unexpected exception" not in worker_log, worker_log[-3000:]
+
+    # 3. The endpoint recovers; the rerun deployment completes the run.
+    httpx.post(f"{stack.simulator}/simulator/settings", json={"rate_500": 0}).raise_for_status()
+    started = time.perf_counter()
+    rerun = _run(stack, "rerun/rerun", {"run_id": broken_id, "overrides": [f"storage.root=s3://{BUCKET}/{broken}"]})
+    _timed(stack, "rerun", started)
+    assert rerun.state is not None and rerun.state.is_completed(), stack.worker_log.read_text()[-3000:]
+
+    # 4. Its stats, from a folder that has never seen the run: only the storage settings.
+    elsewhere = stack.folder / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLFACTORY_")}
+    started = time.perf_counter()
+    stats = subprocess.run(
+        [BIN / "toolfactory", "stats", broken_id, "--json", "--set", f"storage.root=s3://{BUCKET}/{broken}",
+         "--set", f"storage.endpoint_url={stack.s3_endpoint}"],
+        cwd=elsewhere, env={**env, "XDG_CACHE_HOME": str(elsewhere / "cache")}, capture_output=True, text=True, timeout=300)
+    _timed(stack, "stats elsewhere", started)
+    assert stats.returncode == 0, stats.stderr[-3000:]
+    summary = json.loads(stats.stdout)
+    assert summary["run_id"] == broken_id and summary["status"] == "completed", summary
+
+    # 5. The failed-then-rerun run's dataset is the clean run's: same ids, same records.
+    clean_records, rerun_records = _dataset(stack, clean, clean_id), _dataset(stack, broken, broken_id)
+    assert clean_records and rerun_records == clean_records
+
+    for key in stack.keys(f"{root}/"):
+        assert API_KEY.encode() not in stack.read(key), key
+    assert API_KEY not in stack.worker_log.read_text()
+    steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in stack.timings.items())
+    per_node = ", ".join(f"{node[:8]}: {count}" for node, count in sorted(nodes.items()))
+    print(f"stack benchmark: database {stack.database.kind}; services up {stack.started_s:.1f} s; {steps}; "
+          f"shards per node ({sum(nodes.values())} shards) {per_node}")
