@@ -45,12 +45,6 @@ def read_all(reader: Callable[[Path], object], path: Path) -> list[Dialogue]:
     return items
 
 
-def through_finish(dialogue: Dialogue) -> list[Message]:
-    """The messages up to the record's Finish call (the OpenAI export's end of a ToolLLM path), or all."""
-    ends = [i for i, m in enumerate(dialogue.messages) if any(c.name == "Finish" for c in m.tool_calls or [])]
-    return dialogue.messages[: ends[-1] + 1] if ends else dialogue.messages
-
-
 def test_openai_reads_back_message_for_message(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     summary = export_run(run_store, RUN, "openai", tmp_path)
     assert summary["skipped"] == {} and summary["exported"] == len(dialogues)
@@ -59,7 +53,8 @@ def test_openai_reads_back_message_for_message(run_store: ObjectStore, dialogues
         assert len(got) == len(want)
         for original, back in zip(want, got):
             strip = {"reasoning", "name"}  # reasoning is not exported by default; OpenAI's tool turns have no name
-            assert [m.model_dump(exclude=strip) for m in back.messages] == [m.model_dump(exclude=strip) for m in through_finish(original)]
+            # a path the export ends with ToolLLM's Finish call reads back closed: Finish's response and the answer
+            assert [m.model_dump(exclude=strip) for m in back.messages] == [m.model_dump(exclude=strip) for m in original.messages]
             assert [(f.name, f.description, f.parameters) for f in back.tools] == [(f.name, f.description, f.parameters) for f in original.tools]
     line = json.loads((tmp_path / "train.jsonl").read_text().splitlines()[0])
     assert set(line) == {"messages", "tools"}
