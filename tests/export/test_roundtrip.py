@@ -198,6 +198,31 @@ def test_toolalpaca_instances_hold_steps_observations_and_answer(run_store: Obje
             assert log.endswith(f"\nAction: {action}\nAction Input: {action_input}")
 
 
+def test_toolalpaca_reads_back_the_instances_observations_and_answer(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    export_run(run_store, RUN, "toolalpaca", tmp_path)
+    originals = {(next(m.content for m in d.messages if m.role == "user"), tuple(calls(d, finish=True))): d
+                 for d in dialogues if users(d) == 1 and calls(d, finish=True)}
+    back = [d for s in SPLITS for d in read_all(toolalpaca_reader.read, tmp_path / f"{s}.json")]
+    assert len(back) == len(originals)
+    for dialogue in back:
+        original = originals[(dialogue.messages[0].content, tuple(calls(dialogue, finish=True)))]
+        answered = {m.tool_call_id: m.content for m in original.messages if m.role == "tool"}
+        # one call per step, each followed by its observation, then the instance's output
+        assert [m.content for m in dialogue.messages if m.role == "tool"] == [answered.get(c.id, "") for m in original.messages for c in m.tool_calls or []]
+        assert all(m.tool_call_id == c.id for m, c in zip(dialogue.messages[2::2], [c for m in dialogue.messages for c in m.tool_calls or []]))
+        assert final_answer(dialogue) == final_answer(original)
+
+
+def test_toolalpaca_instance_whose_steps_differ_is_not_read(run_store: ObjectStore, tmp_path: Path) -> None:
+    export_run(run_store, RUN, "toolalpaca", tmp_path)
+    entries = json.loads((tmp_path / "train.json").read_text())
+    step = entries[0]["Instances"][0]["intermediate_steps"][0][0]
+    step[1] = step[1] + " "  # another Action Input than the golden answer's
+    (tmp_path / "changed.json").write_text(json.dumps(entries))
+    first, *_ = read_all(toolalpaca_reader.read, tmp_path / "changed.json")
+    assert [m.role for m in first.messages] == ["user"] + ["assistant"] * len(entries[0]["Golden_Answers"][0])
+
+
 def test_toolalpaca_has_one_entry_per_tool_with_its_description_introduction_and_link(
         dialogues: list[Dialogue], tmp_path: Path) -> None:
     tools = {t.id: t.model_copy(update={"introduction": f"About {t.name}.", "link": f"https://example.com/{t.name}"})
