@@ -14,6 +14,7 @@ import pytest
 from toolfactory.export import SPLITS, SplitSpec, export_run, record_split
 from toolfactory.export.toolbench import file_name as toolbench_file_name
 from toolfactory.formats import openai as openai_reader
+from toolfactory.formats import sharegpt as sharegpt_reader
 from toolfactory.formats import toolalpaca as toolalpaca_reader
 from toolfactory.formats import toolbench as toolbench_reader
 from toolfactory.formats import xlam as xlam_reader
@@ -96,6 +97,23 @@ def test_sharegpt_follows_llama_factory_rules(run_store: ObjectStore, dialogues:
     assert info[f"{RUN}_train"] == {"file_name": "train.jsonl", "formatting": "sharegpt",
                                     "columns": {"messages": "conversations", "system": "system", "tools": "tools"}}
     assert sorted(info) == sorted(f"{RUN}_{s}" for s in SPLITS)
+
+
+def test_sharegpt_reads_back_with_the_sharegpt_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    export_run(run_store, RUN, "sharegpt", tmp_path)
+    for split, want in expected(dialogues).items():
+        back = read_all(sharegpt_reader.read, tmp_path / f"{split}.jsonl") if want else []
+        assert len(back) == len(want)
+        for original, dialogue in zip(want, back):
+            assert [(n, json.loads(a)) for n, a in calls(dialogue, finish=True)] == [(n, json.loads(a)) for n, a in calls(original, finish=True)]
+            # each call's response, in call order (the calls of a parallel turn come back one per turn)
+            made = {c.id: c.name for m in dialogue.messages for c in m.tool_calls or []}
+            assert [(made[m.tool_call_id], m.content) for m in dialogue.messages if m.role == "tool"] == [
+                (m.name, m.content) for m in original.messages if m.role == "tool"]
+            assert final_answer(dialogue) == final_answer(original)
+            assert [m.content for m in dialogue.messages if m.role in ("system", "user")] == [
+                m.content for m in original.messages if m.role in ("system", "user")]
+            assert [(f.name, f.description, f.parameters) for f in dialogue.tools] == [(f.name, f.description, f.parameters) for f in original.tools]
 
 
 def test_toolbench_answers_read_back_with_the_repo_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
