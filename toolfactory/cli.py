@@ -377,7 +377,7 @@ def tools_import(
 @app.command()
 def verify(
     path: str = typer.Argument(..., help="A dataset file (or folder) to check."),
-    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, toolbench, xlam, toolalpaca or tooleval."),
+    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, sharegpt, toolbench, xlam, toolalpaca or tooleval."),
     out: str = typer.Option("verify-report", "--out", "-o", help="Folder for report.json, report.md, rejected.jsonl."),
     disable: Optional[list[str]] = typer.Option(None, "--disable", help="A rule code to skip (repeatable)."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Also apply a recipe's filters: toolalpaca, toolllm or toolace."),

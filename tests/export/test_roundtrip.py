@@ -14,6 +14,7 @@ import pytest
 from toolfactory.export import SPLITS, SplitSpec, export_run, record_split
 from toolfactory.export.toolbench import file_name as toolbench_file_name
 from toolfactory.formats import openai as openai_reader
+from toolfactory.formats import sharegpt as sharegpt_reader
 from toolfactory.formats import toolalpaca as toolalpaca_reader
 from toolfactory.formats import toolbench as toolbench_reader
 from toolfactory.formats import xlam as xlam_reader
@@ -45,12 +46,6 @@ def read_all(reader: Callable[[Path], object], path: Path) -> list[Dialogue]:
     return items
 
 
-def through_finish(dialogue: Dialogue) -> list[Message]:
-    """The messages up to the record's Finish call (the OpenAI export's end of a ToolLLM path), or all."""
-    ends = [i for i, m in enumerate(dialogue.messages) if any(c.name == "Finish" for c in m.tool_calls or [])]
-    return dialogue.messages[: ends[-1] + 1] if ends else dialogue.messages
-
-
 def test_openai_reads_back_message_for_message(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     summary = export_run(run_store, RUN, "openai", tmp_path)
     assert summary["skipped"] == {} and summary["exported"] == len(dialogues)
@@ -59,7 +54,8 @@ def test_openai_reads_back_message_for_message(run_store: ObjectStore, dialogues
         assert len(got) == len(want)
         for original, back in zip(want, got):
             strip = {"reasoning", "name"}  # reasoning is not exported by default; OpenAI's tool turns have no name
-            assert [m.model_dump(exclude=strip) for m in back.messages] == [m.model_dump(exclude=strip) for m in through_finish(original)]
+            # a path the export ends with ToolLLM's Finish call reads back closed: Finish's response and the answer
+            assert [m.model_dump(exclude=strip) for m in back.messages] == [m.model_dump(exclude=strip) for m in original.messages]
             assert [(f.name, f.description, f.parameters) for f in back.tools] == [(f.name, f.description, f.parameters) for f in original.tools]
     line = json.loads((tmp_path / "train.jsonl").read_text().splitlines()[0])
     assert set(line) == {"messages", "tools"}
@@ -101,6 +97,23 @@ def test_sharegpt_follows_llama_factory_rules(run_store: ObjectStore, dialogues:
     assert info[f"{RUN}_train"] == {"file_name": "train.jsonl", "formatting": "sharegpt",
                                     "columns": {"messages": "conversations", "system": "system", "tools": "tools"}}
     assert sorted(info) == sorted(f"{RUN}_{s}" for s in SPLITS)
+
+
+def test_sharegpt_reads_back_with_the_sharegpt_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    export_run(run_store, RUN, "sharegpt", tmp_path)
+    for split, want in expected(dialogues).items():
+        back = read_all(sharegpt_reader.read, tmp_path / f"{split}.jsonl") if want else []
+        assert len(back) == len(want)
+        for original, dialogue in zip(want, back):
+            assert [(n, json.loads(a)) for n, a in calls(dialogue, finish=True)] == [(n, json.loads(a)) for n, a in calls(original, finish=True)]
+            # each call's response, in call order (the calls of a parallel turn come back one per turn)
+            made = {c.id: c.name for m in dialogue.messages for c in m.tool_calls or []}
+            assert [(made[m.tool_call_id], m.content) for m in dialogue.messages if m.role == "tool"] == [
+                (m.name, m.content) for m in original.messages if m.role == "tool"]
+            assert final_answer(dialogue) == final_answer(original)
+            assert [m.content for m in dialogue.messages if m.role in ("system", "user")] == [
+                m.content for m in original.messages if m.role in ("system", "user")]
+            assert [(f.name, f.description, f.parameters) for f in dialogue.tools] == [(f.name, f.description, f.parameters) for f in original.tools]
 
 
 def test_toolbench_answers_read_back_with_the_repo_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
@@ -201,6 +214,31 @@ def test_toolalpaca_instances_hold_steps_observations_and_answer(run_store: Obje
         assert instance["output"] == final_answer(original)
         for (action, action_input, log), _ in instance["intermediate_steps"]:
             assert log.endswith(f"\nAction: {action}\nAction Input: {action_input}")
+
+
+def test_toolalpaca_reads_back_the_instances_observations_and_answer(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
+    export_run(run_store, RUN, "toolalpaca", tmp_path)
+    originals = {(next(m.content for m in d.messages if m.role == "user"), tuple(calls(d, finish=True))): d
+                 for d in dialogues if users(d) == 1 and calls(d, finish=True)}
+    back = [d for s in SPLITS for d in read_all(toolalpaca_reader.read, tmp_path / f"{s}.json")]
+    assert len(back) == len(originals)
+    for dialogue in back:
+        original = originals[(dialogue.messages[0].content, tuple(calls(dialogue, finish=True)))]
+        answered = {m.tool_call_id: m.content for m in original.messages if m.role == "tool"}
+        # one call per step, each followed by its observation, then the instance's output
+        assert [m.content for m in dialogue.messages if m.role == "tool"] == [answered.get(c.id, "") for m in original.messages for c in m.tool_calls or []]
+        assert all(m.tool_call_id == c.id for m, c in zip(dialogue.messages[2::2], [c for m in dialogue.messages for c in m.tool_calls or []]))
+        assert final_answer(dialogue) == final_answer(original)
+
+
+def test_toolalpaca_instance_whose_steps_differ_is_not_read(run_store: ObjectStore, tmp_path: Path) -> None:
+    export_run(run_store, RUN, "toolalpaca", tmp_path)
+    entries = json.loads((tmp_path / "train.json").read_text())
+    step = entries[0]["Instances"][0]["intermediate_steps"][0][0]
+    step[1] = step[1] + " "  # another Action Input than the golden answer's
+    (tmp_path / "changed.json").write_text(json.dumps(entries))
+    first, *_ = read_all(toolalpaca_reader.read, tmp_path / "changed.json")
+    assert [m.role for m in first.messages] == ["user"] + ["assistant"] * len(entries[0]["Golden_Answers"][0])
 
 
 def test_toolalpaca_has_one_entry_per_tool_with_its_description_introduction_and_link(

@@ -10,6 +10,7 @@ format         input
 =============  ==================================================================================
 toolfactory    our own records: a pipeline Parquet shard (``id``, ``record``) or Dialogue JSONL
 openai         OpenAI chat fine-tuning JSONL (``messages`` + ``tools``; legacy ``functions``)
+sharegpt       LLaMA-Factory's ShareGPT with tools (``conversations`` + ``system`` + ``tools``)
 toolbench      ToolBench DFSDT answer files (a file or a folder): the winning ``train_messages``
 xlam           xLAM / APIGen ``{query, tools, answers}`` (JSON list or JSONL): calls only
 toolalpaca     ToolAlpaca tools with ``Golden_Answers``: one record per golden answer, calls only
@@ -23,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable, Iterator
 
-from toolfactory.formats import openai, toolalpaca, toolbench, tooleval, toolfactory, xlam
+from toolfactory.formats import openai, sharegpt, toolalpaca, toolbench, tooleval, toolfactory, xlam
 from toolfactory.formats.base import REASONS, FormatError, UnreadableFile
 from toolfactory.models import Dialogue
 
@@ -32,6 +33,7 @@ Reader = Callable[[Path], Iterator["Dialogue | FormatError"]]
 MODULES: dict[str, ModuleType] = {
     "toolfactory": toolfactory,
     "openai": openai,
+    "sharegpt": sharegpt,
     "toolbench": toolbench,
     "xlam": xlam,
     "toolalpaca": toolalpaca,

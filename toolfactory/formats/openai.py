@@ -12,7 +12,10 @@ Per record:
   written as an object is dumped back to text); a call without an id gets ``call_<n>``;
 * legacy ``function_call {name, arguments}`` becomes a call with a synthesized id, and a legacy
   ``function`` message (``{"role": "function", "name", "content"}``) a tool message answering the
-  latest unanswered legacy call of that name (else the latest unanswered legacy call).
+  latest unanswered legacy call of that name (else the latest unanswered legacy call);
+* a path that ends with ToolLLM's unanswered ``Finish`` call (as the ``openai`` export writes a
+  ToolLLM record) is closed as ToolBench's environment closes it: Finish's observation, then its
+  ``final_answer`` as the assistant's answer (:mod:`toolfactory.formats.finish`).
 
 Fine-tuning extras (``weight``, ``parallel_tool_calls``, a participant ``name`` on user turns) are
 ignored. The record's ``id`` is kept when there is one; otherwise the id is a hash of the record.
@@ -38,6 +41,7 @@ from toolfactory.formats.base import (
     read_json_records,
     json_text,
 )
+from toolfactory.formats.finish import closed_finish
 from toolfactory.models import Dialogue, Function, Message, ToolCall
 from toolfactory.stages.tools.importers import MalformedTool, convert
 
@@ -141,7 +145,7 @@ def messages_of(record: dict[str, Any]) -> list[Message]:
 def to_dialogue(record: Any) -> Dialogue:
     if not isinstance(record, dict):
         raise Malformed(RECORD_NOT_OBJECT, f"a record must be a JSON object, not {type(record).__name__}")
-    messages = messages_of(record)
+    messages = closed_finish(messages_of(record))
     tools = functions_of(record)
     return build_dialogue(NAME, record, tools, messages)
 

@@ -15,13 +15,23 @@ The file is a JSON list of tools ``{Name, Documentation, Instructions, Golden_An
   file has it (golden inputs chain steps with templates such as
   ``{"animeId": ${animeId from searchAnime}}``, which are not JSON, for ``call_arguments_not_json``
   to report), an object dumped to JSON. ``Action`` is kept as is, also when it is no operation of
-  the tool (``getDetails``, ToolAlpaca's "ask the user"). No tool responses, no final answer.
+  the tool (``getDetails``, ToolAlpaca's "ask the user"). No tool responses, no final answer
+  (unless the entry has training ``Instances``, below).
 
 A tool whose Documentation cannot be converted yields one FormatError per golden answer (so the
 record count is always the sum of ``len(Golden_Answers)``); a tool without ``Golden_Answers``
 (a training file, whose tools carry ``Instances`` instead) yields one FormatError. A value JSON or
 Python refuses (NaN, an integer longer than Python converts) fails only the records it is in:
 all of its tool's golden answers when it is in the tool, else the one golden answer.
+
+An entry that also holds training ``Instances`` (ToolAlpaca's ``{input, output,
+intermediate_steps}``, which the ``toolalpaca`` export writes beside the golden answers) gives
+each record what its instance adds when the instance's steps are the golden answer's (same
+actions and inputs, in order): each step's observation as the call's tool response, and
+``output`` as the final answer. A record then holds the API's errors and what followed them,
+so a call answered with an error and made again correctly is told apart from a wrong call
+(``--policy toolalpaca`` keeps that recovery, as the factory does). An instance whose steps
+differ is not used: the golden answer alone is the record.
 Rules that do not apply to this calls-only shape: see :data:`NOT_APPLICABLE_REASONS`.
 """
 
@@ -91,7 +101,26 @@ def projected(functions: list[Function], projection: Any) -> list[Function]:
     return [fn.model_copy(update={"name": names.get((fn.path or "", fn.method or ""), fn.name)}) for fn in functions]
 
 
-def to_dialogue(dialogue_id: str, instruction: Any, golden: Any, functions: list[Function]) -> Dialogue:
+def observed(golden: list[Any], instance: Any) -> tuple[list[str], str | None] | None:
+    """(observation of each step, final answer or None) from a training instance whose steps are
+    `golden`'s; None when there is no such instance."""
+    if not isinstance(instance, dict) or not isinstance(instance.get("intermediate_steps"), list):
+        return None
+    steps = instance["intermediate_steps"]
+    if len(steps) != len(golden):
+        return None
+    observations = []
+    for step, gold in zip(steps, golden):
+        if not (isinstance(step, list) and len(step) == 2 and isinstance(step[0], list) and len(step[0]) >= 2):
+            return None
+        if step[0][0] != gold.get("Action") or json_text(step[0][1]) != json_text(gold.get("Action_Input")):
+            return None
+        observations.append("" if step[1] is None else json_text(step[1]))
+    output = instance.get("output")
+    return observations, output if isinstance(output, str) and output.strip() else None
+
+
+def to_dialogue(dialogue_id: str, instruction: Any, golden: Any, functions: list[Function], instance: Any = None) -> Dialogue:
     if not isinstance(instruction, str):
         raise Malformed(MISSING_FIELD if instruction is None else WRONG_TYPE, "the instruction must be a string")
     if not isinstance(golden, list):
@@ -100,9 +129,15 @@ def to_dialogue(dialogue_id: str, instruction: Any, golden: Any, functions: list
     for s, step in enumerate(golden):
         if not isinstance(step, dict) or not isinstance(step.get("Action"), str):
             raise Malformed(MISSING_FIELD, f"step {s} has no Action")
+    seen = observed(golden, instance)
+    for s, step in enumerate(golden):
         arguments = step.get("Action_Input")
         call = ToolCall(id=f"call_{s + 1}", name=step["Action"], arguments="" if arguments is None else json_text(arguments))
         messages.append(Message(role="assistant", tool_calls=[call]))
+        if seen is not None:
+            messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=seen[0][s]))
+    if seen is not None and seen[1] is not None:
+        messages.append(Message(role="assistant", content=seen[1]))
     try:
         return Dialogue(id=dialogue_id, task_id=dialogue_id, tools=functions, messages=messages, recipe=NAME, mode=derive_mode(messages))
     except ValidationError as exc:
@@ -130,8 +165,9 @@ def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
             index += 1
             continue
         instructions = tool.get("Instructions") if isinstance(tool.get("Instructions"), list) else []
+        instances = tool.get("Instances") if isinstance(tool.get("Instances"), list) else []
         functions: list[Function] | Malformed
-        refused = refused_in({key: value for key, value in tool.items() if key not in ("Golden_Answers", "Instructions")})
+        refused = refused_in({key: value for key, value in tool.items() if key not in ("Golden_Answers", "Instructions", "Instances")})
         try:
             functions = Malformed(refused.reason, refused.message) if refused else functions_of(tool)
         except Malformed as exc:
@@ -141,9 +177,10 @@ def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
         for k, golden in enumerate(goldens):
             where = f"{name}/Golden_Answers[{k}]"
             instruction = instructions[k] if k < len(instructions) else None
-            problem = functions if isinstance(functions, Malformed) else refused_in([instruction, golden])
+            instance = instances[k] if k < len(instances) else None
+            problem = functions if isinstance(functions, Malformed) else refused_in([instruction, golden, instance])
             if problem is not None:
                 yield FormatError(index, problem.reason, problem.message, where)
             else:
-                yield guarded(index, where, lambda: to_dialogue(f"{name}/{k}", instruction, golden, functions))  # type: ignore[arg-type]
+                yield guarded(index, where, lambda: to_dialogue(f"{name}/{k}", instruction, golden, functions, instance))  # type: ignore[arg-type]
             index += 1

@@ -10,7 +10,8 @@ One record per answer file (its name without ``.json`` is the dialogue id). Two 
   ToolBench trains on but does not answer; the converter answers it with the observation
   ToolBench's environment gives (``{"response":"successfully giving the final answer."}``, as
   recorded in the DFSDT tree) and, for ``give_answer``, closes with its ``final_answer`` as the
-  assistant's answer: the only part ToolLLM shows the user. An answer whose search never
+  assistant's answer: the only part ToolLLM shows the user (:mod:`toolfactory.formats.finish`,
+  which the ``openai`` reader shares). An answer whose search never
   answered (``valid_data`` false) releases no training messages: ``no_train_messages``.
 * ``tree``: the DFSDT search tree (:func:`from_tree`). Every root-to-leaf path is converted too
   (Thought -> assistant content, Action + Action Input -> call, observation -> tool message),
@@ -54,10 +55,11 @@ from toolfactory.formats.base import (
     text_error,
     validation_message,
 )
+from toolfactory.formats.finish import closed_finish, finish_arguments
 from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, Message, ToolCall
 from toolfactory.render.parsed import standard_json
 from toolfactory.stages.tools.importers import MalformedTool, convert, normalize_schema
-from toolfactory.stages.verify.corpus import FINISH_ANSWERED, FINISH_FUNCTION
+from toolfactory.stages.verify.corpus import FINISH_FUNCTION
 
 NAME = "toolbench"
 # (A path that never calls Finish is filter_search_not_finished, which does apply.)
@@ -86,14 +88,6 @@ def tools_of(answer: dict[str, Any], queries: Iterable[dict[str, Any]] = ()) -> 
         by_tool.setdefault(api["tool_name"], []).append({**api, "name": api["api_name"], "description": api.get("api_description", "")})
     functions = [fn for name, apis in by_tool.items() for tool in convert("toolbench", {"tool_name": name, "api_list": apis}) for fn in tool.functions]
     return [*functions, FINISH_FUNCTION]
-
-
-def _finish_arguments(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments)
-    except json.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def from_train_messages(answer: dict[str, Any], tools: list[Function], dialogue_id: str) -> Dialogue | None:
@@ -132,13 +126,7 @@ def from_train_messages(answer: dict[str, Any], tools: list[Function], dialogue_
             messages.append(Message(role="tool", tool_call_id=call_id, name=raw.get("name"), content=raw.get("content")))
         else:
             raise Malformed(UNKNOWN_ROLE, f"train_messages[-1][{i}]: unknown role {role!r}")
-    last = messages[-1] if messages else None
-    if last is not None and last.tool_calls and last.tool_calls[0].name == "Finish":
-        finish = last.tool_calls[0]
-        messages.append(Message(role="tool", tool_call_id=finish.id, name="Finish", content=FINISH_ANSWERED))
-        arguments = _finish_arguments(finish.arguments)
-        if arguments.get("return_type") == "give_answer":
-            messages.append(Message(role="assistant", content=str(arguments.get("final_answer", ""))))
+    messages = closed_finish(messages)
     return Dialogue(id=dialogue_id, task_id=dialogue_id, tools=tools, messages=messages, recipe=NAME, mode=derive_mode(messages))
 
 
@@ -172,9 +160,9 @@ def from_tree(answer: dict[str, Any], tools: list[Function], dialogue_id: str) -
                 messages.append(Message(role="tool", tool_call_id=call.id, name=action, content=node.get("observation") or ""))
                 thought, action = None, None
         calls = [c for m in messages for c in m.tool_calls or []]
-        return_type = str(_finish_arguments(calls[-1].arguments).get("return_type")) if calls and calls[-1].name == "Finish" else None
+        return_type = str(finish_arguments(calls[-1].arguments).get("return_type")) if calls and calls[-1].name == "Finish" else None
         if return_type == "give_answer":
-            messages.append(Message(role="assistant", content=str(_finish_arguments(calls[-1].arguments).get("final_answer", ""))))
+            messages.append(Message(role="assistant", content=str(finish_arguments(calls[-1].arguments).get("final_answer", ""))))
         out.append((Dialogue(id=f"{dialogue_id}/tree{n}", task_id=dialogue_id, tools=tools, messages=messages, recipe=NAME,
                              mode=derive_mode(messages)), return_type))
     return out

@@ -4,7 +4,7 @@ The file is read in chunks of lines; each worker process parses, converts and ch
 chunk (the reader's own per-record functions, so a record gets the same verdicts as when read
 serially), and returns plain outcomes. The parent writes them in input order as they arrive,
 with at most two chunks per worker in flight, so memory stays bounded for any file size. Formats
-whose records are JSONL lines (``openai``, ``xlam``) are split; any other input is checked in one
+whose records are JSONL lines (``openai``, ``sharegpt``, ``xlam``) are split; any other input is checked in one
 process (:func:`splittable`).
 """
 
@@ -17,7 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Union
 
-from toolfactory.formats import openai, xlam
+from toolfactory.formats import openai, sharegpt, xlam
 from toolfactory.formats.base import FormatError, converted, parsed_line
 from toolfactory.models import Dialogue, Verdict
 from toolfactory.stages.verify.limits import Limits
@@ -25,7 +25,8 @@ from toolfactory.stages.verify.policy import Policy
 from toolfactory.stages.verify.rules import check, errors
 
 CHUNK = 250  # lines per task: sending one costs little next to checking it, and the last ones end close together
-LINE_READERS: dict[str, Callable[[Any], Dialogue]] = {"openai": openai.to_dialogue, "xlam": xlam.to_dialogue}
+LINE_READERS: dict[str, Callable[[Any], Dialogue]] = {"openai": openai.to_dialogue, "sharegpt": sharegpt.to_dialogue,
+                                                      "xlam": xlam.to_dialogue}
 
 
 

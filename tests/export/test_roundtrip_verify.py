@@ -1,0 +1,161 @@
+"""Our exports verify clean: a real run of the factory on the simulator (the three recipes, with
+the simulator's faults, so that ToolLLM's Finish and deliberate error recovery occur), exported in
+every format and read back with ``toolfactory verify --format <that format>``, accepts every
+record the factory accepted.
+
+A format that keeps no recipe (all but ``hf``) cannot tell ``verify`` which policy made a record,
+and one ``--policy`` cannot serve records of several recipes (ToolAlpaca's five-step cap would cut
+ToolLLM's paths; ToolLLM's policy keeps no error recovery). So each recipe's records of the run are
+exported on their own and verified with ``--policy <recipe>``. Formats ``verify`` has no reader
+for are read back another way: ``hf`` through Hugging Face ``datasets`` into our records, ``bfcl``
+by BFCL's own AST checker."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from conftest import small_run_overrides
+from typer.testing import CliRunner
+
+from toolfactory.cli import app
+from toolfactory.config import StorageConfig
+from toolfactory.export import SPLITS, export_run
+from toolfactory.models import Dialogue
+from toolfactory.shards import dataset_parts, read_records, stage_parts, write_rows
+from toolfactory.stages.verify.policy import api_error
+from toolfactory.storage import ObjectStore
+
+from .helpers import RUN, open_store, write_run
+from .test_bfcl_checker import Checker, checker, entries  # noqa: F401 - `checker` is a fixture
+
+pytestmark = pytest.mark.e2e
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # the hf export is loaded offline: no hub access, ever
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+RECIPES = ("toolalpaca", "toolllm", "toolace")
+API_KEY = "sk-roundtrip-never-stored-0123456789"
+# The files `verify` reads of each format's export, per split.
+VERIFIED = {"openai": "{split}.jsonl", "sharegpt": "{split}.jsonl", "xlam": "{split}.jsonl",
+            "toolalpaca": "{split}.json", "toolbench": "answer/{split}"}
+
+
+class FactoryRun:
+    """The run's dataset and, per recipe, a store holding that recipe's records as the run's dataset."""
+
+    def __init__(self, root: Path, run_id: str, stores: Path) -> None:
+        store = ObjectStore.open(StorageConfig(root=str(root)))
+        self.dataset = [Dialogue.model_validate(r) for path in dataset_parts(store, run_id) for r in read_records(store, path)]
+        pool = [(r["id"], json.dumps(r)) for path in stage_parts(store, run_id, "pool") for r in read_records(store, path)]
+        self.stores: dict[str, ObjectStore] = {}
+        for recipe in RECIPES:
+            records = [d for d in self.dataset if d.recipe == recipe]
+            if records:
+                self.stores[recipe] = open_store(stores / recipe)
+                write_run(self.stores[recipe], records)
+                # the toolalpaca export documents the run's tools
+                write_rows(self.stores[recipe], f"runs/{RUN}/pool/part-00000.parquet", pool)
+
+
+@pytest.fixture(scope="module")
+def factory_run(prefect_api: str, ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> FactoryRun:
+    from flows.execute import summary_of
+    from flows.generate import generate
+
+    root = tmp_path_factory.mktemp("roundtrip") / "data"
+    overrides = small_run_overrides(root, **{
+        "tools.max_tools": 12,
+        "tools.tools_per_shard": 6,
+        "tasks.instructions_per_tool": 3,
+        "tasks.recipes": "{toolalpaca: 1, toolllm: 1, toolace: 1}",
+        # Faults the recipes answer: wrong calls get the API's error and are made again (error
+        # recovery), a follow-up call, parallel calls, a question for a missing value.
+        "llm.simulator.rate_missing_required": 0.2,
+        "llm.simulator.rate_wrong_type": 0.1,
+        "llm.simulator.rate_follow_up_call": 0.3,
+        "llm.simulator.rate_parallel_calls": 0.2,
+        "llm.simulator.rate_clarify": 0.1,
+        "verify.judges": "[]",  # the judges have tests of their own; the rules decide here
+    })
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OPENAI_API_KEY", API_KEY)
+        summary = summary_of(generate(config_path=None, overrides=overrides, run_id="roundtrip", return_state=True))
+    return FactoryRun(root, summary["run_id"], tmp_path_factory.mktemp("per-recipe"))
+
+
+def recovers_from_an_error(dialogue: Dialogue) -> bool:
+    return any(m.role == "tool" and api_error(m.content) for m in dialogue.messages) and dialogue.messages[-1].role == "assistant"
+
+
+def test_the_run_holds_every_recipe_finish_and_error_recovery(factory_run: FactoryRun) -> None:
+    """The cases the round trip must carry occur in the dataset the tests below export."""
+    assert {d.recipe for d in factory_run.dataset} == set(RECIPES)
+    assert any(d.recipe == "toolllm" and isinstance(d.generation.get("search"), dict) for d in factory_run.dataset)
+    assert any(recovers_from_an_error(d) for d in factory_run.dataset)
+
+
+def verified_file(path: Path, fmt: str, recipe: str, reports: Path) -> Iterator[dict[str, Any]]:
+    """The report of ``toolfactory verify path --format fmt --policy recipe``."""
+    result = CliRunner().invoke(app, ["verify", str(path), "--format", fmt, "--policy", recipe, "--out", str(reports)])
+    assert result.exit_code == 0, result.output
+    yield json.loads((reports / "report.json").read_text())
+
+
+def verified(fmt: str, out: Path, recipe: str, reports: Path) -> Iterator[dict[str, Any]]:
+    """The reports of each split's file (or folder) of an export that has records."""
+    for split in SPLITS:
+        path = out / VERIFIED[fmt].format(split=split)
+        if path.is_dir() and any(path.iterdir()) or path.is_file() and path.read_text().strip("[] \n"):
+            yield from verified_file(path, fmt, recipe, reports / split)
+
+
+@pytest.mark.parametrize("fmt", list(VERIFIED))
+def test_every_exported_record_verifies(factory_run: FactoryRun, fmt: str, tmp_path: Path) -> None:
+    for recipe, store in factory_run.stores.items():
+        summary = export_run(store, RUN, fmt, tmp_path / recipe)
+        reports = list(verified(fmt, tmp_path / recipe, recipe, tmp_path / f"reports-{recipe}"))
+        assert [(r["path"], r["rules"], r["format_errors"]) for r in reports if r["accepted"] != r["records"]] == []
+        assert sum(r["accepted"] for r in reports) == summary["exported"] > 0, recipe
+
+
+def dialogue_of(row: dict[str, Any]) -> Dialogue:
+    """A row of the hf export, as `datasets` gives it, as our record (the fields the export keeps)."""
+    messages = [{**{k: v for k, v in m.items() if k not in ("tool_calls", "masked")},
+                 "masked": m["masked"] or None,
+                 "tool_calls": [{"id": c["id"], **c["function"]} for c in m["tool_calls"]] if m["tool_calls"] else None}
+                for m in row["messages"]]
+    tools = [{**t, "parameters": json.loads(t["parameters"]), "returns": json.loads(t["returns"])} for t in row["tools"]]
+    return Dialogue.model_validate({
+        **{k: row[k] for k in ("id", "recipe", "scenario", "mode", "target_mode", "llm_calls", "source_tools")},
+        "task_id": row["id"], "messages": messages, "tools": tools, "generation": json.loads(row["generation"]),
+        "models": {m["role"]: m["model"] for m in row["models"]},
+    })
+
+
+def test_hf_export_loaded_by_datasets_verifies(factory_run: FactoryRun, tmp_path: Path) -> None:
+    """``verify`` reads no Parquet of the hf layout: the export is loaded as its users load it,
+    with ``datasets``, turned back into our records and verified as ``--format toolfactory``."""
+    datasets = pytest.importorskip("datasets", reason="the hf export is read with Hugging Face datasets")
+    for recipe, store in factory_run.stores.items():
+        summary = export_run(store, RUN, "hf", tmp_path / recipe)
+        loaded = datasets.load_dataset(str(tmp_path / recipe), cache_dir=str(tmp_path / "cache"))
+        records = tmp_path / f"{recipe}.jsonl"
+        records.write_text("".join(dialogue_of(row).to_json() + "\n" for split in loaded.values() for row in split))
+        (report,) = verified_file(records, "toolfactory", recipe, tmp_path / f"reports-{recipe}")
+        assert (report["records"], report["accepted"], report["rules"]) == (summary["exported"], summary["exported"], {})
+
+
+def test_bfcl_export_passes_bfcl_checker(factory_run: FactoryRun, checker: Checker, tmp_path: Path) -> None:  # noqa: F811
+    """``verify`` has no BFCL reader: BFCL's own AST checker judges the export, each entry's model
+    output being the record's own calls."""
+    judged = 0
+    for recipe, store in factory_run.stores.items():
+        summary = export_run(store, RUN, "bfcl", tmp_path / recipe)
+        verdicts = [(entry["id"], checker.judge(category, entry, answer, output))
+                    for category, entry, answer, output in entries(tmp_path / recipe, checker, factory_run.dataset)]
+        assert [(i, v.get("error")) for i, v in verdicts if not v["valid"]] == []
+        assert len(verdicts) == summary["exported"]
+        judged += len(verdicts)
+    assert judged
