@@ -33,9 +33,6 @@ def test_the_nightly_deployment_runs_on_a_local_process_worker(prefect_api: str,
     try:
         overrides = ["run.seed=null", *small_run_overrides(tmp_path / "data", **{"tools.max_tools": 4})]
         flow_run = run_deployment("generate/nightly", parameters={"overrides": overrides}, timeout=600)
-        # A run below its floor ends Failed with its message, as the flow reports it: no traceback.
-        failing = run_deployment("generate/nightly", timeout=600, parameters={
-            "overrides": [*overrides, f"storage.root={tmp_path / 'failing'}", "run.min_accepted=100000"]})
     finally:
         worker.terminate()
         try:
@@ -48,7 +45,4 @@ def test_the_nightly_deployment_runs_on_a_local_process_worker(prefect_api: str,
     assert flow_run.state is not None and flow_run.state.is_completed(), worker_log[-3000:]
     assert "set_working_directory' completed successfully" in worker_log
     assert list((tmp_path / "data" / "runs").glob("*/curate/part-00000.parquet"))
-    assert failing.state is not None and failing.state.is_failed(), worker_log[-3000:]
-    assert "run.min_accepted: the dataset holds" in (failing.state.message or "")
-    assert "Finished in state Failed('run " in worker_log
-    assert "Traceback" not in worker_log and "unexpected exception" not in worker_log, worker_log[-3000:]
+
