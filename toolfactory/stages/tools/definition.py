@@ -93,12 +93,17 @@ _META_SCHEMA = jsonschema_rs.validator_for(
 
 def schema_error(schema: Any) -> str | None:
     """Where and why `schema` is no valid JSON Schema (2020-12), or None when it is one."""
-    try:
-        if _META_SCHEMA.is_valid(schema):
-            return None
-    except Exception:  # noqa: BLE001 - a value it cannot take (an integer beyond 64 bits, NaN): jsonschema decides
-        pass
+    if _meta_valid(schema):
+        return None
     return _schema_error(json.dumps(schema, sort_keys=True))
+
+
+def _meta_valid(schema: Any) -> bool:
+    """True only for a valid schema (see the module doc)."""
+    try:
+        return bool(_META_SCHEMA.is_valid(schema))
+    except Exception:  # noqa: BLE001 - a value it cannot take (an integer beyond 64 bits, NaN): jsonschema decides
+        return False
 
 
 @lru_cache(maxsize=16384)

@@ -89,7 +89,7 @@ class _FastTest:
     one record only is called once or twice); from its second value on, a compiled validator.
     A schema it cannot compile, or a value it cannot take, is never called valid."""
 
-    __slots__ = ("_schema", "_compiled")
+    __slots__ = ("_compiled", "_schema")
 
     def __init__(self, schema: Any) -> None:
         self._schema = schema
