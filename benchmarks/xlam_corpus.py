@@ -37,31 +37,41 @@ PARAMS: list[tuple[str, str, Any]] = [  # (name, APIGen type, how a value is dra
 DEFAULTS = {"int, optional": 10, "bool, optional": False, "str, optional": "en", "Optional[int]": None}
 
 
+def api_spec(n: int, rng: random.Random, own_parameters: bool = False) -> dict[str, Any]:
+    """API number `n`; with `own_parameters` its parameter descriptions name it (a schema of its own)."""
+    verb, noun = rng.choice(VERBS), rng.choice(NOUNS)
+    params = rng.sample(PARAMS, rng.randint(1, 5))
+    suffix = f" (API {n})" if own_parameters else ""
+    return {
+        "name": f"{verb}_{noun}_v{n}",
+        "description": f"{verb.capitalize()} {noun.replace('_', ' ')} data from the provider's catalogue, "
+                       f"with optional paging and filters (API {n}).",
+        "parameters": {
+            name: {"description": f"The {name.replace('_', ' ')} to use, e.g. one the user named.{suffix}", "type": kind,
+                   **({"default": DEFAULTS[kind]} if kind in DEFAULTS else {})}
+            for name, kind, _ in params
+        },
+    }
+
+
 def api_pool(size: int, rng: random.Random) -> list[dict[str, Any]]:
-    pool = []
-    for n in range(size):
-        verb, noun = rng.choice(VERBS), rng.choice(NOUNS)
-        params = rng.sample(PARAMS, rng.randint(1, 5))
-        pool.append({
-            "name": f"{verb}_{noun}_v{n}",
-            "description": f"{verb.capitalize()} {noun.replace('_', ' ')} data from the provider's catalogue, "
-                           f"with optional paging and filters (API {n}).",
-            "parameters": {
-                name: {"description": f"The {name.replace('_', ' ')} to use, e.g. one the user named.", "type": kind,
-                       **({"default": DEFAULTS[kind]} if kind in DEFAULTS else {})}
-                for name, kind, _ in params
-            },
-        })
-    return pool
+    return [api_spec(n, rng) for n in range(size)]
 
 
-def records(n: int, seed: int = 0, apis: int = 1000) -> list[dict[str, Any]]:
+def records(n: int, seed: int = 0, apis: int | None = 1000) -> list[dict[str, Any]]:
+    """`n` records offering APIs drawn from a pool of `apis`; None: every API offered is a new one."""
     rng = random.Random(seed)
-    pool = api_pool(apis, rng)
+    pool = api_pool(apis, rng) if apis is not None else []
     draw = {name: value for name, _, value in PARAMS}
     out = []
+    fresh = 0
     for i in range(n):
-        offered = rng.sample(pool, rng.choice([1, 2, 2, 3, 3, 3, 4, 4, 5]))
+        size = rng.choice([1, 2, 2, 3, 3, 3, 4, 4, 5])
+        if apis is not None:
+            offered = rng.sample(pool, size)
+        else:
+            offered = [api_spec(fresh + k, rng, own_parameters=True) for k in range(size)]
+            fresh += size
         calls = []
         for api in rng.sample(offered, min(len(offered), rng.choice([1, 1, 2, 2, 3]))):
             arguments = {name: draw[name](rng) for name, spec in api["parameters"].items()
@@ -73,6 +83,6 @@ def records(n: int, seed: int = 0, apis: int = 1000) -> list[dict[str, Any]]:
     return out
 
 
-def write(path: Path, n: int, seed: int = 0) -> Path:
-    path.write_text("".join(json.dumps(record) + "\n" for record in records(n, seed)), encoding="utf-8")
+def write(path: Path, n: int, seed: int = 0, apis: int | None = 1000) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records(n, seed, apis)), encoding="utf-8")
     return path

@@ -195,6 +195,16 @@ def test_xlam_parameter_types(text: str, schema: dict[str, Any], optional: bool)
     assert xlam.parameter_schema({"type": text}) == (schema, optional)
 
 
+def test_xlam_parameters_of_one_type_get_schemas_of_their_own() -> None:
+    # A type text is parsed once; each parameter still gets its own schema to hold.
+    first, _ = xlam.parameter_schema({"type": "List[Union[int, str]]", "description": "a"})
+    second, _ = xlam.parameter_schema({"type": "List[Union[int, str]]", "description": "b"})
+    assert first["items"] == second["items"] == {"type": ["integer", "string"]}
+    first["items"]["type"].append("null")
+    assert second["items"] == {"type": ["integer", "string"]}
+    assert xlam.parameter_schema({"type": "List[Union[int, str]]"})[0] == {"type": "array", "items": {"type": ["integer", "string"]}}
+
+
 def test_xlam_json_schema_parameters_are_kept() -> None:
     params = {"type": "dict", "properties": {"n": {"type": "int"}}, "required": ["n"]}
     assert xlam.parameters_of(params, "tools[0]") == {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}

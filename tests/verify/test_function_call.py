@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from toolfactory.models import Function
 from toolfactory.stages.verify.rules import check
 from toolfactory.stages.verify.rules import function_facts
-from toolfactory.stages.verify.rules.arguments_schema import compiled, strict_schema
+from toolfactory.stages.verify.rules.arguments_schema import ArgumentsSchema, strict_schema
 
 from .helpers import WEATHER, codes, dialogue, paths, with_schema
 
@@ -206,12 +208,20 @@ def test_strict_schema_closes_declared_objects_only() -> None:
     assert "additionalProperties" not in schema  # the input is not modified
 
 
-def test_each_schema_is_compiled_once_and_reused() -> None:
-    compiled.cache_clear()
+def test_a_definition_is_compiled_again_only_until_it_recurs(monkeypatch: pytest.MonkeyPatch) -> None:
     function_facts.clear()
+    built: list[dict[str, Any]] = []
+
+    def counted(parameters: dict[str, Any]) -> ArgumentsSchema:
+        built.append(parameters)
+        return ArgumentsSchema(parameters)
+
+    monkeypatch.setattr(function_facts, "arguments_schema", counted)
     for i in range(20):
         # A new but equal definition in every record, as a reader makes them.
         function = Function(name="g", description="Look up q.", parameters={"type": "object", "properties": {"q": {"type": "string"}}})
         check(dialogue(arguments=f'{{"q": "{i}"}}', name="g", tools=[function, WEATHER]))
-    info = compiled.cache_info()
-    assert info.misses == 1 and info.hits == 0  # kept by the definition's facts; WEATHER is never called
+    function_facts.clear()
+    # Its first record's facts are not kept (a definition met once is not kept), its second's are
+    # and serve the 18 after; WEATHER is never called, so its schema is never compiled.
+    assert len(built) == 2

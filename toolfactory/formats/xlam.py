@@ -62,6 +62,7 @@ _TYPES = {
 }
 _GENERIC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\[(.*)\]\s*$", re.S)
 _OPTIONAL_SUFFIX = re.compile(r",\s*optional\s*$", re.I)
+_OPTIONAL_GENERIC = re.compile(r"^\s*optional\s*\[", re.I)
 
 
 def _split_top(text: str) -> list[str]:
@@ -102,14 +103,30 @@ def _type_schema(text: str) -> JsonSchema:
     return {}
 
 
-def parameter_schema(spec: dict[str, Any]) -> tuple[JsonSchema, bool]:
-    """(JSON Schema, optional) of one APIGen parameter ``{type, description, default}``."""
-    text = str(spec.get("type") or "").strip()
+@lru_cache(maxsize=1024)
+def _type_of(text: str) -> tuple[JsonSchema, bool]:
+    # Parsed once per distinct type text: a dataset spells its types a few dozen ways, and its
+    # parameters are far more (every function of a dataset of new APIs is read afresh).
     optional = bool(_OPTIONAL_SUFFIX.search(text))
     text = _OPTIONAL_SUFFIX.sub("", text)
-    if re.match(r"^\s*optional\s*\[", text, re.I):
+    if _OPTIONAL_GENERIC.match(text):
         optional = True
-    schema = _type_schema(text) if text else {}
+    return (_type_schema(text) if text else {}), optional
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a parsed type's schema (each parameter gets its own; the cached one is not shared)."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
+
+
+def parameter_schema(spec: dict[str, Any]) -> tuple[JsonSchema, bool]:
+    """(JSON Schema, optional) of one APIGen parameter ``{type, description, default}``."""
+    parsed, optional = _type_of(str(spec.get("type") or "").strip())
+    schema = _copied(parsed)
     if spec.get("description"):
         schema["description"] = str(spec["description"])
     if "enum" in spec and isinstance(spec["enum"], list):
@@ -152,23 +169,52 @@ def functions_of(tools: list[Any]) -> list[Function]:
         spec = entry.get("function", entry) if isinstance(entry, dict) else None
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"]:
             raise Malformed(BAD_TOOL, f"tools[{i}] needs a name")
-        # The pickle of a parsed JSON value is an exact key (it reads back to that value) and
-        # costs a fifth of json.dumps.
         try:
-            functions.append(_function(pickle.dumps(spec)))
+            functions.append(_function(spec))
         except Malformed as exc:  # its message names the place within the spec
             raise Malformed(exc.reason, f"tools[{i}]{exc.message}") from None
     return functions
 
 
-@lru_cache(maxsize=16384)
-def _function(spec_key: bytes) -> Function:
+# Converted functions by the pickle of their spec: a parsed JSON value's pickle is an exact key (it
+# reads back to that value) and costs a fifth of json.dumps. A plain dict that starts over when
+# full (a lookup costs less than an LRU cache's); a dataset's working set of APIs is far below it.
+# A function is kept from its second record on (the hashes of those met once are in _SEEN): in a
+# dataset where no two records share an API, keeping each one only gave the garbage collector
+# more objects to walk.
+_FUNCTIONS: dict[bytes, Function] = {}
+_SEEN: set[int] = set()
+CACHED = 16384
+SEEN = 1 << 16
+
+
+def _function(spec: dict[str, Any]) -> Function:
     # Cached by the spec's content: a dataset's functions recur across its records (xLAM's 60,000
     # records draw on 3,673 APIs), and converting APIGen's parameter types is the reader's main
     # cost. The returned Function is shared by the records that offer it; nothing mutates it.
-    spec = pickle.loads(spec_key)
-    return Function(name=spec["name"], description=str(spec.get("description") or ""),
-                    parameters=parameters_of(spec.get("parameters"), ""))
+    key = pickle.dumps(spec)
+    found = _FUNCTIONS.get(key)
+    if found is None:
+        # Converted from `spec` itself: the record it came from is read-only, so the Function may
+        # share its leaves (a default, an enum list) instead of a copy read back from the key.
+        found = Function(name=spec["name"], description=str(spec.get("description") or ""),
+                         parameters=parameters_of(spec.get("parameters"), ""))
+        seen = hash(key)
+        if seen in _SEEN:
+            if len(_FUNCTIONS) >= CACHED:
+                _FUNCTIONS.clear()
+            _FUNCTIONS[key] = found
+        else:
+            if len(_SEEN) >= SEEN:
+                _SEEN.clear()
+            _SEEN.add(seen)
+    return found
+
+
+def clear() -> None:
+    """Forget every converted function (benchmarks measure a cold start with it)."""
+    _FUNCTIONS.clear()
+    _SEEN.clear()
 
 
 def calls_of(answers: list[Any]) -> list[ToolCall]:

@@ -7,14 +7,23 @@ records are correct. OpenAI's API limit (``^[A-Za-z0-9_-]{1,64}$``) is a separat
 ``tool_function_name_not_openai``: the pool keeps it a problem (its tools are sent to an
 OpenAI-compatible endpoint), the verifier reports it as a warning, and the OpenAI export maps
 such names (:mod:`toolfactory.export.names`).
+
+A schema is checked against JSON Schema 2020-12's meta-schema. ``jsonschema``'s walk of the
+meta-schema (a ``$dynamicRef`` resolved at every level) costs about 2 ms a schema, which is most of
+the cost of a function seen once; ``jsonschema_rs`` answers "valid" in a few microseconds, with
+the formats the meta-schema names checked by ``jsonschema``'s own format functions. Only its "valid"
+is taken: a schema it does not call valid (or cannot take) goes to ``jsonschema``, which alone
+decides and words what is wrong.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
+from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
@@ -46,9 +55,13 @@ def function_problems(fn: Function) -> tuple[tuple[str, str], ...]:
 
 @lru_cache(maxsize=8192)
 def _function_problems(fn_json: str) -> tuple[tuple[str, str], ...]:
-    # Cached by content: checking a JSON Schema is costly, and the same functions recur in
-    # every record of a dataset.
-    fn = Function.model_validate_json(fn_json)
+    # Cached by content: the same functions recur in every record of a dataset.
+    return uncached_function_problems(Function.model_validate_json(fn_json))
+
+
+def uncached_function_problems(fn: Function) -> tuple[tuple[str, str], ...]:
+    """:func:`function_problems` computed afresh, for a caller that keeps them per definition
+    itself (the verifier's facts of a function): no copy of `fn` is read back from its JSON."""
     problems: list[tuple[str, str]] = []
     if not _NAME.match(fn.name):
         problems.append(("tool_function_name_invalid", f"{fn.name!r}: a name is 1 to 256 characters without whitespace"))
@@ -57,7 +70,7 @@ def _function_problems(fn_json: str) -> tuple[tuple[str, str], ...]:
     if not fn.description.strip():
         problems.append(("tool_missing_description", f"{fn.name}: no description"))
     for label, schema in (("parameters", fn.parameters), ("returns", fn.returns)):
-        error = _schema_error(json.dumps(schema, sort_keys=True))
+        error = schema_error(schema)
         if error is not None:
             problems.append(("tool_invalid_schema", f"{fn.name}.{label} at {error}"))
     if fn.parameters.get("type") != "object":
@@ -68,6 +81,29 @@ def _function_problems(fn_json: str) -> tuple[tuple[str, str], ...]:
         if missing:
             problems.append(("tool_required_undeclared", f"{fn.name}: required {missing} not in properties"))
     return tuple(problems)
+
+
+# The formats 2020-12's meta-schema names ($id, $ref, pattern, ...): checked by the functions
+# jsonschema checks them with, and not at all where it has none (it skips a format it cannot check).
+_META_FORMATS = ("uri", "uri-reference", "regex")
+_META_SCHEMA = jsonschema_rs.validator_for(
+    Draft202012Validator.META_SCHEMA, validate_formats=True,
+    formats={name: partial(Draft202012Validator.FORMAT_CHECKER.conforms, format=name) for name in _META_FORMATS})
+
+
+def schema_error(schema: Any) -> str | None:
+    """Where and why `schema` is no valid JSON Schema (2020-12), or None when it is one."""
+    if _meta_valid(schema):
+        return None
+    return _schema_error(json.dumps(schema, sort_keys=True))
+
+
+def _meta_valid(schema: Any) -> bool:
+    """True only for a valid schema (see the module doc)."""
+    try:
+        return bool(_META_SCHEMA.is_valid(schema))
+    except Exception:  # noqa: BLE001 - a value it cannot take (an integer beyond 64 bits, NaN): jsonschema decides
+        return False
 
 
 @lru_cache(maxsize=16384)

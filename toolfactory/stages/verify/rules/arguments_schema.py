@@ -11,16 +11,14 @@ level reached through ``properties``, ``items``, ``prefixItems`` and ``additiona
 except a nested object with empty ``properties``, which is a free-form object (BFCL declares
 query parameters so).
 
-Each distinct schema is compiled once (:func:`compiled`): ``jsonschema``'s validator (JSON
-Schema 2020-12, formats checked), which explains every violation, and, where the schema allows
-it, the fast validity test of :mod:`.fast_schema`, which lets a valid call skip it.
+A schema gets, where it allows it, the fast validity test of :mod:`.fast_schema`, which lets a
+valid call skip ``jsonschema``'s validator (JSON Schema 2020-12, formats checked), built only
+for the calls that test does not pass: it explains every violation.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -58,23 +56,30 @@ def strict_schema(schema: Any, root: bool = True) -> Any:
     return out
 
 
-@dataclass(frozen=True)
 class ArgumentsSchema:
-    """One compiled arguments schema."""
+    """One function's compiled arguments schema (kept with the function's facts, once per
+    distinct definition: :mod:`.function_facts`)."""
 
-    validator: Draft202012Validator
-    """Explains what is wrong with a call's arguments."""
-    valid: Test | None
-    """True only for valid arguments (None: no fast test for this schema; ask `validator`)."""
+    __slots__ = ("_parameters", "_validator", "valid")
 
+    def __init__(self, parameters: JsonSchema) -> None:
+        self._parameters = parameters
+        self._validator: Draft202012Validator | None = None
+        self.valid: Test | None = fast_validator(strict_schema(parameters))
+        """True only for valid arguments (None: no fast test for this schema; ask `validator`)."""
 
-@lru_cache(maxsize=4096)
-def compiled(schema_json: str) -> ArgumentsSchema:
-    """One distinct parameters schema, compiled once and reused across records."""
-    strict = strict_schema(json.loads(schema_json))
-    return ArgumentsSchema(Draft202012Validator(strict, format_checker=Draft202012Validator.FORMAT_CHECKER),
-                           fast_validator(strict))
+    @property
+    def validator(self) -> Draft202012Validator:
+        """Explains what is wrong with a call's arguments. Built when first needed: a function
+        whose calls all pass the fast test, as most do, never needs it."""
+        if self._validator is None:
+            # From the schema's canonical JSON: jsonschema reports violations in the order of the
+            # schema's keys, so sorted keys keep the order of a record's findings independent of
+            # how its source ordered them.
+            strict = strict_schema(json.loads(canonical_json(self._parameters)))
+            self._validator = Draft202012Validator(strict, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        return self._validator
 
 
 def arguments_schema(parameters: JsonSchema) -> ArgumentsSchema:
-    return compiled(canonical_json(parameters))
+    return ArgumentsSchema(parameters)

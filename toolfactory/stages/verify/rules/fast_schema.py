@@ -77,15 +77,35 @@ def fast_validator(schema: Any) -> Test | None:
     """A test that is True only for values valid against `schema`, or None (see the module doc)."""
     if not plain(schema):
         return None
-    try:
-        compiled = jsonschema_rs.Draft202012Validator(schema)
-    except Exception:  # noqa: BLE001 - a schema it cannot compile is left to jsonschema
-        return None
+    return _FastTest(schema)
 
-    def valid(value: Any) -> bool:
+
+_REFUSED = object()  # the compiled validator of a schema jsonschema_rs refuses
+
+
+class _FastTest:
+    """The fast test of one schema. Its first value is tested in one shot (the schema is read
+    and dropped: about a third of the cost of building a validator, and a function offered in
+    one record only is called once or twice); from its second value on, a compiled validator.
+    A schema it cannot compile, or a value it cannot take, is never called valid."""
+
+    __slots__ = ("_compiled", "_schema")
+
+    def __init__(self, schema: Any) -> None:
+        self._schema = schema
+        self._compiled: Any = None
+
+    def __call__(self, value: Any) -> bool:
+        compiled = self._compiled
         try:
+            if compiled is None:  # its first value
+                self._compiled = False
+                return bool(jsonschema_rs.is_valid(self._schema, value, draft=jsonschema_rs.Draft202012))
+            if compiled is False:  # its second: build the validator
+                self._compiled = _REFUSED  # and so it stays if the schema cannot be compiled
+                self._compiled = compiled = jsonschema_rs.Draft202012Validator(self._schema)
+            if compiled is _REFUSED:
+                return False
             return bool(compiled.is_valid(value))
-        except Exception:  # noqa: BLE001 - a value it cannot take: jsonschema decides
+        except Exception:  # noqa: BLE001 - a schema or a value it cannot take: jsonschema decides
             return False
-
-    return valid

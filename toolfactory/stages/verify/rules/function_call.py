@@ -82,8 +82,9 @@ def _call_findings(call: Call, schema: ArgumentsSchema) -> Iterator[tuple[str, s
     if schema.valid is not None and schema.valid(call.value):
         return
     base = f"{call.path}.arguments"
+    validator = schema.validator  # a schema it cannot be built from fails the rule (record_check_error)
     try:
-        found = list(schema.validator.iter_errors(call.value))
+        found = list(validator.iter_errors(call.value))
     except Exception as exc:  # noqa: BLE001 - a broken schema makes the call unverifiable
         yield OTHER_CODE, base, _short(f"the parameters schema cannot be applied: {type(exc).__name__}: {exc}")
         return
