@@ -57,6 +57,8 @@ def test_a_local_ray_keeps_a_worker_per_shard_slot_and_gives_them_the_prefect_ap
     assert not rounds["leaked"]  # the driver's own environment is as it was
     first, second = {pid for pid, _ in rounds["first"]}, {pid for pid, _ in rounds["second"]}
     assert len(first) >= 2  # Ray starts one worker at a time per CPU: the first may take two shards
-    # No worker was started again: Ray's default keeps one idle worker per CPU (here one), and
-    # would have killed the others after a second.
-    assert second <= first
+    # No worker was stopped between the rounds: every first-round worker takes a shard of the second
+    # (which needs all four slots at once). Ray's default keeps one idle worker per CPU (here one)
+    # and would have killed the others after a second. A fourth worker may be new when the first
+    # round ran on three.
+    assert first <= second
