@@ -42,7 +42,7 @@ postgres:
 
 # Two workers (pytest-xdist): the flow runs stay together on one, the rest share both.
 test: $(STAMP) browser postgres
-	$(BIN)/pytest -q -n 2 --dist loadgroup
+	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=25
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.gateway
