@@ -72,13 +72,21 @@ def functions_of(record: dict[str, Any]) -> list[Function]:
             continue
         if not isinstance(entries, list):
             raise Malformed(WRONG_TYPE, f"{key!r} must be a list, not {type(entries).__name__}")
-        for i, entry in enumerate(entries):
-            if key == "tools" and isinstance(entry, dict) and entry.get("type", "function") != "function":
-                raise Malformed(BAD_TOOL, f"tools[{i}]: type {entry.get('type')!r} is not a function tool")
-            try:
-                functions += [fn for tool in convert("openai", entry) for fn in tool.functions]
-            except MalformedTool as exc:
-                raise Malformed(BAD_TOOL, f"{key}[{i}]: {exc}") from None
+        functions += definitions(entries, key)
+    return functions
+
+
+def definitions(entries: list[Any], key: str) -> list[Function]:
+    """The functions of OpenAI-style tool entries (`tools[]` or `functions[]`, named by `key`);
+    ShareGPT's `tools` hold the same entries."""
+    functions: list[Function] = []
+    for i, entry in enumerate(entries):
+        if key == "tools" and isinstance(entry, dict) and entry.get("type", "function") != "function":
+            raise Malformed(BAD_TOOL, f"tools[{i}]: type {entry.get('type')!r} is not a function tool")
+        try:
+            functions += [fn for tool in convert("openai", entry) for fn in tool.functions]
+        except MalformedTool as exc:
+            raise Malformed(BAD_TOOL, f"{key}[{i}]: {exc}") from None
     return functions
 
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from toolfactory.formats.base import (
-    BAD_TOOL,
     DERIVED_MODE,
     MISSING_FIELD,
     RECORD_NOT_OBJECT,
@@ -41,8 +40,8 @@ from toolfactory.formats.base import (
     parse_json_field,
     read_json_records,
 )
+from toolfactory.formats.openai import definitions
 from toolfactory.models import Dialogue, Function, Message, ToolCall
-from toolfactory.stages.tools.importers import MalformedTool, convert
 
 NAME = "sharegpt"
 NOT_APPLICABLE_REASONS: dict[str, str] = dict(DERIVED_MODE)
@@ -54,14 +53,7 @@ TEXT_ROLES = {"system": "system", "human": "user", "gpt": "assistant"}
 def functions_of(record: dict[str, Any]) -> list[Function]:
     if record.get("tools") in (None, ""):
         return []
-    entries = parse_json_field(record, "tools", list)
-    functions: list[Function] = []
-    for i, entry in enumerate(entries):
-        try:
-            functions += [fn for tool in convert("openai", entry) for fn in tool.functions]
-        except MalformedTool as exc:
-            raise Malformed(BAD_TOOL, f"tools[{i}]: {exc}") from None
-    return functions
+    return definitions(parse_json_field(record, "tools", list), "tools")
 
 
 def _call(value: Any, where: str, serial: int) -> ToolCall:
