@@ -6,12 +6,12 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench bench-peers bench-scale setup clean browser postgres
+.PHONY: demo test docs bench bench-peers bench-scale setup clean browser postgres
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet -e ".[test,docs]"
 	# BFCL's checker judges the BFCL export in the tests. bfcl-eval declares torch, the providers'
 	# SDKs and numpy==1.26.4, none of which its checker needs: installed alone.
 	$(BIN)/pip install --quiet --no-deps "bfcl-eval==2026.3.23"
@@ -43,6 +43,10 @@ postgres:
 # Two workers (pytest-xdist): the flow runs stay together on one, the rest share both.
 test: $(STAMP) browser postgres
 	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=25
+
+# The documentation site, into build/site (the suite builds it too, with warnings as errors).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.gateway

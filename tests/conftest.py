@@ -52,7 +52,7 @@ def shared_data() -> Path:
     if missing:
         reason = (
             f"needs the papers' released data (ToolBench, ToolAlpaca) at {REAL_DATA}, missing {', '.join(missing)}: "
-            "set TOOLFACTORY_REAL_DATA to a copy (see the README, 'Tests on the released data')"
+            "set TOOLFACTORY_REAL_DATA to a copy (see docs/development/tests.md, 'Tests on the released data')"
         )
         if _ci():
             pytest.fail(reason)

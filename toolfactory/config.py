@@ -422,9 +422,11 @@ class ComplexityGuideConfig(Section):
     """Share of probe tasks of one level the target must pass for that level to be within its
     ability."""
     max_apis: int = Field(12, ge=1, le=50)
+    """Most APIs a guided task offers, however far above its level the target passes."""
     max_calls: int = Field(4, ge=1, le=10)
+    """Most calls a guided task needs (as `max_apis`)."""
     max_turns: int = Field(3, ge=1, le=6)
-    """Bounds of the guided APIs offered, calls needed and user turns."""
+    """Most user turns of a guided task (as `max_apis`)."""
 
 
 class ApiFilterConfig(Section):
