@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 import typer.main
 
-from tests.documentation.helpers import generator, section
+from .helpers import generator, section
 from toolfactory.cli import app
 from toolfactory.simulator import SimulatorSettings
 

@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel
 
-from tests.documentation.helpers import generator, section
+from .helpers import generator, section
 from toolfactory.config import Config
 from toolfactory.simulator import SimulatorSettings
 

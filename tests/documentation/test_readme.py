@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from tests.documentation.helpers import ROOT
+from .helpers import ROOT
 from toolfactory.config import validate_config
 
 README = ROOT / "README.md"

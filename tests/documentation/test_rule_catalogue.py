@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.documentation.helpers import generator
+from .helpers import generator
 from toolfactory.formats import NOT_APPLICABLE_REASONS, REASONS
 from toolfactory.stages.verify.judges import ASPECTS
 from toolfactory.stages.verify.rules import RULES

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.documentation.helpers import ROOT
+from .helpers import ROOT
 
 GENERATED = ("reference/configuration.html", "reference/cli.html", "reference/rules.html", "benchmarks.html")
 
