@@ -44,7 +44,7 @@ def gone(pids: list[int], seconds: float = 10) -> bool:
 def test_the_bfcl_preset_imports_gorilla_file_system_with_its_function_docs() -> None:
     env = PythonEnvironment(PythonEnvironmentSettings(name="files", preset="GorillaFileSystem", initial_state=FILES))
     [tool] = asyncio.run(env.list_tools())
-    docs = read_function_docs(env.settings.function_docs or "")
+    docs = read_function_docs(env.settings.resolved_function_docs() or "")
     assert [fn.name for fn in tool.functions] == [doc["name"] for doc in docs]
     assert executable_source(tool) == "files" and tool.source == "python"
     cd = tool.function("cd")

@@ -86,28 +86,41 @@ class PythonEnvironmentSettings(ExecutableSourceSettings):
     parameters, response); unset: each public method's signature and docstring."""
 
     @model_validator(mode="after")
-    def _resolve(self) -> PythonEnvironmentSettings:
+    def _resolvable(self) -> PythonEnvironmentSettings:
         if self.preset is not None:
             if self.preset not in BFCL_PRESETS:
                 raise ValueError(f"preset: unknown BFCL environment {self.preset!r} (one of {', '.join(BFCL_PRESETS)})")
             if importlib.util.find_spec(BFCL_PACKAGE) is None:
                 raise ValueError(f"preset: BFCL's environments need the bfcl-eval package ({BFCL_INSTALL})")
-            module, docs = BFCL_PRESETS[self.preset]
-            self.class_path = self.class_path or f"{BFCL_SOURCES}.{module}:{self.preset}"
-            if self.function_docs is None:
-                self.function_docs = str(bfcl_docs_folder() / docs)
-        module_name, _, class_name = self.class_path.partition(":")
+        elif not self.class_path:
+            raise ValueError("class_path: required (or a preset)")
+        module_name, _, class_name = self.resolved_class_path().partition(":")
         if not module_name or not class_name.isidentifier():
-            raise ValueError("class_path: expected 'package.module:ClassName' (or a preset)")
+            raise ValueError("class_path: expected 'package.module:ClassName'")
         try:
             found = importlib.util.find_spec(module_name)
         except (ImportError, ValueError):
             found = None
         if found is None:
             raise ValueError(f"class_path: module {module_name!r} cannot be imported")
-        if self.function_docs is not None and not Path(self.function_docs).expanduser().is_file():
-            raise ValueError(f"function_docs: no such file {self.function_docs!r}")
+        docs = self.resolved_function_docs()
+        if docs is not None and not Path(docs).expanduser().is_file():
+            raise ValueError(f"function_docs: no such file {docs!r}")
         return self
+
+    # A preset is resolved where it is used, not stored resolved: the package's folder on a
+    # worker need not be the driver's.
+    def resolved_class_path(self) -> str:
+        """`class_path`, or the preset's class."""
+        if self.class_path or self.preset is None:
+            return self.class_path
+        return f"{BFCL_SOURCES}.{BFCL_PRESETS[self.preset][0]}:{self.preset}"
+
+    def resolved_function_docs(self) -> str | None:
+        """`function_docs`, or the preset's docs in the installed package."""
+        if self.function_docs is not None or self.preset is None:
+            return self.function_docs
+        return str(bfcl_docs_folder() / BFCL_PRESETS[self.preset][1])
 
 
 def bfcl_docs_folder() -> Path:
@@ -270,7 +283,7 @@ class PythonEnvironment:
         except OSError as exc:
             raise ExecutionFailed(EXEC_START_FAILED, f"{self.name}: cannot start its runner: {exc}") from exc
         session = PythonSession(self.settings, process)
-        init = {"op": "init", "class_path": self.settings.class_path, "initial_state": self.settings.initial_state}
+        init = {"op": "init", "class_path": self.settings.resolved_class_path(), "initial_state": self.settings.initial_state}
         try:
             answer = await session.request(init, self.settings.start_timeout_seconds)
         except ExecutionFailed as exc:
@@ -281,7 +294,7 @@ class PythonEnvironment:
             raise
         if not answer.get("ok"):
             await session.stop()
-            raise ExecutionFailed(EXEC_START_FAILED, f"{self.name}: {self.settings.class_path}: {answer.get('error')}")
+            raise ExecutionFailed(EXEC_START_FAILED, f"{self.name}: {self.settings.resolved_class_path()}: {answer.get('error')}")
         return session
 
     async def list_tools(self) -> list[Tool]:
@@ -293,16 +306,18 @@ class PythonEnvironment:
             except ExecutionFailed as exc:
                 raise ExecutionFailed(EXEC_START_FAILED, f"{exc.reason}: {exc.message}") from exc
         methods = {m["name"]: m for m in answer.get("methods") or []}
-        if self.settings.function_docs is not None:
-            functions = [doc_function(doc) for doc in read_function_docs(self.settings.function_docs)]
+        docs = self.settings.resolved_function_docs()
+        if docs is not None:
+            functions = [doc_function(doc) for doc in read_function_docs(docs)]
         else:
             functions = [Function(name=m["name"], description=m["doc"], parameters=m["parameters"], returns=m["returns"])
                          for m in methods.values()]
-        class_name = self.settings.class_path.partition(":")[2]
+        class_path = self.settings.resolved_class_path()
+        class_name = class_path.partition(":")[2]
         tool = Tool(
             name=self.name, description=f"{class_name}: a stateful Python environment", category="Executable",
             source=KIND, functions=functions,
-            provenance={"class_path": self.settings.class_path, "methods": sorted(methods)},
+            provenance={"class_path": class_path, "methods": sorted(methods)},
         )
         return [mark_executable(tool, KIND, self.name)]
 
