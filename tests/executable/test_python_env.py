@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -181,3 +185,31 @@ def test_a_module_that_cannot_be_imported_is_an_error_naming_the_field() -> None
 def test_an_unknown_preset_is_an_error_naming_the_field() -> None:
     with pytest.raises(ValidationError, match="preset: unknown BFCL environment 'Nope'"):
         PythonEnvironmentSettings(name="x", preset="Nope")
+
+
+HOLDER = """
+import asyncio, sys, time
+sys.path.insert(0, {here!r})
+from toolfactory.executable.confine import descendants
+from toolfactory.executable.python_env import PythonEnvironment, PythonEnvironmentSettings
+
+async def main():
+    env = PythonEnvironment(PythonEnvironmentSettings(name="c", class_path="toolenvs:Counter"))
+    async with env.session() as session:
+        await session.call("add", {{"amount": 1}})
+        print(" ".join(map(str, [session.process.pid, *descendants(session.process.pid)])), flush=True)
+        await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def test_a_killed_holder_of_sessions_leaves_no_process(tmp_path: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER.format(here=str(HERE))], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert holder.stdout is not None
+    pids = [int(pid) for pid in holder.stdout.readline().split()]
+    assert len(pids) >= 2 and not gone(pids, seconds=0.5)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert gone(pids)
