@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -13,6 +15,7 @@ import httpx
 import pytest
 
 from toolfactory.config import Config, validate_config
+from toolfactory.executable.confine import descendants
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue, Task, Tool
 from toolfactory.simulator import SimulatorSettings, start_simulator
@@ -61,24 +64,47 @@ def dialogues(sim: Any, cfg: Config, tasks: list[Task], **settings: float) -> tu
 
 
 def runners() -> set[int]:
-    """Runner processes of this test process alive now."""
+    """Runner processes this test process started that are alive now."""
     found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if b"runner.py" in (entry / "cmdline").read_bytes() and str(os.getpid()) in (entry / "environ").read_text(errors="ignore"):
-                    found.add(int(entry.name))
-            except OSError:
-                pass
+    for pid in descendants(os.getpid()):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if len(argv) > 2 and argv[2].endswith(b"runner.py"):  # the runner, not its launcher
+                found.add(pid)
+        except OSError:
+            pass
     return found
+
+
+class MostRunners:
+    """The most runner processes alive at once while it watches (a thread polling /proc)."""
+
+    def __init__(self) -> None:
+        self.most, self._stop = 0, threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.most = max(self.most, len(runners()))
+            time.sleep(0.02)
+
+    def __enter__(self) -> MostRunners:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def test_calls_run_on_a_fresh_environment_per_dialogue_and_their_results_are_the_tool_messages(sim: Any, envs_on_path: None) -> None:
     cfg = config({"name": "counter", "class_path": "toolenvs:Counter", "allow": ["add"], "max_sessions": 1})
     tool = source_tool(cfg, "counter")
     tasks = [Task(id=f"t{k}", tools=[tool], instruction=f"Add {k + 2} to the counter.") for k in range(3)]
-    out, played = dialogues(sim, cfg, tasks)
+    with MostRunners() as watch:
+        out, played = dialogues(sim, cfg, tasks)
     assert len(out.records) == 3 and not out.rejected and played == 0
+    assert watch.most == 1  # max_sessions: one session of the source at a time
     for dialogue in out.records:
         assert isinstance(dialogue, Dialogue)
         calls = [c for m in dialogue.messages if m.tool_calls for c in m.tool_calls]

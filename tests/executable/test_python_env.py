@@ -213,3 +213,26 @@ def test_a_killed_holder_of_sessions_leaves_no_process(tmp_path: Path) -> None:
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert gone(pids)
+
+
+def test_the_state_is_what_bfcl_s_own_executor_leaves_in_its_instance() -> None:
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
+
+    from toolfactory.executable.runner import snapshot
+
+    calls = [("mkdir", {"dir_name": "reports"}), ("cd", {"folder": "reports"}), ("touch", {"file_name": "q1.txt"}),
+             ("echo", {"content": "revenue up", "file_name": "q1.txt"})]
+    _, instances = execute_multi_turn_func_call(
+        [f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})" for name, args in calls],
+        {"GorillaFileSystem": FILES}, ["GorillaFileSystem"], "toolfactory", "state_test")
+    env = PythonEnvironment(PythonEnvironmentSettings(name="files", preset="GorillaFileSystem", initial_state=FILES))
+
+    async def scenario() -> Any:
+        async with env.session() as session:
+            for name, args in calls:
+                assert not (await session.call(name, args)).is_error
+            return await session.state()
+
+    ours = asyncio.run(scenario())
+    assert ours == snapshot(instances["GorillaFileSystem"])
+    assert ours["root"]["contents"]["reports"]["contents"]["q1.txt"]["content"] == "revenue up"
