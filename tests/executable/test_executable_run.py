@@ -9,8 +9,8 @@ from typing import Any
 
 import duckdb
 import pytest
-
 from conftest import small_run_overrides
+
 from toolfactory.config import load_config
 from toolfactory.models import Dialogue
 from toolfactory.shards import read_records

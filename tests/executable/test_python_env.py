@@ -152,6 +152,16 @@ def test_a_method_that_floods_its_output_is_exec_output_flood(envs_on_path: None
     assert failed.value.reason == "exec_output_flood"
 
 
+def test_an_answer_far_beyond_the_cap_is_exec_output_flood(envs_on_path: None) -> None:
+    async def scenario() -> None:
+        async with hostile(output_cap_bytes=1024).session() as session:
+            await session.call("huge", {})
+
+    with pytest.raises(ExecutionFailed) as failed:
+        asyncio.run(scenario())
+    assert failed.value.reason == "exec_output_flood"
+
+
 def test_a_long_answer_is_cut_at_the_output_cap_and_marked(envs_on_path: None) -> None:
     async def scenario() -> Any:
         async with hostile(output_cap_bytes=1024).session() as session:

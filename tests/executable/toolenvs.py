@@ -57,6 +57,10 @@ class Hostile(Counter):
         while True:
             sys.stdout.write("x" * 65536)
 
+    def huge(self) -> str:
+        """An answer far beyond any cap."""
+        return "z" * 1_000_000
+
     def big(self) -> str:
         """A long answer."""
         return "y" * 5000

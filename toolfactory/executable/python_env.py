@@ -26,9 +26,10 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -189,7 +190,7 @@ class PythonSession:
             self.process.stdin.write((json.dumps(payload, ensure_ascii=False) + "\n").encode())
             await self.process.stdin.drain()
             line = await asyncio.wait_for(self.process.stdout.readline(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.stop()
             raise ExecutionFailed(EXEC_TIMEOUT, f"{self.settings.name}: no answer to {payload.get('op')} "
                                                 f"{payload.get('name', '')} within {timeout:g} s".replace("  ", " ")) from None
@@ -245,7 +246,7 @@ class PythonSession:
                 self.process.terminate()
             try:
                 await asyncio.wait_for(self.process.wait(), STOP_SECONDS)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 with suppress(ProcessLookupError):
                     self.process.kill()
                 await self.process.wait()

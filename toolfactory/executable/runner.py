@@ -28,7 +28,8 @@ import json
 import os
 import sys
 import typing
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 import docstring_parser
 from pydantic import ConfigDict, create_model

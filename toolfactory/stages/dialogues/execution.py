@@ -87,7 +87,7 @@ class DialogueExecution:
             self._stack.callback(slots.release)
         return self
 
-    async def __aexit__(self, *exc: Any) -> bool | None:
+    async def __aexit__(self, *exc: object) -> bool | None:
         return await self._stack.__aexit__(*exc)
 
     def runs(self, tool: Tool | None) -> bool:

@@ -28,7 +28,7 @@ async def import_executable(name: str, tools: ToolsConfig, stage: str = "tools")
     out = StageOutput(items_in=1)
     try:
         listed = await asyncio.wait_for(environments(tools)[name].list_tools(), settings.start_timeout_seconds)
-    except (ExecutionFailed, asyncio.TimeoutError) as exc:
+    except (TimeoutError, ExecutionFailed) as exc:
         detail = exc.message if isinstance(exc, ExecutionFailed) else f"no tools listed within {settings.start_timeout_seconds:g} s"
         out.reject(stage, stable_id("executable", name), [EXEC_START_FAILED], {"source": name}, f"{name}: {detail}")
         return out
