@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from toolfactory.errors import ConfigError
 from toolfactory.allowlist import HttpExecutorSettings
+from toolfactory.executable.python_env import PythonEnvironmentSettings
 from toolfactory.simulator import SimulatorSettings
 
 ENV_PREFIX = "TOOLFACTORY_"
@@ -398,6 +399,26 @@ class ToolsConfig(Section):
     """Tools per shard; fixes the shard count of every later stage."""
     synthesis: SynthesisConfig = Field(default_factory=SynthesisConfig)
     pool: PoolConfig = Field(default_factory=PoolConfig)
+    environments: list[PythonEnvironmentSettings] = Field(default_factory=list)
+    """Python environments whose tools really run (docs/tools/executable.md): a stateful class,
+    its public methods the functions; one tools shard each."""
+
+    @model_validator(mode="after")
+    def _unique_executable_names(self) -> ToolsConfig:
+        # Tools keep their source's name, and calls are routed by it: it must name one source.
+        seen: set[str] = set()
+        for field, sources in executable_source_lists(self).items():
+            for index, source in enumerate(sources):
+                if source.name in seen:
+                    raise ValueError(f"{field}.{index}.name: {source.name!r} names another executable source too")
+                seen.add(source.name)
+        return self
+
+
+def executable_source_lists(tools: ToolsConfig) -> dict[str, list[Any]]:
+    """Every list of executable sources in `tools`, by field (`environments`, and `mcp` where
+    the config has it)."""
+    return {field: list(getattr(tools, field, None) or []) for field in ("environments", "mcp")}
 
 
 def _proportions(value: dict[str, float]) -> dict[str, float]:

@@ -64,7 +64,9 @@ class ProcessLimits:
 
 def confined(argv: list[str], limits: ProcessLimits) -> list[str]:
     """The command line that runs `argv` under `limits` (see the module doc)."""
-    return [sys.executable, "-m", "toolfactory.executable.confine", json.dumps(asdict(limits)), "--", *argv]
+    # Run as a script, not `-m`: importing the toolfactory package would cost every launch seconds;
+    # -P keeps this file's folder off the command's module path.
+    return [sys.executable, "-P", str(Path(__file__).resolve()), json.dumps(asdict(limits)), "--", *argv]
 
 
 def _libc() -> Any:

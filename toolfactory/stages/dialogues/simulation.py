@@ -4,7 +4,8 @@ The user agent opens with the task's instruction. The assistant acts: for toolal
 the paper's ReAct agent (:mod:`.react`), whose ``getDetails`` question the user agent answers
 (Fig. 9) and whose Final Answer ends the user turn; otherwise native function calls (with formal
 thinking and self-consistency for toolace); each call is answered by the tool
-executor, the response compressed when it is long; the assistant goes on until it answers in
+executor, the response compressed when it is long (a tool of an executable source: run for real,
+its result kept verbatim, :mod:`.execution`); the assistant goes on until it answers in
 text. When that text comes before any call, the user agent reads it (a structured
 classification: asks for a missing value, declines, answers) and answers a question with
 concrete values (once per user turn); the index of a turn that asked is kept in the record's
@@ -22,9 +23,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from toolfactory.models import Message, Task
+from toolfactory.models import Message, Task, ToolCall
 from toolfactory.stages.base import ShardContext
 from toolfactory.stages.dialogues.agents import execute, read_turn, user_details, user_follow_up
+from toolfactory.stages.dialogues.execution import DialogueExecution
 from toolfactory.stages.dialogues.assistant import Action, act
 from toolfactory.stages.dialogues.react import react_step
 from toolfactory.stages.dialogues.compression import compress_response
@@ -38,8 +40,9 @@ SYSTEM_PROMPT = (
 )
 
 
-async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, dict[str, Any]]:
+async def simulate(task: Task, ctx: ShardContext, live: DialogueExecution | None = None) -> tuple[list[Message], int, dict[str, Any]]:
     """The dialogue's messages, the LLM calls they took and what happened (compressions, …).
+    Calls to tools of executable sources run on `live` (:mod:`.execution`).
 
     Raises :class:`~toolfactory.stages.dialogues.early.RejectedEarly` as soon as a turn makes
     the record one the verify stage must reject (``dialogues.reject_early``)."""
@@ -54,6 +57,19 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
     notes: dict[str, Any] = {"compressed_responses": 0, "clarifications": 0, "clarification_turns": [], "error_responses": 0,
                              "missing_values": {}, "decision_samples": 0, "decision_samples_planned": 0}
     react = task.recipe == "toolalpaca" and settings.assistant_format == "react"
+
+    async def respond(call: ToolCall) -> tuple[str, bool, int]:
+        """The tool message's content, whether it is an error, and the LLM calls it took."""
+        function, tool = by_name.get(call.name), task.tool_for(call.name)
+        if live is not None and tool is not None and live.runs(tool):
+            result = await live.respond(tool, function, call)
+            return result.content, result.is_error, 0  # verbatim: the tool's own answer, or the 400
+        body, used = await execute(function, call, ctx, tool, api_errors=task.recipe in settings.api_errors)
+        compressed = compress_response(body, function.returns if function else {}, within="response",
+                                       budget_tokens=settings.response_budget_tokens)
+        notes["compressed_responses"] += compressed.compressed
+        return compressed.text, int(body.get("status_code") or 0) >= 400, used
+
     samples = settings.self_consistency if toolace else 1
     while True:
         called = asked = False
@@ -104,20 +120,11 @@ async def simulate(task: Task, ctx: ShardContext) -> tuple[list[Message], int, d
             if early is not None:  # before the tool executor answers calls of a lost record
                 early.raise_if_rejected(functions, messages, calls)
             # The calls of one turn (parallel calls) are answered together, recorded in order.
-            answers = await asyncio.gather(*(
-                execute(by_name.get(call.name), call, ctx, task.tool_for(call.name), api_errors=task.recipe in settings.api_errors)
-                for call in action.message.tool_calls
-            ))
-            for call, (body, used) in zip(action.message.tool_calls, answers):
+            answers = await asyncio.gather(*(respond(call) for call in action.message.tool_calls))
+            for call, (text, failed, used) in zip(action.message.tool_calls, answers):
                 calls += used
-                function = by_name.get(call.name)
-                compressed = compress_response(body, function.returns if function else {}, within="response",
-                                               budget_tokens=settings.response_budget_tokens)
-                if compressed.compressed:
-                    notes["compressed_responses"] += 1
-                if int(body.get("status_code") or 0) >= 400:
-                    notes["error_responses"] += 1
-                messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=compressed.text))
+                notes["error_responses"] += failed
+                messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=text))
             if early is not None:
                 early.raise_if_rejected(functions, messages, calls)
         if user_turns >= task.turns:

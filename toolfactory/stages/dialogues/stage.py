@@ -10,7 +10,9 @@ Every dialogue records the mode its messages show, and its task's target mode wh
 one (toolace); the verify stage rejects a dialogue whose shown mode is not its target. Long tool
 responses reach the assistant compressed (:mod:`.compression`); for toolllm the executor answers
 with a real API's page size (:mod:`.api_pages`) and a long response keeps the keys the `designer`
-model picked for its API (:mod:`.response_keys`, ToolLLM A.2).
+model picked for its API (:mod:`.response_keys`, ToolLLM A.2). Calls to tools of executable
+sources run for real, in sessions of their own per dialogue (:mod:`.execution`); a failure of the
+environment rejects the dialogue with its reason code (``exec_timeout``, ``exec_server_crashed``, …).
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import asyncio
 import json
 from typing import Any, ClassVar
 
+from toolfactory.executable.session import ExecutionFailed
 from toolfactory.models import Dialogue, Function, Message, Record, Rejected, Task, ToolCall, ToolRef, stable_id
 from toolfactory.stages.base import CALLS_BY_RECIPE, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.dialogues.agents import execute
 from toolfactory.stages.dialogues.api_pages import for_executor
 from toolfactory.stages.dialogues.compression import compress_response, estimate_tokens
 from toolfactory.stages.dialogues.early import RejectedEarly
+from toolfactory.stages.dialogues.execution import EXECUTION, DialogueExecution
 from toolfactory.stages.dialogues.modes import shown_mode
 from toolfactory.stages.dialogues.response_keys import important_keys, restrict
 from toolfactory.stages.dialogues.search import opening_messages, solve
@@ -58,6 +62,9 @@ class DialoguesStage:
             if record.generation.get("error_responses"):
                 out.count("error_responses", record.recipe, record.generation["error_responses"])
             out.count(CALLS_BY_RECIPE, record.recipe, record.llm_calls)
+            if record.generation.get(EXECUTION):  # dialogues whose calls ran on executable sources
+                out.count("executed_dialogues", record.recipe)
+                out.count("executed_calls", record.recipe, len(record.generation[EXECUTION]["calls"]))
         for rejected in out.rejected:  # a search without an answer, a dialogue stopped early: spent too
             task = rejected.record.get("task") or {}
             if rejected.record.get("llm_calls"):
@@ -65,20 +72,30 @@ class DialoguesStage:
         return out
 
     async def _dialogue(self, task: Task, ctx: ShardContext, strategies: dict[str, asyncio.Future[list[str] | None]]) -> list[Record]:
-        if task.recipe == "toolllm":
-            found = await self._search(task, ctx, strategies)
-            if isinstance(found, Rejected):
-                return [found]
-            messages, calls, generation = found
-        else:
-            try:
-                messages, calls, generation = await simulate(task, ctx)
-            except RejectedEarly as early:
-                detail = "; ".join(f"{v.code} at {v.path}: {v.message}" for v in early.verdicts)
-                return [Rejected(id=stable_id("dialogue", task.id), stage=self.name,
-                                 reasons=sorted({v.code for v in early.verdicts}), detail=f"rejected early: {detail}",
-                                 record={"task": task.model_dump(), "messages": [m.model_dump() for m in early.messages],
-                                         "llm_calls": early.llm_calls})]
+        try:
+            # Every executable source gets a fresh session for this dialogue, closed when it ends.
+            async with DialogueExecution(task, ctx.config.tools) as live:
+                if task.recipe == "toolllm":
+                    found = await self._search(task, ctx, strategies, live)
+                    if isinstance(found, Rejected):
+                        return [found]
+                    messages, calls, generation = found
+                else:
+                    try:
+                        messages, calls, generation = await simulate(task, ctx, live)
+                    except RejectedEarly as early:
+                        detail = "; ".join(f"{v.code} at {v.path}: {v.message}" for v in early.verdicts)
+                        return [Rejected(id=stable_id("dialogue", task.id), stage=self.name,
+                                         reasons=sorted({v.code for v in early.verdicts}), detail=f"rejected early: {detail}",
+                                         record={"task": task.model_dump(), "messages": [m.model_dump() for m in early.messages],
+                                                 "llm_calls": early.llm_calls})]
+                executed = await live.metadata()
+        except ExecutionFailed as failed:
+            # The environment failed (hung, crashed, flooded, forked): this dialogue only.
+            return [Rejected(id=stable_id("dialogue", task.id), stage=self.name, reasons=[failed.reason], detail=failed.message,
+                             record={"task": task.model_dump(), "execution": {"calls": live.calls}})]
+        if executed is not None:
+            generation[EXECUTION] = executed
         dialogue = Dialogue(
             id=stable_id("dialogue", task.id),
             task_id=task.id,
@@ -96,7 +113,7 @@ class DialoguesStage:
         return [dialogue]
 
     async def _search(self, task: Task, ctx: ShardContext, strategies: dict[str, asyncio.Future[list[str] | None]],
-                      ) -> tuple[list[Message], int, dict[str, Any]] | Rejected:
+                      live: DialogueExecution) -> tuple[list[Message], int, dict[str, Any]] | Rejected:
         settings = ctx.config.dialogues
         compressed = 0
         kept_keys: dict[str, list[str] | None] = {}
@@ -117,6 +134,8 @@ class DialoguesStage:
         async def run_call(function: Function, call: ToolCall) -> str:
             nonlocal compressed
             tool = task.tool_for(function.name)
+            if tool is not None and live.runs(tool):
+                return (await live.respond(tool, function, call)).content  # verbatim, never compressed
             body, _ = await execute(for_executor(function, settings.response_items), call, ctx, tool)
             returns = function.returns
             if estimate_tokens(json.dumps(body, ensure_ascii=False)) > settings.response_budget_tokens:

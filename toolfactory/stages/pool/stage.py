@@ -10,6 +10,10 @@ run was planned). In order, each tool is
   ``tool_known_in_pool`` with ``tools.pool.skip_known``);
 * otherwise kept as ``new``; new tools join the pool when the run publishes it.
 
+A tool of an executable source (``tools.environments``, ``tools.mcp``) is kept as it is
+(``executable``): it is neither compared with nor merged into tools an LLM plays, and it is not
+published, since only the configuration that names its source can run it.
+
 Kept tools without a collection get one derived by clustering within their category
 (:mod:`.collections`), so that ToolLLM's I3 sets can be drawn from imports too.
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from toolfactory.executable.session import executable_source
 from toolfactory.models import Tool
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.pool.collections import DERIVED, derive_collections
@@ -28,6 +33,7 @@ from toolfactory.stages.pool.dedup import NearDuplicates, signature
 from toolfactory.stages.tools.fields import nesting_depth, parameter_types
 
 KNOWN, RUN = "known", "run"
+EXECUTABLE = "executable"
 
 
 class PoolStage:
@@ -54,6 +60,12 @@ class PoolStage:
                 names[f"{RUN}:{path}:{k}"] = f"{tool.name} ({tool.source})"
         for k, record in enumerate(inputs):
             tool = Tool.model_validate(record)
+            if executable_source(tool) is not None:
+                # Its calls run on its source: never merged with a tool an LLM plays, never
+                # published to the pool (its source is this run's configuration).
+                tool.provenance = {**tool.provenance, "pool": EXECUTABLE}
+                out.records.append(tool)
+                continue
             sig = signature(tool)
             matches = index.matches(sig)
             twin = next((key for key, label, _ in matches if label == RUN), None)
@@ -71,7 +83,7 @@ class PoolStage:
             tool.provenance = {**tool.provenance, "pool": KNOWN if known else "new"}
             out.records.append(tool)
         kept = [t for t in out.records if isinstance(t, Tool)]
-        derived = derive_collections(kept, size=settings.collection_size)
+        derived = derive_collections([t for t in kept if executable_source(t) is None], size=settings.collection_size)
         for tool in kept:
             if tool.id in derived:
                 tool.collections = derived[tool.id]

@@ -15,7 +15,7 @@ the executor the dialogues use, so the probe is
 Each dropped API is counted in the stage's profile under ``api_filter`` with its reason code
 (``api_probe_error``, ``api_probe_timeout``, ``api_probe_unreachable``, ``api_probe_slow``,
 ``api_probe_empty``, ``api_probe_html``, ``api_probe_error_message``); kept APIs count as
-``kept``. Which recipes probe is `tasks.api_filter.recipes` (ToolLLM's by default).
+``kept``, and the functions of executable sources (which are not probed) as ``executable``. Which recipes probe is `tasks.api_filter.recipes` (ToolLLM's by default).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 
 from toolfactory.errors import LLMFailure
+from toolfactory.executable.session import executable_source
 from toolfactory.models import Function, Tool, ToolCall, stable_id
 from toolfactory.stages.base import ShardContext, StageOutput
 from toolfactory.stages.dialogues.agents import execute
@@ -125,6 +126,11 @@ class ApiFilter:
 
     async def _probe(self, tool: Tool, function: Function) -> Probe:
         ctx = self.ctx
+        if executable_source(tool) is not None:
+            # A tool that really runs answers for itself in every dialogue; a probe in an empty
+            # environment would judge its state, not the tool.
+            self.out.count("api_filter", "executable")
+            return Probe(None, {}, 0.0, True)
         http = ctx.config.dialogues.http
         arguments = await self._arguments(function)
         if arguments is None:

@@ -1,0 +1,57 @@
+"""A whole run whose only tools are a Python environment (BFCL's file system): real Prefect,
+a local Ray, the simulator over HTTP; the dialogues' tool messages are the real results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from conftest import small_run_overrides
+
+from toolfactory.config import load_config
+from toolfactory.models import Dialogue
+from toolfactory.shards import read_records
+from toolfactory.storage import ObjectStore
+
+pytestmark = pytest.mark.e2e
+FILES = {"root": {"alex": {"type": "directory", "contents": {
+    "notes.txt": {"type": "file", "content": "meeting at noon"},
+    "reports": {"type": "directory", "contents": {"q1.txt": {"type": "file", "content": "revenue up"}}},
+}}}}
+
+
+def test_a_run_over_a_python_environment_executes_every_call(prefect_api: str, ray_cluster: None, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from flows.execute import summary_of
+    from flows.generate import generate
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    source = {"name": "files", "preset": "GorillaFileSystem", "initial_state": FILES,
+              "allow": ["ls", "cat", "pwd", "mkdir", "touch", "wc"]}
+    root = tmp_path / "data"
+    overrides = small_run_overrides(root, **{"tools.builtin_catalog": False, "tools.environments": json.dumps([source])})
+    summary: dict[str, Any] = summary_of(generate(config_path=None, overrides=overrides, return_state=True))
+    assert summary["status"] == "completed"
+    run_id = summary["run_id"]
+
+    store = ObjectStore.open(load_config(None, [f"storage.root={root}"], environ={}).storage)
+    made = [Dialogue.model_validate(r) for r in read_records(store, f"runs/{run_id}/dialogues/part-00000.parquet")]
+    executed = [d for d in made if d.generation.get("execution")]
+    assert executed and len(executed) == len([d for d in made if any(m.tool_calls for m in d.messages)])
+    for dialogue in executed:
+        calls = [c for m in dialogue.messages if m.tool_calls for c in m.tool_calls]
+        answers = {m.tool_call_id: m.content for m in dialogue.messages if m.role == "tool"}
+        assert [c["name"] for c in dialogue.generation["execution"]["calls"]] == [c.name for c in calls]
+        for call in calls:  # what BFCL's file system answers, never an LLM's invention
+            if call.name == "cat" and json.loads(call.arguments).get("file_name") == "notes.txt":
+                assert json.loads(answers[call.id] or "") == {"file_content": "meeting at noon"}
+            if call.name == "pwd":
+                assert json.loads(answers[call.id] or "") == {"current_working_directory": "/alex"}
+        state = dialogue.generation["execution"]["states"]["files"]
+        assert state["root"]["name"] == "alex" and "notes.txt" in state["root"]["contents"]
+    with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
+        tool_calls = con.execute("SELECT coalesce(sum(calls), 0) FROM llm_usage WHERE run_id = ? AND role = 'tool'", [run_id]).fetchone()
+    assert tool_calls == (0,)  # no LLM played the tool

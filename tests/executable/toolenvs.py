@@ -1,0 +1,78 @@
+"""Python environments the tests run: a small stateful class, and one that misbehaves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+
+class Counter:
+    """A named counter."""
+
+    def __init__(self, start: int = 0, label: str = "counter") -> None:
+        self.value = start
+        self.label = label
+        self.history: list[int] = []
+        self._calls = 0
+
+    def add(self, amount: int, note: str | None = None) -> dict[str, int]:
+        """Add to the counter.
+
+        Args:
+            amount: How much to add.
+            note: Why, for the record.
+
+        Returns:
+            The new value.
+        """
+        self.value += amount
+        self.history.append(amount)
+        return {"value": self.value}
+
+    def divide(self, by: float) -> float:
+        """Divide the counter's value."""
+        return self.value / by
+
+    def shout(self) -> str:
+        """Print to stdout, then answer."""
+        print("noise on stdout")
+        return "done"
+
+
+class Hostile(Counter):
+    """A counter whose methods hang, crash, flood or fork."""
+
+    def hang(self) -> None:
+        """Never answers."""
+        time.sleep(3600)
+
+    def crash(self) -> None:
+        """Exits mid-call."""
+        os._exit(3)
+
+    def flood(self) -> None:
+        """Writes without end."""
+        while True:
+            sys.stdout.write("x" * 65536)
+
+    def huge(self) -> str:
+        """An answer far beyond any cap."""
+        return "z" * 1_000_000
+
+    def big(self) -> str:
+        """A long answer."""
+        return "y" * 5000
+
+    def fork(self, n: int) -> str:
+        """Tries to start `n` sleeping processes, then waits."""
+        started = 0
+        for _ in range(n):
+            try:
+                subprocess.Popen(["sleep", "3600"])
+                started += 1
+            except OSError:
+                pass
+        time.sleep(5)
+        return str(started)
