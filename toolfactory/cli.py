@@ -387,7 +387,7 @@ def tools_import(
 
 
 def _import_mcp(
-    path: Optional[str], command: Optional[str], url: Optional[str], name: Optional[str], env: list[str], headers: list[str]
+    path: str | None, command: str | None, url: str | None, name: str | None, env: list[str], headers: list[str]
 ) -> tuple[str, Any]:
     """The tools of one MCP server, checked as the tools stage checks them."""
     import asyncio

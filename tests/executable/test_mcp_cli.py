@@ -12,7 +12,7 @@ SERVER = str(Path(__file__).with_name("hostile_mcp_server.py"))
 
 
 def tools_import(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([TOOLFACTORY, "tools", "import", "--format", "mcp", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([TOOLFACTORY, "tools", "import", "--format", "mcp", *args], capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_a_server_from_a_file_entry_is_imported_and_written_as_a_catalog(tmp_path: Path) -> None:
@@ -47,5 +47,5 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path: Path) -> None:
     entry.write_text("name: s\ncommand: x\ntimeout: 3\n")
     bad = tools_import(str(entry))
     assert bad.returncode == 2 and bad.stderr.strip() == f"error: {entry}: timeout: Extra inputs are not permitted"
-    mixed = subprocess.run([TOOLFACTORY, "tools", "import", str(entry), "--format", "openai", "--command", "x"], capture_output=True, text=True, timeout=120)
+    mixed = subprocess.run([TOOLFACTORY, "tools", "import", str(entry), "--format", "openai", "--command", "x"], capture_output=True, text=True, timeout=120, check=False)
     assert mixed.returncode == 2 and "are for --format mcp" in mixed.stderr
