@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -210,3 +212,28 @@ def test_a_cancelled_session_leaves_no_process() -> None:
 
     asyncio.run(go())
     assert nothing_left()
+
+
+def test_a_killed_worker_leaves_no_server_running(tmp_path: Path) -> None:
+    # A worker that opens a session and is killed outright (SIGKILL: no cleanup of its own runs).
+    worker = tmp_path / "worker.py"
+    worker.write_text(
+        "import asyncio, sys\n"
+        "from toolfactory.executable.mcp import McpEnvironment, McpSourceSettings\n"
+        f"env = McpEnvironment(McpSourceSettings(name='hostile', command=sys.executable, args=[{SERVER!r}, 'ok']))\n"
+        "async def main():\n"
+        "    async with env.session() as session:\n"
+        "        await session.call('echo', {'text': 'up'})\n"
+        "        print('ready', flush=True)\n"
+        "        await asyncio.sleep(3600)\n"
+        "asyncio.run(main())\n"
+    )
+    process = subprocess.Popen([sys.executable, str(worker)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        assert running()
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        assert nothing_left()
+    finally:
+        process.kill()
