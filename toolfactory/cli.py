@@ -427,8 +427,11 @@ def _import_mcp(
             if (command is None) == (url is None):
                 raise ConfigError("--format mcp needs a file holding one tools.mcp entry, or exactly one of --command and --url")
             argv = shlex.split(command) if command else []
-            # `uvx mcp-server-time` → mcp-server-time, `npx -y @scope/server-memory` → server-memory.
-            words = [word for word in argv[1:] if not word.startswith("-")] or argv
+            # `mcp-server-time --local-timezone UTC` → mcp-server-time; after a launcher, its first
+            # word: `uvx mcp-server-time` → mcp-server-time, `npx -y @scope/server-memory` → server-memory.
+            words = argv
+            if argv and re.match(r"^(python[0-9.]*|node|uvx|uv|npx|bunx|deno|pipx)$", Path(argv[0]).name):
+                words = [word for word in argv[1:] if not word.startswith("-")] or argv
             default = Path(words[0]).stem if argv else re.sub(r"^https?://", "", url or "").split("/")[0]
             fields = {"name": name or re.sub(r"[^A-Za-z0-9_.-]+", "-", default).strip("-.")[:64] or "mcp"}
             if argv:
