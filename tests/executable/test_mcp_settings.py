@@ -54,3 +54,13 @@ def test_headers_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
 def test_a_url_must_be_http() -> None:
     with pytest.raises(ValueError, match="url"):
         McpSourceSettings(name="s", url="ftp://example.org/mcp")
+
+
+def test_an_environment_crosses_processes_as_its_settings() -> None:
+    import pickle
+
+    from toolfactory.executable.mcp import McpEnvironment
+
+    env = McpEnvironment(McpSourceSettings(name="s", command="x", env={"T": "${SECRET}"}))
+    copy = pickle.loads(pickle.dumps(env))
+    assert (copy.name, copy.settings) == ("s", env.settings)

@@ -13,7 +13,7 @@ import hashlib
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -121,14 +121,20 @@ class McpEnvironment:
         self.name = settings.name
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
+    def __reduce__(self) -> tuple[type[McpEnvironment], tuple[McpSourceSettings]]:
+        # Its semaphore belongs to one event loop: a copy (another worker) starts without it.
+        return (McpEnvironment, (self.settings,))
+
     async def list_tools(self) -> list[Tool]:
         """The server's tools (allow and deny applied) as one canonical tool, in a list."""
-        async with self.session() as session:
+        # Starting, initializing and listing share one deadline.
+        deadline = anyio.current_time() + self.settings.start_timeout_seconds
+        async with self._session(deadline) as session:
             client = session.client
             listed: list[mcp_types.Tool] = []
             cursor: str | None = None
             try:
-                with anyio.fail_after(self.settings.start_timeout_seconds):
+                with anyio.fail_at(deadline):
                     for _ in range(MAX_PAGES):
                         if session.link is not None:
                             session.link.expect(LISTING_BYTES)
@@ -156,9 +162,14 @@ class McpEnvironment:
             return []
         return [mark_executable(tool_of(self.name, kept, server, instructions, self.settings.transport), "mcp", self.name)]
 
+    def session(self) -> AbstractAsyncContextManager[McpSession]:
+        """A fresh server (stdio) or MCP session (HTTP), initialized; stopped on exit. Over HTTP,
+        a connection that fails mid-session cancels the call and is raised when the session
+        closes (the SDK's transport fails in a task of its own)."""
+        return self._session(None)
+
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[McpSession]:
-        """A fresh server (stdio) or MCP session (HTTP), initialized; stopped on exit."""
+    async def _session(self, deadline: float | None) -> AsyncIterator[McpSession]:
         async with self._slot():
             link: StdioLink | None = None
             workdir = Path(tempfile.mkdtemp(prefix=f"toolfactory-mcp-{self.name}-"))
@@ -166,7 +177,7 @@ class McpEnvironment:
             started = False
             try:
                 async with AsyncExitStack() as stack:
-                    client, link = await self._connect(stack, workdir)
+                    client, link = await self._connect(stack, workdir, deadline)
                     started = True
                     try:
                         yield McpSession(self.settings, client, link, workdir)
@@ -180,9 +191,10 @@ class McpEnvironment:
             finally:
                 shutil.rmtree(workdir, ignore_errors=True)
 
-    async def _connect(self, stack: AsyncExitStack, workdir: Path) -> tuple[ClientSession, StdioLink | None]:
+    async def _connect(self, stack: AsyncExitStack, workdir: Path, deadline: float | None) -> tuple[ClientSession, StdioLink | None]:
         link: StdioLink | None = None
         timeout = self.settings.start_timeout_seconds
+        deadline = anyio.current_time() + timeout if deadline is None else deadline
         try:
             # Entering the contexts starts nothing that can hang (the process is spawned, an HTTP
             # connection is opened lazily): only the handshake is timed. A timeout scope must not
@@ -196,7 +208,7 @@ class McpEnvironment:
                 )
                 streams = await stack.enter_async_context(streamable_http_client(self.settings.url or "", http_client=http))
             client = await stack.enter_async_context(ClientSession(*streams))
-            with anyio.fail_after(timeout):
+            with anyio.fail_at(deadline):
                 await client.initialize()
         except ConfigError as exc:
             raise ExecutionFailed(EXEC_START_FAILED, str(exc)) from None
