@@ -110,7 +110,7 @@ class McpSession:
     def _link_failure(self) -> ExecutionFailed | None:
         if self.link is None or self.link.failure is None:
             return None
-        return ExecutionFailed(self.link.failure.reason, self.link.failure.message)
+        return ExecutionFailed(self.link.failure.reason, f"MCP source {self.settings.name}: {self.link.failure.message}")
 
 
 class McpEnvironment:
@@ -226,7 +226,7 @@ class McpEnvironment:
             if isinstance(exc, ExecutionFailed) or any(exc is mine for mine in from_body):
                 return exc
         if link is not None and link.failure is not None:
-            return ExecutionFailed(link.failure.reason, link.failure.message)
+            return ExecutionFailed(link.failure.reason, f"MCP source {self.name}: {link.failure.message}")
         first = leaves[0] if leaves else group
         if not started:
             return self._start_failed(link, f"could not start: {_first_line(first)}")

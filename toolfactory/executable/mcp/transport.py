@@ -58,7 +58,7 @@ STATUS_WAIT_SECONDS = 2.0
 @dataclass
 class Failure:
     reason: str
-    message: str
+    message: str  # what happened, without the source's name
 
 
 @dataclass
@@ -153,7 +153,7 @@ async def stdio_server(settings: McpSourceSettings, workdir: str) -> AsyncIterat
                 link.used += len(chunk)
                 buffer += chunk
                 if link.budget and link.used > link.budget:
-                    link.fail(EXEC_OUTPUT_FLOOD, f"MCP source {link.source}: the server wrote more than {link.budget} bytes for one request")
+                    link.fail(EXEC_OUTPUT_FLOOD, f"the server wrote more than {link.budget} bytes for one request")
                     await link.stop()
                     return
                 if b"\n" not in chunk:
@@ -173,10 +173,10 @@ async def stdio_server(settings: McpSourceSettings, workdir: str) -> AsyncIterat
                 await _exited(process, STATUS_WAIT_SECONDS)
                 status = process.returncode
                 if status == EXIT_PROCESS_LIMIT:
-                    link.fail(EXEC_PROCESS_LIMIT, f"MCP source {link.source}: the server started more than {settings.limits.max_processes} processes")
+                    link.fail(EXEC_PROCESS_LIMIT, f"the server started more than {settings.limits.max_processes} processes")
                 else:
                     said = link.stderr()
-                    link.fail(EXEC_CRASHED, f"MCP source {link.source}: the server exited (status {status})" + (f": {said}" if said else ""))
+                    link.fail(EXEC_CRASHED, f"the server exited (status {status})" + (f": {said}" if said else ""))
 
     async def write_stdin() -> None:
         assert process.stdin is not None
@@ -212,8 +212,8 @@ async def stdio_server(settings: McpSourceSettings, workdir: str) -> AsyncIterat
 
 def _message(line: bytes) -> mcp_types.JSONRPCMessage | None:
     line = line.strip()
-    if not line:
-        return None
+    if not line.startswith(b"{"):
+        return None  # not a JSON object: skipped without a parse (a flood of them stays cheap)
     try:
         return mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError:
