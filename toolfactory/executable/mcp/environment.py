@@ -45,6 +45,8 @@ from toolfactory.models import Tool
 FLOOD_FACTOR = 16
 FLOOD_FLOOR = 1024 * 1024
 MAX_PAGES = 1000
+#: The longest silence of an HTTP server's event stream (the SDK's default, 5 minutes).
+SSE_READ_TIMEOUT_SECONDS = 300.0
 _BROKEN = (MCPError, ValidationError, RuntimeError, ValueError, anyio.BrokenResourceError, anyio.ClosedResourceError, httpx2.HTTPError)
 
 
@@ -203,9 +205,11 @@ class McpEnvironment:
                 link = await stack.enter_async_context(stdio_server(self.settings, str(workdir)))
                 streams: tuple[Any, Any] = (link.read_stream, link.write_stream)
             else:
-                http = await stack.enter_async_context(
-                    httpx2.AsyncClient(headers=self.settings.resolved_headers(), timeout=httpx2.Timeout(timeout, read=None))
-                )
+                # Every wait is bounded, the closing DELETE included: connecting by the start
+                # timeout, a read by the SDK's own default for event streams.
+                http = await stack.enter_async_context(httpx2.AsyncClient(
+                    headers=self.settings.resolved_headers(), timeout=httpx2.Timeout(timeout, read=SSE_READ_TIMEOUT_SECONDS),
+                ))
                 streams = await stack.enter_async_context(streamable_http_client(self.settings.url or "", http_client=http))
             client = await stack.enter_async_context(ClientSession(*streams))
             with anyio.fail_at(deadline):
