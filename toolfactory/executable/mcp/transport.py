@@ -176,7 +176,8 @@ async def stdio_server(settings: McpSourceSettings, workdir: str) -> AsyncIterat
                     link.fail(EXEC_PROCESS_LIMIT, f"the server started more than {settings.limits.max_processes} processes")
                 else:
                     said = link.stderr()
-                    link.fail(EXEC_CRASHED, f"the server exited (status {status})" + (f": {said}" if said else ""))
+                    what = "closed its output" if status is None else f"exited (status {status})"
+                    link.fail(EXEC_CRASHED, f"the server {what}" + (f": {said}" if said else ""))
 
     async def write_stdin() -> None:
         assert process.stdin is not None
