@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test docs bench bench-peers bench-scale setup clean browser postgres
+.PHONY: demo test docs bench bench-peers bench-scale setup clean browser postgres mcp-servers
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,19 @@ postgres:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	else echo "postgresql not found and not installable here (needs root and apt-get): the stack test uses SQLite"; fi
 
+# Published MCP servers from npm that the MCP source's tests run (tests/executable/test_mcp_servers.py),
+# installed into build/mcp-servers; without npm those tests skip with their reason (fail when CI is set).
+MCP_SERVERS := build/mcp-servers
+MCP_NPM     := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-everything@2026.8.31
+
+mcp-servers:
+	@if grep -qxF "$(MCP_NPM)" $(MCP_SERVERS)/.installed 2>/dev/null; then :; \
+	elif command -v npm >/dev/null 2>&1; then \
+		npm install --prefix $(MCP_SERVERS) --no-audit --no-fund --loglevel=error $(MCP_NPM) && echo "$(MCP_NPM)" > $(MCP_SERVERS)/.installed; \
+	else echo "npm not found: the tests of MCP servers from npm will skip"; fi
+
 # Two workers (pytest-xdist): the flow runs stay together on one, the rest share both.
-test: $(STAMP) browser postgres
+test: $(STAMP) browser postgres mcp-servers
 	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=25
 
 # The documentation site, into build/site (the suite builds it too, with warnings as errors).

@@ -6,6 +6,7 @@
     toolfactory stats [RUN_ID] [--json] [--config FILE]
     toolfactory check-run RUN_ID [--checksums] [--config FILE] [--set ...]
     toolfactory tools import PATH --format F [--out FILE]
+    toolfactory tools import [PATH] --format mcp [--command CMD | --url URL] [--name N] [--env K=V] [--header-from-env H=VAR] [--out FILE]
     toolfactory verify PATH --format F [--out DIR] [--policy RECIPE] [--paths released|all] [--workers N] [--max-depth N] [--disable CODE]
     toolfactory eval PATH --format F [--against PATH] [--votes 4] [--out DIR]
     toolfactory simulator serve [--port P] [--latency-ms X] [--rate-429 R] ...
@@ -345,11 +346,16 @@ def check_run(
 
 @tools_app.command("import")
 def tools_import(
-    path: str = typer.Argument(..., help="A tool file."),
-    fmt: str = typer.Option(..., "--format", "-f", help="openapi, openai, toolbench, toolalpaca or catalog."),
+    path: Optional[str] = typer.Argument(None, help="A tool file (for mcp: a YAML or JSON file holding one tools.mcp entry)."),
+    fmt: str = typer.Option(..., "--format", "-f", help="openapi, openai, toolbench, toolalpaca, catalog or mcp."),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Write the accepted tools here, as a catalog JSON file."),
+    command: Optional[str] = typer.Option(None, "--command", help="mcp: the command that starts the server over stdio."),
+    url: Optional[str] = typer.Option(None, "--url", help="mcp: the endpoint of a server over streamable HTTP."),
+    name: Optional[str] = typer.Option(None, "--name", help="mcp: the source's name (default: derived from the command or URL)."),
+    env: Optional[list[str]] = typer.Option(None, "--env", help="mcp: KEY=VALUE for the server; VALUE may hold ${VAR} (repeatable)."),
+    header_from_env: Optional[list[str]] = typer.Option(None, "--header-from-env", help="mcp: HEADER=VAR, the header's value read from $VAR (repeatable)."),
 ) -> None:
-    """Convert and check the tools of a file, as the tools stage does; report every rejection."""
+    """Convert and check the tools of a file, or of an MCP server, as the tools stage does; report every rejection."""
     from toolfactory.config import SourceFile, ToolsConfig
     from toolfactory.stages.tools.sources import read_sources
     from toolfactory.stages.tools.stage import import_items
@@ -357,21 +363,104 @@ def tools_import(
     if fmt == "introductions":
         typer.echo("error: introductions are documented by the LLM; name the file in tools.files of a run", err=True)
         raise typer.Exit(2)
-    try:
-        source = SourceFile(path=path, format=fmt)  # type: ignore[arg-type]
-        items = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[source]))
-    except (ConfigError, ValueError) as exc:
-        typer.echo(f"error: {str(exc).splitlines()[0] if isinstance(exc, ValueError) else exc}", err=True)
-        raise typer.Exit(2) from None
-    result = import_items(items)
+    if fmt == "mcp":
+        label, result = _import_mcp(path, command, url, name, env or [], header_from_env or [])
+    else:
+        if path is None or command or url or name or env or header_from_env:
+            typer.echo("error: give a tool file; --command, --url, --name, --env and --header-from-env are for --format mcp", err=True)
+            raise typer.Exit(2)
+        try:
+            source = SourceFile(path=path, format=fmt)  # type: ignore[arg-type]
+            items = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[source]))
+        except (ConfigError, ValueError) as exc:
+            typer.echo(f"error: {str(exc).splitlines()[0] if isinstance(exc, ValueError) else exc}", err=True)
+            raise typer.Exit(2) from None
+        label, result = path, import_items(items)
     functions = sum(len(tool.functions) for tool in result.records)  # type: ignore[attr-defined]
-    typer.echo(f"{path}: {len(result.records)} tools ({functions} functions) imported, {len(result.rejected)} rejected")
+    typer.echo(f"{label}: {len(result.records)} tools ({functions} functions) imported, {len(result.rejected)} rejected")
     for rejected in result.rejected:
         typer.echo(f"  rejected {rejected.id}: {', '.join(rejected.reasons)}: {rejected.detail}")
     if out:
         catalog = {"version": 1, "tools": [tool.model_dump(mode="json", exclude_none=True) for tool in result.records]}
         Path(out).write_text(json.dumps(catalog, indent=1, ensure_ascii=False))
         typer.echo(f"wrote {out} (use it as a source with format: catalog)")
+
+
+def _import_mcp(
+    path: str | None, command: str | None, url: str | None, name: str | None, env: list[str], headers: list[str]
+) -> tuple[str, Any]:
+    """The tools of one MCP server, checked as the tools stage checks them."""
+    import asyncio
+    import re
+    import shlex
+
+    import yaml
+    from pydantic import ValidationError
+
+    from toolfactory.executable.mcp import McpEnvironment, McpSourceSettings
+    from toolfactory.executable.session import ExecutionFailed
+    from toolfactory.stages.base import StageOutput
+    from toolfactory.stages.tools.definition import definition_problems
+
+    def pairs(values: list[str], option: str) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for value in values:
+            key, sep, rest = value.partition("=")
+            if not sep or not key:
+                raise ConfigError(f"{option} {value!r}: expected NAME=VALUE")
+            found[key] = rest
+        return found
+
+    try:
+        if path is not None:
+            if command or url or env or headers:
+                raise ConfigError("give either a file holding one tools.mcp entry or --command/--url, not both")
+            try:
+                fields = yaml.safe_load(Path(path).read_text())
+            except (OSError, yaml.YAMLError) as exc:
+                raise ConfigError(f"{path}: {str(exc).splitlines()[0]}") from None
+            if not isinstance(fields, dict):
+                raise ConfigError(f"{path}: expected a mapping holding one tools.mcp entry")
+            if name:
+                fields["name"] = name
+        else:
+            if (command is None) == (url is None):
+                raise ConfigError("--format mcp needs a file holding one tools.mcp entry, or exactly one of --command and --url")
+            argv = shlex.split(command) if command else []
+            # `mcp-server-time --local-timezone UTC` → mcp-server-time; after a launcher, its first
+            # word: `uvx mcp-server-time` → mcp-server-time, `npx -y @scope/server-memory` → server-memory.
+            words = argv
+            if argv and re.match(r"^(python[0-9.]*|node|uvx|uv|npx|bunx|deno|pipx)$", Path(argv[0]).name):
+                words = [word for word in argv[1:] if not word.startswith("-")] or argv
+            default = Path(words[0]).stem if argv else re.sub(r"^https?://", "", url or "").split("/")[0]
+            fields = {"name": name or re.sub(r"[^A-Za-z0-9_.-]+", "-", default).strip("-.")[:64] or "mcp"}
+            if argv:
+                fields.update(command=argv[0], args=argv[1:], env=pairs(env, "--env"))
+            else:
+                fields.update(url=url, headers_from_env=pairs(headers, "--header-from-env"))
+        settings = McpSourceSettings.model_validate(fields)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "entry"
+        typer.echo(f"error: {path or 'tools.mcp'}: {where}: {error['msg']}", err=True)
+        raise typer.Exit(2) from None
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        tools = asyncio.run(McpEnvironment(settings).list_tools())
+    except ExecutionFailed as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    result = StageOutput(items_in=len(tools))
+    for tool in tools:
+        problems = definition_problems(tool)
+        if problems:
+            detail = "; ".join(message for _, message in problems)
+            result.reject("tools", tool.id, sorted({code for code, _ in problems}), tool.model_dump(), detail)
+        else:
+            result.records.append(tool)
+    return f"MCP source {settings.name}", result
 
 
 @app.command()

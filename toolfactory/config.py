@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from toolfactory.errors import ConfigError
 from toolfactory.allowlist import HttpExecutorSettings
+from toolfactory.executable.mcp.settings import McpSourceSettings
 from toolfactory.executable.python_env import PythonEnvironmentSettings
 from toolfactory.simulator import SimulatorSettings
 
@@ -402,6 +403,9 @@ class ToolsConfig(Section):
     environments: list[PythonEnvironmentSettings] = Field(default_factory=list)
     """Python environments whose tools really run (docs/tools/executable.md): a stateful class,
     its public methods the functions; one tools shard each."""
+    mcp: list[McpSourceSettings] = Field(default_factory=list)
+    """MCP servers whose tools really run (docs/tools/mcp.md): started over stdio (`command`)
+    or reached over streamable HTTP (`url`); one tools shard each."""
 
     @model_validator(mode="after")
     def _unique_executable_names(self) -> ToolsConfig:
@@ -416,9 +420,8 @@ class ToolsConfig(Section):
 
 
 def executable_source_lists(tools: ToolsConfig) -> dict[str, list[Any]]:
-    """Every list of executable sources in `tools`, by field (`environments`, and `mcp` where
-    the config has it)."""
-    return {field: list(getattr(tools, field, None) or []) for field in ("environments", "mcp")}
+    """Every list of executable sources in `tools`, by field."""
+    return {"environments": list(tools.environments), "mcp": list(tools.mcp)}
 
 
 def _proportions(value: dict[str, float]) -> dict[str, float]:

@@ -8,6 +8,7 @@ sources from the configuration here, so a worker needs nothing but the run's con
 from __future__ import annotations
 
 from toolfactory.config import ToolsConfig
+from toolfactory.executable.mcp import McpEnvironment
 from toolfactory.executable.python_env import PythonEnvironment
 from toolfactory.executable.session import Environment
 from toolfactory.executable.settings import ExecutableSourceSettings
@@ -18,12 +19,13 @@ def environments(tools: ToolsConfig) -> dict[str, Environment]:
     found: dict[str, Environment] = {}
     for settings in tools.environments:
         found[settings.name] = PythonEnvironment(settings)
-    # MCP servers (`tools.mcp`): one McpEnvironment(settings) per entry, added here.
+    for mcp in tools.mcp:
+        found[mcp.name] = McpEnvironment(mcp)
     return found
 
 
 def source_settings(tools: ToolsConfig) -> dict[str, ExecutableSourceSettings]:
     """The settings of every configured executable source by name."""
     found: dict[str, ExecutableSourceSettings] = {settings.name: settings for settings in tools.environments}
-    found.update({settings.name: settings for settings in getattr(tools, "mcp", None) or []})
+    found.update({settings.name: settings for settings in tools.mcp})
     return found
