@@ -79,6 +79,10 @@ class RoleConfig(Section):
     """Price of this role's prompt tokens, for the cost the run report shows (tokens only when unset)."""
     usd_per_million_completion_tokens: float | None = Field(None, ge=0.0)
     """Price of this role's completion tokens (see `usd_per_million_prompt_tokens`)."""
+    usd_per_million_cached_prompt_tokens: float | None = Field(None, ge=0.0)
+    """Price of the prompt tokens the endpoint reports as served from its prompt cache
+    (`usage.prompt_tokens_details.cached_tokens`: OpenAI bills them at a fraction of the prompt
+    price); null: they cost `usd_per_million_prompt_tokens` like the others."""
     max_tokens_parameter: Literal["max_tokens", "max_completion_tokens", "auto"] = "auto"
     """The request field that carries `max_tokens`: OpenAI's reasoning models (o-series, gpt-5)
     accept only `max_completion_tokens`; older servers only `max_tokens`. `auto`: the run's

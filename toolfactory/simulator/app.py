@@ -81,6 +81,12 @@ def answer_digest(body: dict[str, Any], settings: SimulatorSettings, digest: str
     return request_hash({k: v for k, v in body.items() if k != "seed"}, settings.seed)
 
 
+def _report_cached(result: dict[str, Any], cached: int | None) -> None:
+    """The prompt's cached tokens where OpenAI reports them (nothing from a server without a cache)."""
+    if cached is not None:
+        result["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
+
+
 def create_app(settings: SimulatorSettings) -> Starlette:
     """A fresh simulator ASGI app with its own state, starting from `settings`."""
     state = SimulatorState(settings.model_copy())
@@ -126,6 +132,8 @@ def create_app(settings: SimulatorSettings) -> Starlette:
             await asyncio.sleep(current.timeout_hang_s)
         if isinstance(result, SimulatorError):
             return JSONResponse(result.body(), status_code=result.status)
+        if kind == "chat":
+            _report_cached(result, state.prefix_cache.serve(current.profile, body, result["usage"]["prompt_tokens"]))
         return JSONResponse(result, headers={"x-request-id": "req_" + digest[:24]})
 
     async def chat_completions(request: Request) -> Response:
