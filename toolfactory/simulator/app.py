@@ -81,12 +81,6 @@ def answer_digest(body: dict[str, Any], settings: SimulatorSettings, digest: str
     return request_hash({k: v for k, v in body.items() if k != "seed"}, settings.seed)
 
 
-def _report_cached(result: dict[str, Any], cached: int | None) -> None:
-    """The prompt's cached tokens where OpenAI reports them (nothing from a server without a cache)."""
-    if cached is not None:
-        result["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
-
-
 def create_app(settings: SimulatorSettings) -> Starlette:
     """A fresh simulator ASGI app with its own state, starting from `settings`."""
     state = SimulatorState(settings.model_copy())
@@ -103,6 +97,10 @@ def create_app(settings: SimulatorSettings) -> Starlette:
             result: dict[str, Any] | SimulatorError = build(body, current, answer_digest(body, current, digest))
         except SimulatorError as exc:
             result = exc
+        # The provider's prompt cache: looked up when the request arrives, filled when it is answered.
+        cached, blocks = (None, [])
+        if kind == "chat" and isinstance(result, dict):
+            cached, blocks = state.prefix_cache.lookup(current.profile, body, result["usage"]["prompt_tokens"])
         delay = latency_seconds(current, digest, attempt)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -132,8 +130,9 @@ def create_app(settings: SimulatorSettings) -> Starlette:
             await asyncio.sleep(current.timeout_hang_s)
         if isinstance(result, SimulatorError):
             return JSONResponse(result.body(), status_code=result.status)
-        if kind == "chat":
-            _report_cached(result, state.prefix_cache.serve(current.profile, body, result["usage"]["prompt_tokens"]))
+        if kind == "chat" and cached is not None:
+            state.prefix_cache.store(current.profile, blocks, result["usage"]["prompt_tokens"], cached)
+            result["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
         return JSONResponse(result, headers={"x-request-id": "req_" + digest[:24]})
 
     async def chat_completions(request: Request) -> Response:

@@ -90,33 +90,45 @@ class PrefixCache:
         self.prompt_tokens = 0
         self.cached_tokens = 0
 
-    def serve(self, profile: str, body: dict[str, Any], prompt_tokens: int) -> int | None:
-        """The cached tokens of the prompt of `body` (whose usage counts `prompt_tokens`), and
-        its blocks remembered; None for a profile whose server has no prefix cache."""
+    def lookup(self, profile: str, body: dict[str, Any], prompt_tokens: int) -> tuple[int | None, list[bytes]]:
+        """(the cached tokens of the prompt of `body`, whose usage counts `prompt_tokens`; None for
+        a profile whose server has no prefix cache) and the keys of its blocks, for :meth:`store`.
+
+        A prompt is held only once its prefill is done (:meth:`store`, when its answer is): a
+        request sent while an identical prefix is still in flight is prefilled again, as on a
+        real server, so requests fired all at once gain nothing from each other."""
         rule = RULES.get(profile)
         if rule is None:
-            return None
+            return None, []
         if self.max_blocks <= 0 or prompt_tokens < rule.min_prompt_tokens:
-            return 0
+            return 0, []
         blocks = self._blocks.setdefault(profile, OrderedDict())
         keys = block_keys(rendered_prompt(body), rule.block_tokens)
         held = 0
         for key in keys:
             if key not in blocks:
                 break
+            blocks.move_to_end(key)
             held += 1
+        servable = prompt_tokens - 1 if rule.keeps_last_token else prompt_tokens
+        cached = min(held * rule.block_tokens, servable) // rule.block_tokens * rule.block_tokens
+        if cached < rule.min_prompt_tokens:
+            cached = 0
+        return cached, keys
+
+    def store(self, profile: str, keys: list[bytes], prompt_tokens: int, cached: int) -> None:
+        """Hold the blocks of a prompt whose prefill is done (the least recently used go first),
+        and count its tokens and the cached ones in the server's totals."""
+        self.prompt_tokens += prompt_tokens
+        self.cached_tokens += cached
+        if not keys:
+            return
+        blocks = self._blocks.setdefault(profile, OrderedDict())
         for key in keys:
             blocks[key] = None
             blocks.move_to_end(key)
         while len(blocks) > self.max_blocks:
             blocks.popitem(last=False)
-        servable = prompt_tokens - 1 if rule.keeps_last_token else prompt_tokens
-        cached = min(held * rule.block_tokens, servable) // rule.block_tokens * rule.block_tokens
-        if cached < rule.min_prompt_tokens:
-            cached = 0
-        self.prompt_tokens += prompt_tokens
-        self.cached_tokens += cached
-        return cached
 
     def clear(self) -> None:
         self._blocks.clear()
