@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -37,6 +38,7 @@ from benchmarks.quickstart import toolfactory_script
 
 BASELINE = Path(__file__).resolve().parent / "baselines" / "prompt_cache_before.json"
 RUN_TIMEOUT_S = 900
+ATTEMPTS = 3  # a loaded machine can time out starting Prefect's temporary server: the run is tried again
 
 
 def run_seed(seed: int, profile: str, root: Path, overrides: list[str]) -> dict[str, Any]:
@@ -47,10 +49,16 @@ def run_seed(seed: int, profile: str, root: Path, overrides: list[str]) -> dict[
     for override in overrides:
         command += ["--set", override]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S, env={**os.environ, "RAY_AUTH_MODE": "disabled"})
-    if done.returncode != 0:
-        raise SystemExit(f"seed {seed}: toolfactory run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    for attempt in range(1, ATTEMPTS + 1):
+        done = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
+                              timeout=RUN_TIMEOUT_S, env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+        if done.returncode == 0:
+            break
+        print(f"seed {seed}: toolfactory run failed ({done.returncode}), attempt {attempt} of {ATTEMPTS}:\n"
+              f"{done.stderr[-2000:]}", flush=True)
+        shutil.rmtree(root, ignore_errors=True)  # the next attempt starts from an empty root, as the first
+    else:
+        raise SystemExit(f"seed {seed}: toolfactory run failed {ATTEMPTS} times")
     with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
         usage = con.execute(
             """SELECT stage, role, sum(calls), sum(prompt_tokens), sum(coalesce(cached_prompt_tokens, 0)),

@@ -514,7 +514,9 @@ class DialoguesConfig(Section):
     """Stop a simulated dialogue at the turn that makes the verify stage's rule layer certain to
     reject it (a call the rules reject under a policy without error recovery, too many steps, a
     mode that can no longer be the target), with those rule codes; the kept records are the same
-    (`toolfactory/stages/dialogues/early.py`)."""
+    (`toolfactory/stages/dialogues/early.py`). In a toolllm search, the same checks make such a
+    reply fail its branch like a give-up, so the search tries the node's next child instead of
+    going on below a path it could never keep (`toolfactory/stages/dialogues/search.py`)."""
     http: HttpExecutorSettings = Field(default_factory=HttpExecutorSettings)
     """Real HTTP calls instead of the tool-executor LLM, for tools whose base URL is in
     `http.allowlist` (ToolLLM called the real APIs): no redirects, a timeout, a size limit, never
