@@ -15,8 +15,10 @@ uncached prompt tokens + `--cached-price` × cached ones + completion tokens (0.
 OpenAI published with prompt caching). Also the share of the judges' prompt tokens the cache
 served, and each recipe's acceptance rate (dataset records over the tasks written for it).
 
-With `--before`, a results file of an earlier code (`benchmarks/baselines/prompt_cache_before.json`:
-the prompts as they were before they were laid out for reuse) is shown side by side.
+With `--before`, a results file of an earlier code is shown side by side: by default
+`benchmarks/baselines/prompt_cache_before.json`, measured with the cache emulation and the
+accounting but the prompts and scheduling of before (judge votes all sent at once, DFSDT going on
+below calls the rules reject).
 """
 
 from __future__ import annotations
