@@ -52,7 +52,7 @@ def run_seed(seed: int, profile: str, root: Path, overrides: list[str]) -> dict[
         command += ["--set", override]
     started = time.perf_counter()
     for attempt in range(1, ATTEMPTS + 1):
-        done = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
+        done = subprocess.run(command, check=False, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
                               timeout=RUN_TIMEOUT_S, env={**os.environ, "RAY_AUTH_MODE": "disabled",
                                    # Prefect's temporary server starts slowly on a loaded machine
                                    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"})
