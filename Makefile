@@ -62,6 +62,7 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.gateway
 	$(BIN)/python -m benchmarks.quickstart
+	$(BIN)/python -m benchmarks.prompt_cache
 	$(BIN)/python -m benchmarks.overlap
 	$(BIN)/python -m benchmarks.verifier
 	$(BIN)/python -m benchmarks.real_data

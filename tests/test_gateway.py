@@ -74,6 +74,21 @@ def test_chat_returns_an_answer_and_counts_usage(sim: Any, knobs: Any) -> None:
     assert usage.calls == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
 
 
+def test_cached_prompt_tokens_the_endpoint_reports_are_counted(sim: Any, knobs: Any) -> None:
+    knobs(profile="openai")
+    system = {"role": "system", "content": " ".join(f"Rule {i}: cite the source of every figure." for i in range(200))}
+
+    async def go() -> Any:
+        async with gateway(sim, llm()) as gw:
+            await gw.chat("assistant", [system, *HELLO])
+            await gw.chat("assistant", [system, {"role": "user", "content": "And in Paris?"}])
+            return gw.meter
+
+    usage = run(go()).role("assistant")
+    assert usage.cached_prompt_tokens >= 1024 and usage.cached_prompt_tokens % 128 == 0
+    assert usage.cached_prompt_tokens == server_stats(sim)["cached_prompt_tokens"]
+
+
 def test_structured_answer_fits_the_schema(sim: Any, knobs: Any) -> None:
     async def go() -> Any:
         async with gateway(sim, llm()) as gw:

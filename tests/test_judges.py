@@ -142,3 +142,15 @@ def test_judge_benchmark_pairs_are_labelled_by_construction() -> None:
         calls = [c.arguments for m in hallucinated.messages for c in m.tool_calls or []]
         assert sum(FABRICATED in a for a in calls) == 1
         assert all(FABRICATED not in (m.content or "") for m in hallucinated.messages)
+
+
+def test_a_dialogues_judges_find_their_shared_beginning_in_the_endpoints_prompt_cache(sim: Any) -> None:
+    # Answers take 50 ms: requests sent together would all be prefilled in full.
+    httpx.post(f"{sim.root_url}/simulator/settings", json={"profile": "vllm-hermes", "latency_ms": 50}).raise_for_status()
+    try:
+        out, meter = verify(sim, valid_dialogues(1, seed=3), 1.0, "verify.judge_stop=all")
+    finally:
+        httpx.post(f"{sim.root_url}/simulator/settings", json={"profile": "openai", "latency_ms": 0}).raise_for_status()
+    judge = meter.role("judge")
+    assert judge.calls == 5 * 3
+    assert judge.cached_prompt_tokens > 0.8 * judge.prompt_tokens * (judge.calls - 1) / judge.calls

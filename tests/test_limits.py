@@ -191,3 +191,12 @@ def test_a_rerun_may_change_the_rate_limit_and_the_budget() -> None:
     snapshot = load_config(None, ["llm.budget.tokens=1000"], environ={}).snapshot()
     config = rerun_config(snapshot, ["llm.budget.tokens=5000", "llm.rate_limit.requests_per_minute=60"])
     assert config.llm.budget.tokens == 5000 and config.llm.rate_limit.requests_per_minute == 60
+
+
+def test_cached_prompt_tokens_cost_the_cached_price_or_the_prompt_price_without_one() -> None:
+    prices = ["llm.roles.judge.usd_per_million_prompt_tokens=2", "llm.roles.judge.usd_per_million_completion_tokens=8"]
+    discounted = load_config(None, [*prices, "llm.roles.judge.usd_per_million_cached_prompt_tokens=1"], environ={}).llm
+    assert role_cost(discounted, "judge", 1_000_000, 0, cached_prompt_tokens=600_000) == pytest.approx(0.8 + 0.6)
+    assert role_cost(llm_config(*prices), "judge", 1_000_000, 0, cached_prompt_tokens=600_000) == pytest.approx(2.0)
+    usage = {"judge": {"prompt_tokens": 1_000_000, "cached_prompt_tokens": 1_000_000, "completion_tokens": 0}}
+    assert total_cost(priced_usage(discounted, usage)) == pytest.approx(1.0)

@@ -369,6 +369,27 @@ def test_a_broken_finish_fails_its_branch_and_never_enters_the_path() -> None:
     assert result.llm_calls == 2  # the call sent next to the answer was not executed
 
 
+def test_a_call_the_rules_reject_fails_its_branch_before_it_is_executed() -> None:
+    def decide(path: list[str], sample: int) -> Reply:
+        if not path and sample == 0:
+            return reply(tool_call("get_forecast", city="Paris"))  # no such function
+        if not path:
+            return reply(tool_call("get_weather", city="Rome"))
+        return reply(tool_call("Finish", return_type="give_answer", final_answer="Rome: 21 degrees."))
+
+    def rejects(messages: list[Message]) -> bool:
+        return any(c.name not in {f.name for f in FUNCTIONS} for m in messages for c in m.tool_calls or [])
+
+    chat, seen = scripted(decide)
+    opening = opening_messages("Weather in Paris or Rome?", TOOLS)
+    result = asyncio.run(solve(opening, FUNCTIONS, chat=chat, execute=executor, max_depth=4, max_children=2, rejects=rejects))
+    assert [n.kind for n in result.tree] == ["rejected_call", "call", "give_answer"]
+    assert result.finish_type == "give_answer" and result.backtracks == 1
+    assert result.llm_calls == 3 + 1  # three replies and one executed call: the rejected one was never answered
+    assert [c.name for m in result.messages for c in m.tool_calls or []] == ["get_weather"]
+    assert seen[1][2]  # the second child was asked with the diversity prompt showing the first
+
+
 @pytest.mark.parametrize(("method", "size"), [("dfsdt", 3), ("react", 1)])
 def test_a_search_that_always_gives_up_ends_with_give_up(method: str, size: int) -> None:
     result, seen = run_script(lambda path, sample: give_up(), method=method, max_depth=5, max_children=3)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from toolfactory.stats import StatsDB
@@ -43,7 +44,7 @@ def test_cost_per_role_stage_and_run_counts_failed_attempts_too(db: StatsDB) -> 
     cost = {s["stage"]: s["cost_usd"] for s in summary["stages"]}
     assert cost == {"tasks": pytest.approx(0.003), "dialogues": pytest.approx(0.0101)}
     assert summary["cost_usd"] == pytest.approx(0.0131)
-    assert summary["cost_by_role"]["assistant"] == {"calls": 2, "prompt_tokens": 2010, "completion_tokens": 505,
+    assert summary["cost_by_role"]["assistant"] == {"calls": 2, "prompt_tokens": 2010, "cached_prompt_tokens": 0, "completion_tokens": 505,
                                                     "cost_usd": pytest.approx(0.0091)}
     assert db.run_spend("r") == (4, 1000 + 100 + 2000 + 500 + 300 + 60 + 15, pytest.approx(0.0131))
 
@@ -54,3 +55,32 @@ def test_a_role_without_a_price_makes_the_cost_unknown_not_zero(db: StatsDB) -> 
     summary = db.run_summary("r", STAGES)
     assert [s["cost_usd"] for s in summary["stages"]] == [pytest.approx(0.003), None]
     assert summary["cost_usd"] is None and summary["cost_by_role"]["assistant"]["cost_usd"] is None
+
+
+def with_cached(item: dict[str, Any], role: str, cached: int) -> dict[str, Any]:
+    item["llm_by_role"][role]["cached_prompt_tokens"] = cached
+    item["llm"]["cached_prompt_tokens"] = cached
+    return item
+
+
+def test_cached_prompt_tokens_are_kept_per_role_and_stage(db: StatsDB) -> None:
+    db.record_shard(with_cached(metrics("dialogues", 0, "a1", {"assistant": (2000, 500, 0.009)}), "assistant", 1536), 1)
+    db.record_shard(with_cached(metrics("dialogues", 1, "a2", {"assistant": (1000, 100, 0.004)}), "assistant", 0), 1)
+    summary = db.run_summary("r", STAGES)
+    assert summary["cost_by_role"]["assistant"]["cached_prompt_tokens"] == 1536
+    assert [s["cached_prompt_tokens"] for s in summary["stages"] if s["stage"] == "dialogues"] == [1536]
+
+
+def test_a_file_written_before_cached_tokens_were_counted_takes_them_on_its_next_write(tmp_path: Path) -> None:
+    path = tmp_path / "stats.duckdb"
+    StatsDB(path).start_run("r", "2026-01-01", str(tmp_path), {}, {}, "2026-01-01T00:00:00")
+    con = duckdb.connect(str(path))
+    con.execute("DROP VIEW stage_metrics")  # the view reads the column: dropped with it, as it was before
+    for table in ("shard_attempts", "llm_usage"):
+        con.execute(f"ALTER TABLE {table} DROP COLUMN cached_prompt_tokens")
+    con.close()
+    db = StatsDB(path)
+    db.record_shard(with_cached(metrics("tasks", 0, "a1", {"user": (1000, 100, 0.003)}), "user", 512), 1)
+    summary = db.run_summary("r", STAGES)
+    assert summary["cost_by_role"]["user"]["cached_prompt_tokens"] == 512
+    assert summary["cost_by_role"]["user"]["prompt_tokens"] == 1000

@@ -81,6 +81,10 @@ class RoleConfig(Section):
     """Price of this role's prompt tokens, for the cost the run report shows (tokens only when unset)."""
     usd_per_million_completion_tokens: float | None = Field(None, ge=0.0)
     """Price of this role's completion tokens (see `usd_per_million_prompt_tokens`)."""
+    usd_per_million_cached_prompt_tokens: float | None = Field(None, ge=0.0)
+    """Price of the prompt tokens the endpoint reports as served from its prompt cache
+    (`usage.prompt_tokens_details.cached_tokens`: OpenAI bills them at a fraction of the prompt
+    price); null: they cost `usd_per_million_prompt_tokens` like the others."""
     max_tokens_parameter: Literal["max_tokens", "max_completion_tokens", "auto"] = "auto"
     """The request field that carries `max_tokens`: OpenAI's reasoning models (o-series, gpt-5)
     accept only `max_completion_tokens`; older servers only `max_tokens`. `auto`: the run's
@@ -536,7 +540,9 @@ class DialoguesConfig(Section):
     """Stop a simulated dialogue at the turn that makes the verify stage's rule layer certain to
     reject it (a call the rules reject under a policy without error recovery, too many steps, a
     mode that can no longer be the target), with those rule codes; the kept records are the same
-    (`toolfactory/stages/dialogues/early.py`)."""
+    (`toolfactory/stages/dialogues/early.py`). In a toolllm search, the same checks make such a
+    reply fail its branch like a give-up, so the search tries the node's next child instead of
+    going on below a path it could never keep (`toolfactory/stages/dialogues/search.py`)."""
     http: HttpExecutorSettings = Field(default_factory=HttpExecutorSettings)
     """Real HTTP calls instead of the tool-executor LLM, for tools whose base URL is in
     `http.allowlist` (ToolLLM called the real APIs): no redirects, a timeout, a size limit, never

@@ -79,6 +79,10 @@ CREATE TABLE IF NOT EXISTS llm_usage (
 -- Cost in USD from the configured prices; NULL where a role that used tokens has no price.
 ALTER TABLE shard_attempts ADD COLUMN IF NOT EXISTS cost_usd DOUBLE;
 ALTER TABLE llm_usage ADD COLUMN IF NOT EXISTS cost_usd DOUBLE;
+-- Of the prompt tokens, those the endpoint served from its prompt cache (NULL: recorded before
+-- they were counted), billed at the role's cached price.
+ALTER TABLE shard_attempts ADD COLUMN IF NOT EXISTS cached_prompt_tokens BIGINT;
+ALTER TABLE llm_usage ADD COLUMN IF NOT EXISTS cached_prompt_tokens BIGINT;
 -- Why a run that did not complete stopped (e.g. its LLM budget), in the operator's words.
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS message VARCHAR;
 -- A run's stage totals as its run record in storage states them (toolfactory/run_record.py):
@@ -101,6 +105,7 @@ CREATE OR REPLACE VIEW stage_metrics AS
 WITH usage AS (
     SELECT run_id, stage, sum(llm_calls) AS llm_calls, sum(cache_hits) AS cache_hits,
            sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
+           sum(coalesce(cached_prompt_tokens, 0)) AS cached_prompt_tokens,
            -- unknown (NULL) as soon as one attempt's cost is: an unpriced model never looks free
            CASE WHEN bool_or(cost_usd IS NULL) THEN NULL ELSE sum(cost_usd) END AS cost_usd
     FROM shard_attempts GROUP BY run_id, stage
@@ -116,6 +121,7 @@ SELECT s.run_id, s.stage,
        coalesce(any_value(u.cache_hits), 0) AS cache_hits,
        coalesce(any_value(u.prompt_tokens), 0) AS prompt_tokens,
        coalesce(any_value(u.completion_tokens), 0) AS completion_tokens,
+       coalesce(any_value(u.cached_prompt_tokens), 0) AS cached_prompt_tokens,
        CASE WHEN any_value(u.llm_calls) IS NULL THEN 0.0 ELSE any_value(u.cost_usd) END AS cost_usd,
        coalesce(sum(s.wall_s), 0) AS wall_s
 FROM shards s LEFT JOIN usage u USING (run_id, stage)
@@ -376,18 +382,23 @@ class StatsDB:
         llm = metrics.get("llm", {})
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         con.execute(
-            f"{verb} INTO shard_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            # Columns named: those added by ALTER come last in an old file, first in a new one's order.
+            f"""{verb} INTO shard_attempts (attempt_id, run_id, stage, shard, outcome, started_at, finished_at, llm_calls,
+                   cache_hits, retries, reasks, prompt_tokens, completion_tokens, llm_latency_s, cost_usd,
+                   cached_prompt_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             [*key, outcome, _timestamp(metrics["started_at"]), _timestamp(metrics["finished_at"]), llm.get("calls", 0),
              llm.get("cache_hits", 0),
              llm.get("retries", 0), llm.get("reasks", 0), llm.get("prompt_tokens", 0), llm.get("completion_tokens", 0),
-             llm.get("latency_s", 0.0), llm.get("cost_usd")],
+             llm.get("latency_s", 0.0), llm.get("cost_usd"), llm.get("cached_prompt_tokens", 0)],
         )
         for role, usage in sorted(metrics.get("llm_by_role", {}).items()):
             con.execute(
-                f"{verb} INTO llm_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"""{verb} INTO llm_usage (attempt_id, run_id, stage, shard, role, calls, cache_hits, retries, reasks,
+                       prompt_tokens, completion_tokens, latency_s, failures, cost_usd, cached_prompt_tokens)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 [*key, role, usage["calls"], usage["cache_hits"], usage["retries"], usage["reasks"],
                  usage["prompt_tokens"], usage["completion_tokens"], usage["latency_s"], json.dumps(usage["failures"]),
-                 usage.get("cost_usd")],
+                 usage.get("cost_usd"), usage.get("cached_prompt_tokens", 0)],
             )
 
     # --- reading ------------------------------------------------------------------------------
@@ -440,7 +451,7 @@ class StatsDB:
                            epoch({_ts('finished_at')} - {_ts('started_at')}), reason, message, made_by, simulated
                     FROM runs WHERE run_id = ?""", [run_id]).fetchone()
             roles = con.execute(
-                """SELECT role, sum(calls), sum(prompt_tokens), sum(completion_tokens),
+                """SELECT role, sum(calls), sum(prompt_tokens), sum(completion_tokens), sum(cached_prompt_tokens),
                           CASE WHEN bool_or(cost_usd IS NULL AND prompt_tokens + completion_tokens > 0) THEN NULL
                                ELSE coalesce(sum(cost_usd), 0) END
                    FROM llm_usage WHERE run_id = ? GROUP BY role ORDER BY role""", [run_id]).fetchall()
@@ -498,9 +509,9 @@ class StatsDB:
             ]
             stages.append(item)
         by_role = {
-            str(role): {"calls": int(calls or 0), "prompt_tokens": int(p or 0), "completion_tokens": int(c or 0),
-                        "cost_usd": None if cost is None else round(float(cost), 6)}
-            for role, calls, p, c, cost in roles
+            str(role): {"calls": int(calls or 0), "prompt_tokens": int(p or 0), "cached_prompt_tokens": int(cached or 0),
+                        "completion_tokens": int(c or 0), "cost_usd": None if cost is None else round(float(cost), 6)}
+            for role, calls, p, c, cached, cost in roles
         }
         costs = [s["cost_usd"] for s in stages]
         return {

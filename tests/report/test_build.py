@@ -101,7 +101,7 @@ def test_llm_tables_count_every_attempt_per_accepted_record(built: Built) -> Non
         calls = sum(r[0] for r in roles.values()) * shards[stage]
         tokens = sum(r[2] + r[3] for r in roles.values()) * shards[stage]
         assert number(stages[stage][1]) == calls
-        assert stages[stage][5:] == [f"{calls / 14:,.2f}", f"{tokens / 14:,.2f}"]
+        assert stages[stage][6:] == [f"{calls / 14:,.2f}", f"{tokens / 14:,.2f}"]
     roles = {row[0]: number(row[1]) for row in built.page.rows("llm-roles")}
     assert roles == {"assistant": 60, "designer": 23, "judge": 32, "tool": 40, "user": 40, "total": 195}
     assert number(stages["total"][1]) == 195

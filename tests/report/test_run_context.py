@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from toolfactory.report import build_report, report_dir
+from toolfactory.report.context import Price, RunContext
 
 from .conftest import Built
 from .helpers import EARLIER, EXPORT_FILES, REJECTION_MESSAGES, RUN, open_store, parse, write_dialogues, write_run_files
@@ -148,3 +149,12 @@ def test_a_format_of_many_files_is_linked_by_folder(tmp_path: Path, stats_path: 
     links = re.findall(r'<ul class="links">(.*?)</ul>', page, re.S)[0]
     assert re.findall(r'href="([^"]+)"', links) == ["../export/toolbench/answer/train/", "../export/toolbench/toolllama/"]
     assert "toolbench: answer/train/ (30 files)" in links
+
+
+def test_cached_prompt_tokens_cost_the_roles_cached_price_in_the_report() -> None:
+    context = RunContext(prices={"judge": Price(prompt=2.0, completion=8.0, cached=0.5), "user": Price(2.0, 8.0)})
+    context.stage_role_tokens = {("verify", "judge"): (1_000_000, 0), ("tasks", "user"): (1_000_000, 0)}
+    context.stage_role_cached = {("verify", "judge"): 800_000, ("tasks", "user"): 800_000}
+    assert context.role_cost("judge") == 0.2 * 2.0 + 0.8 * 0.5
+    assert context.cost("verify") == context.role_cost("judge")
+    assert context.role_cost("user") == 2.0  # no cached price: cached tokens cost the prompt price

@@ -19,7 +19,7 @@ def test_a_run_without_rejections_profiles_or_llm_use_shows_notes() -> None:
     assert len(shown["coverage"].notes) == 2  # no domains profile, no pool size
     assert shown["llm"].notes == ("The run recorded no LLM use: charts omitted.",)
     llm = {t.id: t for t in shown["llm"].tables}["llm-stages"]
-    assert llm.rows[-1] == ("total", "0", "0", "0", "0", "-", "-")  # no accepted record to divide by
+    assert llm.rows[-1] == ("total", "0", "0", "0", "0", "0", "-", "-")  # no accepted record to divide by
 
 
 def test_llm_use_without_roles_draws_stages_and_notes_the_roles() -> None:
@@ -27,7 +27,14 @@ def test_llm_use_without_roles_draws_stages_and_notes_the_roles() -> None:
     llm = next(s for s in sections(stats, DialogueMix()) if s.id == "llm")
     assert [c.file for c in llm.charts] == ["llm_stages.png"]
     assert llm.notes == ("No per-role LLM use was recorded: role chart omitted.",)
-    assert llm.tables[0].rows[0] == ("verify", "6", "2", "600", "60", "3.00", "330.00")
+    assert llm.tables[0].rows[0] == ("verify", "6", "2", "600", "0", "60", "3.00", "330.00")
+
+
+def test_llm_use_shows_the_prompt_tokens_the_endpoint_served_from_its_cache() -> None:
+    stats = RunStats("r", "completed", None, None, (stage("verify", 4, 2, Usage(6, 2, 1600, 60, 1280)),), {})
+    llm = next(s for s in sections(stats, DialogueMix()) if s.id == "llm")
+    assert llm.tables[0].header[3:5] == ("prompt tokens", "of which cached")
+    assert llm.tables[0].rows[0][3:5] == ("1,600", "1,280")
 
 
 def test_llm_use_shows_requests_per_accepted_dialogue_of_each_recipe() -> None:

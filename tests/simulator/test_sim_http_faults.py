@@ -202,12 +202,15 @@ def test_stats_count_requests_and_faults(
     with pytest.raises(openai.InternalServerError):
         client.chat.completions.create(model="m", messages=WEATHER_QUESTION)
     stats = admin.get("/simulator/stats").json()
+    answered = stats.pop("prompt_tokens")  # the one chat request answered (the 500 was not)
     assert stats == {
         "requests": 3,
         "chat_requests": 2,
         "embedding_requests": 1,
         "faults": {"429": 0, "500": 1, "timeout": 0},
+        "cached_prompt_tokens": 0,
     }
+    assert answered > 0
 
 
 def test_reset_zeroes_counters(

@@ -11,12 +11,19 @@ from typing import Any
 from toolfactory.config import LLMConfig
 
 
-def role_cost(llm: LLMConfig, role: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """USD of `role`'s tokens, or None when the role has no price (or is not a configured role)."""
+def role_cost(llm: LLMConfig, role: str, prompt_tokens: int, completion_tokens: int,
+              cached_prompt_tokens: int = 0) -> float | None:
+    """USD of `role`'s tokens, or None when the role has no price (or is not a configured role).
+
+    `cached_prompt_tokens` (part of `prompt_tokens`) are billed at the role's cached price; a role
+    without one bills them as any prompt token, which never under-states what was spent."""
     spec = llm.roles.get(role)  # type: ignore[call-overload]
     if spec is None or (spec.usd_per_million_prompt_tokens is None and spec.usd_per_million_completion_tokens is None):
         return None
-    return (prompt_tokens * (spec.usd_per_million_prompt_tokens or 0.0)
+    prompt_price = spec.usd_per_million_prompt_tokens or 0.0
+    cached_price = prompt_price if spec.usd_per_million_cached_prompt_tokens is None else spec.usd_per_million_cached_prompt_tokens
+    cached = min(max(cached_prompt_tokens, 0), prompt_tokens)
+    return ((prompt_tokens - cached) * prompt_price + cached * cached_price
             + completion_tokens * (spec.usd_per_million_completion_tokens or 0.0)) / 1e6
 
 
@@ -24,7 +31,8 @@ def priced_usage(llm: LLMConfig, by_role: dict[str, dict[str, Any]]) -> dict[str
     """`by_role` (see :meth:`UsageMeter.to_dict`) with each role's ``cost_usd`` (None: unpriced)."""
     out = {}
     for role, usage in by_role.items():
-        cost = role_cost(llm, role, usage["prompt_tokens"], usage["completion_tokens"])
+        cost = role_cost(llm, role, usage["prompt_tokens"], usage["completion_tokens"],
+                         usage.get("cached_prompt_tokens") or 0)
         out[role] = {**usage, "cost_usd": None if cost is None else round(cost, 8)}
     return out
 

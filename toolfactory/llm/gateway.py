@@ -34,7 +34,7 @@ from toolfactory.llm.endpoint import Endpoint
 from toolfactory.llm.limits import SharedLimit
 from toolfactory.llm.parameters import refused_parameter, role_parameters
 from toolfactory.llm.refusals import RefusalCounter, endpoint_message
-from toolfactory.llm.usage import RoleUsage, UsageMeter
+from toolfactory.llm.usage import RoleUsage, UsageMeter, cached_tokens
 from toolfactory.llm.text_tools import parse_text_calls, text_messages
 from toolfactory.models import canonical_json
 from toolfactory.render import CallFormatError
@@ -312,10 +312,13 @@ class LLMGateway:
         usage.answered_by(response)
         usage.latency_s += time.perf_counter() - started
         counted = response.get("usage") or {}
-        usage.prompt_tokens += int(counted.get("prompt_tokens") or 0)
-        usage.completion_tokens += int(counted.get("completion_tokens") or 0)
+        prompt, completion = int(counted.get("prompt_tokens") or 0), int(counted.get("completion_tokens") or 0)
+        cached = min(cached_tokens(counted), prompt)
+        usage.prompt_tokens += prompt
+        usage.cached_prompt_tokens += cached
+        usage.completion_tokens += completion
         if self._limit is not None:
-            self._limit.spent(role, int(counted.get("prompt_tokens") or 0), int(counted.get("completion_tokens") or 0))
+            self._limit.spent(role, prompt, completion, cached)
         if self._cache is not None:
             self._cache.put(key, body)
         return key, response

@@ -229,10 +229,12 @@ class SharedLimit:
                     return
                 await self._lease()
 
-    def spent(self, role: str, prompt_tokens: int, completion_tokens: int) -> None:
-        """Count an answered request's usage; reported with the next lease."""
+    def spent(self, role: str, prompt_tokens: int, completion_tokens: int, cached_prompt_tokens: int = 0) -> None:
+        """Count an answered request's usage; reported with the next lease. A token budget counts
+        every token (cached ones too, as a tokens-per-minute limit does); the money budget bills
+        the cached ones at the role's cached price."""
         self._tokens += prompt_tokens + completion_tokens
-        self._usd += role_cost(self.llm, role, prompt_tokens, completion_tokens) or 0.0
+        self._usd += role_cost(self.llm, role, prompt_tokens, completion_tokens, cached_prompt_tokens) or 0.0
 
     def pause(self, seconds: float) -> None:
         """The endpoint asked to wait `seconds`: stop here at once, and tell every worker."""

@@ -67,6 +67,12 @@ class Price:
 
     prompt: float
     completion: float
+    cached: float | None = None  # cached prompt tokens (None: billed as prompt tokens)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, cached_prompt_tokens: int = 0) -> float:
+        cached = min(cached_prompt_tokens, prompt_tokens)
+        cached_price = self.prompt if self.cached is None else self.cached
+        return ((prompt_tokens - cached) * self.prompt + cached * cached_price + completion_tokens * self.completion) / 1e6
 
 
 @dataclass
@@ -78,6 +84,7 @@ class RunContext:
     prices: dict[str, Price] = field(default_factory=dict)  # roles with a configured price
     stage_times: dict[str, StageTime] = field(default_factory=dict)
     stage_role_tokens: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (stage, role) -> (prompt, completion)
+    stage_role_cached: dict[tuple[str, str], int] = field(default_factory=dict)  # (stage, role) -> cached prompt tokens
     exports: dict[str, list[str]] = field(default_factory=dict)  # format -> files, relative to the report folder
     previous: list[RunPoint] = field(default_factory=list)  # earlier runs of the root, oldest first, this one last
     rerun_command: str | None = None
@@ -106,14 +113,21 @@ class RunContext:
         if price is None:
             return None
         p, c = self.role_tokens().get(role, (0, 0))
-        return (p * price.prompt + c * price.completion) / 1e6
+        return price.cost(p, c, self.role_cached().get(role, 0))
+
+    def role_cached(self) -> dict[str, int]:
+        """Prompt tokens of each role the endpoint served from its prompt cache."""
+        out: dict[str, int] = {}
+        for (_, role), cached in self.stage_role_cached.items():
+            out[role] = out.get(role, 0) + cached
+        return out
 
     def cost(self, stage: str) -> float | None:
         """The stage's cost in USD, or None when a role it used has no price."""
         used = {role: tokens for (s, role), tokens in self.stage_role_tokens.items() if s == stage and any(tokens)}
         if not used or any(role not in self.prices for role in used):
             return None
-        return sum((p * self.prices[r].prompt + c * self.prices[r].completion) / 1e6 for r, (p, c) in used.items())
+        return sum(self.prices[r].cost(p, c, self.stage_role_cached.get((stage, r), 0)) for r, (p, c) in used.items())
 
 
 def _get(config: dict[str, Any], path: tuple[str, ...]) -> Any:
@@ -146,8 +160,8 @@ def _from_stats(stats_path: str | Path, run_id: str, storage: str, context: RunC
             """SELECT stage, count(*), sum(coalesce(wall_s, 0)), min(started_at), max(finished_at)
                FROM shards WHERE run_id = ? GROUP BY stage""", [run_id]).fetchall()
         tokens = con.execute(
-            """SELECT stage, role, sum(prompt_tokens), sum(completion_tokens) FROM llm_usage
-               WHERE run_id = ? GROUP BY stage, role""", [run_id]).fetchall()
+            """SELECT stage, role, sum(prompt_tokens), sum(completion_tokens), sum(coalesce(cached_prompt_tokens, 0))
+               FROM llm_usage WHERE run_id = ? GROUP BY stage, role""", [run_id]).fetchall()
         runs = con.execute(
             "SELECT run_id, status, started_at FROM runs WHERE storage = ? OR run_id = ? ORDER BY started_at, run_id",
             [storage, run_id]).fetchall()
@@ -162,7 +176,8 @@ def _from_stats(stats_path: str | Path, run_id: str, storage: str, context: RunC
                WHERE run_id IN (SELECT run_id FROM listed) AND run_id NOT IN (SELECT run_id FROM run_stages)""",
             [storage, run_id]).fetchall()
     context.stage_times = {str(s): StageTime(int(n), float(busy or 0), _seconds(start, end)) for s, n, busy, start, end in times}
-    context.stage_role_tokens = {(str(s), str(r)): (int(p or 0), int(c or 0)) for s, r, p, c in tokens}
+    context.stage_role_tokens = {(str(s), str(r)): (int(p or 0), int(c or 0)) for s, r, p, c, _ in tokens}
+    context.stage_role_cached = {(str(s), str(r)): int(cached or 0) for s, r, _, _, cached in tokens if cached}
     by_run: dict[str, dict[str, tuple[int, int, int]]] = {}
     for rid, stage, out, rejected, used in metrics:
         by_run.setdefault(str(rid), {})[str(stage)] = (int(out or 0), int(rejected or 0), int(used or 0))
@@ -205,8 +220,9 @@ def load_context(store: ObjectStore, stats_path: str | Path, run_id: str, failed
     context.models = {role: str(spec.get("model")) for role, spec in sorted(roles.items()) if isinstance(spec, dict)}
     for role, spec in roles.items():
         prompt, completion = spec.get("usd_per_million_prompt_tokens"), spec.get("usd_per_million_completion_tokens")
+        cached = spec.get("usd_per_million_cached_prompt_tokens")
         if prompt is not None or completion is not None:
-            context.prices[role] = Price(float(prompt or 0), float(completion or 0))
+            context.prices[role] = Price(float(prompt or 0), float(completion or 0), None if cached is None else float(cached))
     _from_stats(stats_path, run_id, store.url, context)
     context.exports = _exports(store, run_id)
     if failed:

@@ -38,6 +38,7 @@ class Usage:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of the prompt tokens, those the endpoint's prompt cache served
 
     @property
     def tokens(self) -> int:
@@ -110,11 +111,12 @@ class RunStats:
 
 
 def _sum_usage(items: Iterable[Usage]) -> Usage:
-    calls = hits = prompt = completion = 0
+    calls = hits = prompt = completion = cached = 0
     for u in items:
         calls, hits = calls + u.calls, hits + u.cache_hits
         prompt, completion = prompt + u.prompt_tokens, completion + u.completion_tokens
-    return Usage(calls, hits, prompt, completion)
+        cached += u.cached_prompt_tokens
+    return Usage(calls, hits, prompt, completion, cached)
 
 
 def load_run_stats(stats_path: str | Path, run_id: str) -> RunStats:
@@ -153,7 +155,7 @@ def _stage(item: dict[str, Any]) -> StageNumbers:
         layers=tuple(Layer(name, v["in"], v["passed"]) for name, v in item["layers"].items()),
         profile=item["profile"],
         usage=Usage(int(item["llm_calls"]), int(item["cache_hits"]),
-                    int(item["prompt_tokens"]), int(item["completion_tokens"])),
+                    int(item["prompt_tokens"]), int(item["completion_tokens"]), int(item.get("cached_prompt_tokens") or 0)),
         failed=tuple((int(f["shard"]), str(f["status"]), str(f["error"] or "")) for f in item.get("failed_shards", [])),
     )
 
@@ -163,11 +165,12 @@ def _usage_by_role(db: StatsDB, run_id: str) -> dict[str, Usage]:
     # (StatsDB has no public reader for roles yet; its connection waits out the flow's writes.)
     with db._connect(read_only=True) as con:
         rows = con.execute(
-            """SELECT role, sum(calls), sum(cache_hits), sum(prompt_tokens), sum(completion_tokens)
+            """SELECT role, sum(calls), sum(cache_hits), sum(prompt_tokens), sum(completion_tokens),
+                      sum(coalesce(cached_prompt_tokens, 0))
                FROM llm_usage WHERE run_id = ? GROUP BY role ORDER BY role""",
             [run_id],
         ).fetchall()
-    return {str(role): Usage(int(c or 0), int(h or 0), int(p or 0), int(o or 0)) for role, c, h, p, o in rows}
+    return {str(role): Usage(int(c or 0), int(h or 0), int(p or 0), int(o or 0), int(k or 0)) for role, c, h, p, o, k in rows}
 
 
 @dataclass

@@ -317,13 +317,16 @@ def clusters(mix: DialogueMix) -> Section:
     return Section("clusters", title, charts=(chart,), tables=(table,))
 
 
-USAGE_HEADER = ("calls", "cache hits", "prompt tokens", "completion tokens", "calls per accepted", "tokens per accepted")
+USAGE_HEADER = ("calls", "cache hits", "prompt tokens", "of which cached", "completion tokens", "calls per accepted",
+                "tokens per accepted")
 
 
 def _usage_rows(named: Mapping[str, Usage], accepted: int) -> tuple[tuple[str, ...], ...]:
-    total = Usage(*(sum(getattr(u, f) for u in named.values()) for f in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")))
+    total = Usage(*(sum(getattr(u, f) for u in named.values())
+                    for f in ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_prompt_tokens")))
     return tuple(
-        (name, count(u.calls), count(u.cache_hits), count(u.prompt_tokens), count(u.completion_tokens),
+        (name, count(u.calls), count(u.cache_hits), count(u.prompt_tokens), count(u.cached_prompt_tokens),
+         count(u.completion_tokens),
          ratio(u.calls / accepted) if accepted else "-", ratio(u.tokens / accepted) if accepted else "-")
         for name, u in [*named.items(), ("total", total)]
     )

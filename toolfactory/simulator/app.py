@@ -97,6 +97,10 @@ def create_app(settings: SimulatorSettings) -> Starlette:
             result: dict[str, Any] | SimulatorError = build(body, current, answer_digest(body, current, digest))
         except SimulatorError as exc:
             result = exc
+        # The provider's prompt cache: looked up when the request arrives, filled when it is answered.
+        cached, blocks = (None, [])
+        if kind == "chat" and isinstance(result, dict):
+            cached, blocks = state.prefix_cache.lookup(current.profile, body, result["usage"]["prompt_tokens"])
         delay = latency_seconds(current, digest, attempt)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -126,6 +130,9 @@ def create_app(settings: SimulatorSettings) -> Starlette:
             await asyncio.sleep(current.timeout_hang_s)
         if isinstance(result, SimulatorError):
             return JSONResponse(result.body(), status_code=result.status)
+        if kind == "chat" and cached is not None:
+            state.prefix_cache.store(current.profile, blocks, result["usage"]["prompt_tokens"], cached)
+            result["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
         return JSONResponse(result, headers={"x-request-id": "req_" + digest[:24]})
 
     async def chat_completions(request: Request) -> Response:

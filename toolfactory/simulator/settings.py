@@ -165,6 +165,14 @@ class SimulatorSettings(BaseModel):
         description="Fraction of answers stopped by a content filter (finish_reason "
         "content_filter, empty content).",
     )
+    prefix_cache_blocks: int = Field(
+        default=262_144,
+        ge=0,
+        description="Blocks of past prompts the emulated provider prompt cache holds (least "
+        "recently used dropped first; openai and reasoning: 128-token blocks from 1,024 tokens on, "
+        "vLLM profiles: 16-token blocks; plain-text: none), reported as "
+        "usage.prompt_tokens_details.cached_tokens. 0: nothing is cached.",
+    )
     seed: int = Field(
         default=0,
         description="Mixed into every request hash: another seed gives another (still "

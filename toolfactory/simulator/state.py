@@ -12,6 +12,7 @@ from collections import OrderedDict
 from typing import Any, Literal
 
 from .faults import TransportFault
+from .prefix_cache import PrefixCache
 from .settings import SimulatorSettings
 
 RequestKind = Literal["chat", "embedding"]
@@ -28,6 +29,7 @@ class SimulatorState:
         self._seen: OrderedDict[str, int] = OrderedDict()
         self._requests: dict[RequestKind, int] = {"chat": 0, "embedding": 0}
         self._faults: dict[str, int] = {fault.value: 0 for fault in TransportFault}
+        self.prefix_cache = PrefixCache(settings.prefix_cache_blocks)
 
     async def register(self, kind: RequestKind, request_hash: str) -> int:
         """Count a request and return its attempt number (0 for the first sighting)."""
@@ -49,6 +51,7 @@ class SimulatorState:
         async with self._lock:
             merged = {**self.settings.model_dump(), **changes}
             self.settings = SimulatorSettings.model_validate(merged)
+            self.prefix_cache.max_blocks = self.settings.prefix_cache_blocks
             return self.settings
 
     async def reset(self) -> None:
@@ -57,6 +60,7 @@ class SimulatorState:
             self._seen.clear()
             self._requests = {"chat": 0, "embedding": 0}
             self._faults = {fault.value: 0 for fault in TransportFault}
+            self.prefix_cache.clear()
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -64,4 +68,6 @@ class SimulatorState:
             "chat_requests": self._requests["chat"],
             "embedding_requests": self._requests["embedding"],
             "faults": dict(self._faults),
+            "prompt_tokens": self.prefix_cache.prompt_tokens,
+            "cached_prompt_tokens": self.prefix_cache.cached_tokens,
         }

@@ -20,7 +20,9 @@ dialogue's recipe policy, so the record is rejected with the same codes, only so
 
 Every check is monotone — a fault found on a prefix is a fault of every dialogue that extends
 it — so turning this on changes which records are kept not at all, only what the rejected ones
-cost (``benchmarks.calls`` measures both).
+cost (``benchmarks.calls`` measures both). A toolllm search uses the same checks to abandon a
+branch (:mod:`.search`): there the search goes on with the node's next child, so a task whose
+first branch made a bad call may still get a kept path.
 """
 
 from __future__ import annotations

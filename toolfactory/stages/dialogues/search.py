@@ -22,7 +22,13 @@ What differs from ToolBench's code, and why:
 * a plain-text reply is a thought step (as in ToolBench) and counts towards `max_depth`, so a
   model that never acts cannot loop forever;
 * calls sent next to a terminal `Finish` in the same reply are not executed (the answer cannot
-  depend on their results); they are listed in the finish record.
+  depend on their results); they are listed in the finish record;
+* with a `rejects` check (the dialogues stage passes the verify stage's rule layer under the
+  recipe's policy, ``dialogues.reject_early``), a reply whose calls make every path through it
+  one the verify stage rejects (an unknown function, arguments that are no JSON or break the
+  schema) fails its branch like a give-up, before its calls are executed: ToolBench answers
+  them with an error and goes on below, spending requests on paths that can never be kept,
+  where the search can still try the node's next child.
 """
 
 from __future__ import annotations
@@ -89,11 +95,20 @@ FINISH_FUNCTION = Function(
 # What ToolBench's environment answers to a give-up; shown to later siblings as its output.
 GIVE_UP_OUTPUT = '{"response": "chose to give up and restart"}'
 
+# What a later sibling's diversity prompt shows as the output of a call that failed its branch.
+REJECTED_OUTPUT = '{"status_code": 400, "error": "invalid call: this branch was abandoned"}'
+
 Method = Literal["dfsdt", "react"]
 FinishType = Literal["give_answer", "give_up", "limit"]
 Limit = Literal["max_depth", "max_calls"]
-NodeKind = Literal["call", "thought", "give_answer", "give_up", "invalid_finish"]
+NodeKind = Literal["call", "thought", "give_answer", "give_up", "invalid_finish", "rejected_call"]
+# Whether the messages of a path (the last one an assistant reply whose calls are not yet
+# answered) already fail the checks a kept path must pass.
+Rejects = Callable[[list[Message]], bool]
 WireMessage = dict[str, Any]
+
+
+FAILED = ("give_up", "invalid_finish", "rejected_call")  # kinds that end their branch without an answer
 
 
 class Chat(Protocol):
@@ -205,6 +220,7 @@ async def solve(
     max_depth: int = 12,
     max_children: int = 2,
     max_calls: int = 120,
+    rejects: Rejects | None = None,
 ) -> SearchResult:
     """Search a solution path for the task that `task_messages` opens (see :func:`opening_messages`).
 
@@ -222,7 +238,7 @@ async def solve(
     if any(fn.name == FINISH for fn in functions):
         raise ValueError(f"a task function may not be named {FINISH!r}: the search offers its own")
     width = 1 if method == "react" else max_children
-    search = _Search(list(task_messages), functions, chat, execute, max_depth, width, max_calls)
+    search = _Search(list(task_messages), functions, chat, execute, max_depth, width, max_calls, rejects)
     return await search.run(method)
 
 
@@ -254,8 +270,9 @@ class _Node:
 class _Search:
     def __init__(
         self, opening: list[Message], functions: Sequence[Function], chat: Chat, execute: Execute,
-        max_depth: int, max_children: int, max_calls: int,
+        max_depth: int, max_children: int, max_calls: int, rejects: Rejects | None = None,
     ) -> None:
+        self.rejects = rejects
         self.by_name = {fn.name: fn for fn in functions}
         self.tools = [fn.openai_tool() for fn in functions] + [FINISH_FUNCTION.openai_tool()]
         self.chat, self.execute = chat, execute
@@ -279,7 +296,7 @@ class _Search:
             finish_type = "limit" if limit else "give_up"
         end = answer or self.last
         path = end.path()
-        kept = [n for n in path if n.kind not in ("give_up", "invalid_finish")]
+        kept = [n for n in path if n.kind not in FAILED]
         return SearchResult(
             messages=joined_thoughts([m for node in kept for m in node.messages]),
             finish_type=finish_type,
@@ -308,7 +325,7 @@ class _Search:
             child = await self.expand(node, index)
             if child.kind == "give_answer":
                 return child
-            if child.kind in ("give_up", "invalid_finish"):
+            if child.kind in FAILED:
                 self.last = child
                 continue
             found = await self.dfs(child)
@@ -344,6 +361,10 @@ class _Search:
         finish = next((c for c in calls if c.name == FINISH), None)
         if finish is not None:
             self.terminal(child, finish, content, [c for c in calls if c is not finish])
+        elif calls and self.rejects is not None and self.rejects(
+                [m for node in parent.path() for m in node.messages] + [Message(role="assistant", content=content, tool_calls=calls)]):
+            child.kind = "rejected_call"
+            child.candidate = [{"name": c.name, "arguments": c.arguments, "function_output": REJECTED_OUTPUT} for c in calls]
         elif calls:
             child.kind = "call"
             child.messages = [Message(role="assistant", content=content, tool_calls=calls)]

@@ -27,7 +27,7 @@ from toolfactory.stages.base import CALLS_BY_RECIPE, Planning, ShardContext, Sha
 from toolfactory.stages.dialogues.agents import execute
 from toolfactory.stages.dialogues.api_pages import for_executor
 from toolfactory.stages.dialogues.compression import compress_response, estimate_tokens
-from toolfactory.stages.dialogues.early import RejectedEarly
+from toolfactory.stages.dialogues.early import EarlyCheck, RejectedEarly
 from toolfactory.stages.dialogues.execution import EXECUTION, DialogueExecution
 from toolfactory.stages.dialogues.modes import shown_mode
 from toolfactory.stages.dialogues.response_keys import important_keys, restrict
@@ -145,10 +145,13 @@ class DialoguesStage:
             return result.text
 
         functions = [fn for tool in task.tools for fn in tool.functions]
+        early = EarlyCheck.for_task(task, ctx.config)
         result = await solve(
             opening_messages(task.instruction, task.tools), functions, chat=chat, execute=run_call,
             method=settings.search, max_depth=settings.search_max_depth, max_children=settings.search_max_children,
             max_calls=settings.search_max_calls,
+            # A branch the verify stage would reject is given up before its calls are answered.
+            rejects=None if early is None else (lambda messages: bool(early.findings(functions, messages))),
         )
         summary = {key: value for key, value in result.metadata().items() if key != "tree"}
         generation: dict[str, Any] = {"search": summary, "compressed_responses": compressed}
