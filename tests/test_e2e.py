@@ -142,16 +142,26 @@ def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_
     assert len(lines) == curated and (exported / "hf" / "README.md").exists() and "export (openai)" in str(status.data)
 
 
-def test_malformed_tools_are_rejected_with_reasons_and_counted(runtime: str, tmp_path: Path) -> None:
-    bad_tools = tmp_path / "tools.json"
+@pytest.fixture(scope="module")
+def malformed_tools_run(prefect_api: str, ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """One local run, done once for the tests that check different facts of it: its storage root
+    and its summary. Its only tool file holds one good tool and two malformed ones."""
+    folder = tmp_path_factory.mktemp("malformed-tools")
+    bad_tools = folder / "tools.json"
     bad_tools.write_text(json.dumps([
         {"type": "function", "function": {"name": "ok", "description": "Find books by title.", "parameters": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}}},
         {"type": "function", "function": {"name": "no_description", "parameters": {"type": "object", "properties": {}}}},
         {"type": "function", "function": {"description": "no name at all"}},
     ]))
-    root = tmp_path / "data"
+    root = folder / "data"
     overrides = small_run_overrides(root, **{"tools.builtin_catalog": "false", "tools.files": json.dumps([{"path": str(bad_tools), "format": "openai"}])})
-    summary = generate(overrides)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OPENAI_API_KEY", API_KEY)  # in the environment of the run, as `runtime` sets it
+        return root, generate(overrides)
+
+
+def test_malformed_tools_are_rejected_with_reasons_and_counted(malformed_tools_run: tuple[Path, dict[str, Any]]) -> None:
+    root, summary = malformed_tools_run
     tools = stage_of(summary, "tools")
     assert summary["status"] == "completed"
     assert (tools["items_out"], tools["rejected"]) == (1, 2)
@@ -195,10 +205,10 @@ def test_s3_run_keeps_everything_in_the_bucket_and_no_secret_anywhere(runtime: s
 
 
 @pytest.mark.fault_matrix
-def test_no_secret_in_local_storage_or_stats(runtime: str, tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    generate(small_run_overrides(root))
+def test_no_secret_in_local_storage_or_stats(malformed_tools_run: tuple[Path, dict[str, Any]]) -> None:
+    root, summary = malformed_tools_run
     files = all_bytes_under(root)
+    assert summary["status"] == "completed" and any(p.name == "manifest.json" for p, _ in files)
     assert any(p.name == "stats.duckdb" for p, _ in files)
     assert not any(API_KEY.encode() in blob for _, blob in files)
 
@@ -289,7 +299,9 @@ def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, tmp_
     [run_dir] = list((root / "runs").iterdir())
     assert not (run_dir / "verify").exists() or len(list((run_dir / "verify").glob("part-*.parquet"))) < 4
 
-    result = subprocess.run([TOOLFACTORY, "rerun", run_dir.name, "--set", f"storage.root={root}"], env=env, capture_output=True, text=True, timeout=300)
+    # The latency only had to keep the run busy until the kill: the re-run goes without it.
+    result = subprocess.run([TOOLFACTORY, "rerun", run_dir.name, "--set", f"storage.root={root}", "--set", "llm.simulator.latency_ms=0"],
+                            env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"run {run_dir.name}: completed" in result.stdout
     assert not list(run_dir.rglob(".tmp-*"))
