@@ -28,11 +28,14 @@ def test_the_nightly_deployment_runs_on_a_local_process_worker(prefect_api: str,
                               env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert deployed.returncode == 0, deployed.stdout[-2000:] + deployed.stderr[-2000:]
     log = (tmp_path / "worker.log").open("w")
+    # The worker asks for flow runs every second, not every 10 s, and the test asks for the run's
+    # state every second, not every 5 s: the test waits for one run, not for the polls.
     worker = subprocess.Popen([BIN / "prefect", "worker", "start", "--pool", "toolfactory", "--type", "process"],
-                              env={**env, "TOOLFACTORY_HOME": str(REPO)}, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+                              env={**env, "TOOLFACTORY_HOME": str(REPO), "PREFECT_WORKER_QUERY_SECONDS": "1"},
+                              cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
     try:
         overrides = ["run.seed=null", *small_run_overrides(tmp_path / "data", **{"tools.max_tools": 4})]
-        flow_run = run_deployment("generate/nightly", parameters={"overrides": overrides}, timeout=600)
+        flow_run = run_deployment("generate/nightly", parameters={"overrides": overrides}, timeout=600, poll_interval=1)
     finally:
         worker.terminate()
         try:
