@@ -51,9 +51,9 @@ mcp-servers:
 		npm install --prefix $(MCP_SERVERS) --no-audit --no-fund --loglevel=error $(MCP_NPM) && echo "$(MCP_NPM)" > $(MCP_SERVERS)/.installed; \
 	else echo "npm not found: the tests of MCP servers from npm will skip"; fi
 
-# Two workers (pytest-xdist): the flow runs stay together on one, the rest share both.
+# Two workers (pytest-xdist) share every test; the 25 slowest are listed at the end.
 test: $(STAMP) browser postgres mcp-servers
-	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=25
+	$(BIN)/pytest -q -n 2 --dist load --durations=25
 
 # The documentation site, into build/site (the suite builds it too, with warnings as errors).
 docs: $(STAMP)

@@ -60,21 +60,16 @@ def shared_data() -> Path:
     return REAL_DATA
 
 
-# Tests that run whole flows (a Prefect server, a local Ray, a driver's processes) run one after
-# another on one pytest-xdist worker (`make test` runs two): two of them at once on a 2-core
-# machine only slow each other down, while the quick tests fill the other worker.
-FLOW_FIXTURES = {"prefect_api", "ray_cluster"}
+# Tests that run whole flows (a Prefect server, a local Ray, a driver's processes) are spread over
+# both pytest-xdist workers (`make test` runs two) like every other test; each worker starts its
+# own session fixtures (a Prefect harness, a local Ray), which share nothing but the CPUs.
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests that read the released data, so that `-m real_data` selects them, and put
-    the tests that run flows into one xdist group."""
+    """Mark the tests that read the released data, so that `-m real_data` selects them."""
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if "shared_data" in fixtures:
+        if "shared_data" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_data)
-        if fixtures & FLOW_FIXTURES or item.get_closest_marker("e2e"):
-            item.add_marker(pytest.mark.xdist_group("flows"))
 
 
 @pytest.fixture(scope="session")

@@ -30,7 +30,7 @@ import pytest
 from conftest import REPO, small_run_overrides
 from stack_services import BIN, Database, prefect_database, prefect_server, process_worker, ray_cluster, simulator
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("flows")]
+pytestmark = [pytest.mark.e2e]
 
 BUCKET = "toolfactory"
 API_KEY = "sk-stack-test-key-never-written-7f3a9c"  # found nowhere in storage or in the worker's log
