@@ -79,7 +79,7 @@ def _missing(error: ValidationError) -> list[str]:
 
 def _call_findings(call: Call, schema: ArgumentsSchema) -> Iterator[tuple[str, str, str]]:
     """(code, path, message) for each schema violation of one call's arguments."""
-    if schema.valid is not None and schema.valid(call.value):
+    if schema.passes(call.value):
         return
     base = f"{call.path}.arguments"
     validator = schema.validator  # a schema it cannot be built from fails the rule (record_check_error)
