@@ -167,28 +167,49 @@ def test_a_record_whose_judging_raises_is_record_check_error(workers: str, tmp_p
     assert line["id"] == "r1" and "4300 digits" in line["errors"][0]["message"]
 
 
-@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
-def test_a_non_finite_number_in_arguments_is_not_json(constant: str, tmp_path: Path) -> None:
+# (number text, what the message says): Python reads 1e400 as an infinity, which no JSON writer
+# can write back, so it is refused like the constants.
+NON_FINITE = [("NaN", "NaN is not a JSON number"), ("Infinity", "Infinity is not a JSON number"),
+              ("-Infinity", "Infinity is not a JSON number"), ("1e400", "1e400 is not a finite number"),
+              ("-1E+400", "-1E+400 is not a finite number")]
+
+
+@pytest.mark.parametrize(("number", "message"), NON_FINITE, ids=[n for n, _ in NON_FINITE])
+def test_a_non_finite_number_in_arguments_is_not_json(number: str, message: str, tmp_path: Path) -> None:
     path = tmp_path / "input.jsonl"
-    path.write_text(openai_record(0) + "\n" + openai_record(1, arguments=json.dumps('{"n": ' + constant + "}")) + "\n")
+    path.write_text(openai_record(0) + "\n" + openai_record(1, arguments=json.dumps('{"n": ' + number + "}")) + "\n")
     result = cli(str(path), "--format", "openai", "--out", str(tmp_path / "r"))
     assert result.exit_code == 0, result.output
     (line,) = rejected_of(tmp_path / "r")
-    assert line["codes"] == ["call_arguments_not_json"] and f"{constant.lstrip('-')} is not a JSON number" in line["errors"][0]["message"]
+    assert line["codes"] == ["call_arguments_not_json"] and message in line["errors"][0]["message"]
 
 
-def test_a_non_finite_number_elsewhere_in_a_record_is_a_format_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("number", "message"), NON_FINITE[::3], ids=[n for n, _ in NON_FINITE[::3]])
+def test_a_non_finite_number_elsewhere_in_a_record_is_a_format_error(number: str, message: str, tmp_path: Path) -> None:
     path = tmp_path / "input.jsonl"
-    path.write_text(openai_record(0) + "\n" + openai_record(1, extra=', "weight": NaN') + "\n")
+    path.write_text(openai_record(0) + "\n" + openai_record(1, extra=', "weight": ' + number) + "\n")
     result = cli(str(path), "--format", "openai", "--out", str(tmp_path / "r"))
     assert result.exit_code == 0, result.output
     assert report_of(tmp_path / "r")["format_errors"] == {"record_not_json": 1}
-    assert "NaN is not a JSON number" in (tmp_path / "r/format_errors.jsonl").read_text()
+    assert message in (tmp_path / "r/format_errors.jsonl").read_text()
 
 
-def test_a_non_finite_number_in_xlam_answers_is_not_json(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("number", "message"), NON_FINITE[::3], ids=[n for n, _ in NON_FINITE[::3]])
+def test_a_non_finite_number_in_one_element_of_a_json_list_file_is_that_records_format_error(
+        number: str, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "input.json"
+    path.write_text("[" + openai_record(0) + ",\n" + openai_record(1, extra=', "weight": ' + number) + ",\n" + openai_record(2) + "]")
+    result = cli(str(path), "--format", "openai", "--out", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    report = report_of(tmp_path / "r")
+    assert (report["format_errors"], report["accepted"]) == ({"record_not_json": 1}, 2)
+    assert message in (tmp_path / "r/format_errors.jsonl").read_text()
+
+
+@pytest.mark.parametrize("number", ["NaN", "1e400"])
+def test_a_non_finite_number_in_xlam_answers_is_not_json(number: str, tmp_path: Path) -> None:
     path = tmp_path / "input.jsonl"
-    path.write_text(xlam_record(0) + "\n" + xlam_record(1, answers=json.dumps('[{"name": "f", "arguments": {"n": NaN}}]')) + "\n")
+    path.write_text(xlam_record(0) + "\n" + xlam_record(1, answers=json.dumps('[{"name": "f", "arguments": {"n": ' + number + '}}]')) + "\n")
     result = cli(str(path), "--format", "xlam", "--out", str(tmp_path / "r"))
     assert result.exit_code == 0, result.output
     assert report_of(tmp_path / "r")["format_errors"] == {"field_not_json": 1}

@@ -12,7 +12,8 @@ The reader contract (every module of :mod:`toolfactory.formats`)::
   :class:`FormatError` with a stable reason code, and reading goes on with the next record.
   Whatever one record holds, reading it never fails the file: JSONL is read line by line as
   bytes (a line that is not UTF-8 is that record's ``record_not_json``), ``NaN`` / ``Infinity``
-  are not JSON (``record_not_json``), and any other exception while reading one record (an
+  are not JSON and a number beyond a double's range (``1e400``) is none either
+  (``record_not_json``), and any other exception while reading one record (an
   integer longer than Python converts, a value a library refuses) is ``record_unreadable`` with
   the exception's one-line text (:func:`guarded`).
 * Only a problem with the file as a whole (missing, unreadable, a JSON document that does not
@@ -34,7 +35,7 @@ from pydantic import ValidationError
 
 from toolfactory.errors import TerminalError, ToolfactoryError
 from toolfactory.models import Dialogue, Function, Message, canonical_json, stable_id
-from toolfactory.render.parsed import NonStandardNumber, standard_json
+from toolfactory.render.parsed import NonStandardNumber, finite_float, standard_json
 
 # Reason codes of FormatError (stable: they are counted in verify reports).
 RECORD_NOT_JSON = "record_not_json"  # a JSONL line (or a record file) that does not parse
@@ -193,11 +194,18 @@ def json_document(text: str) -> tuple[Any, bool]:
     except ValueError:
         pass  # an integer longer than Python converts
     # Rare: parsed again, marking each refused value.
-    return json.loads(text, parse_constant=_refused_constant, parse_int=_integer), True
+    return json.loads(text, parse_constant=_refused_constant, parse_int=_integer, parse_float=_float), True
 
 
 def _refused_constant(name: str) -> Refused:
     return Refused(RECORD_NOT_JSON, f"not JSON: {name} is not a JSON number")
+
+
+def _float(text: str) -> float | Refused:
+    try:
+        return finite_float(text)
+    except NonStandardNumber as exc:  # 1e400
+        return Refused(RECORD_NOT_JSON, f"not JSON: {exc}")
 
 
 def _integer(digits: str) -> int | Refused:
