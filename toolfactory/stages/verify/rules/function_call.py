@@ -22,7 +22,7 @@ hide wrong arguments.
 A schema that cannot be evaluated (an unknown type name, an invalid regex) makes the call
 unverifiable: ``call_argument_invalid`` with the exception in the message.
 
-Arguments are standard JSON: ``NaN`` / ``Infinity`` make them ``call_arguments_not_json``, and a key
+Arguments are standard JSON: ``NaN`` / ``Infinity`` / ``1e400`` make them ``call_arguments_not_json``, and a key
 named twice in one object is ``call_duplicate_argument`` (an error: readers disagree on which
 value counts, and I-JSON, RFC 7493, forbids it).
 """
