@@ -14,7 +14,11 @@ from jsonschema.exceptions import SchemaError
 
 from toolfactory.formats import read
 from toolfactory.models import Dialogue
-from toolfactory.stages.tools.definition import _schema_error, plainly_valid, schema_error
+from toolfactory.stages.tools.definition import (
+    _schema_error,
+    plainly_valid,
+    schema_error,
+)
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corruptions
 

@@ -224,7 +224,7 @@ def read_document(path: Path) -> tuple[Any, bool]:
     if not escaped:
         return json_document(text)
     try:
-        value, refusals = json_document(text)
+        value = json_document(text)[0]
     except json.JSONDecodeError:
         data.decode("utf-8-sig")  # raises the UnicodeDecodeError that names the first bad byte
         raise

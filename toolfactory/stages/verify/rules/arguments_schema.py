@@ -29,7 +29,12 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from toolfactory.models import JsonSchema, canonical_json
-from toolfactory.stages.verify.rules.fast_schema import ANNOTATIONS, JSON_SCHEMA, Test, fast_validator
+from toolfactory.stages.verify.rules.fast_schema import (
+    ANNOTATIONS,
+    JSON_SCHEMA,
+    Test,
+    fast_validator,
+)
 
 # Keys with which an object schema opts in to keys beyond `properties` (or may declare more).
 _OPEN_KEYS = ("additionalProperties", "patternProperties", "unevaluatedProperties", "allOf", "anyOf", "oneOf",
@@ -139,7 +144,7 @@ class ArgumentsSchema:
     """One function's compiled arguments schema (kept with the function's facts, once per
     distinct definition: :mod:`.function_facts`)."""
 
-    __slots__ = ("_parameters", "_validator", "_fast")
+    __slots__ = ("_fast", "_parameters", "_validator")
 
     def __init__(self, parameters: JsonSchema) -> None:
         self._parameters = parameters
