@@ -146,6 +146,30 @@ def test_verify_command_reports_on_a_real_dataset(tmp_path: Path, shared_data: P
     assert f"{report['accepted']} accepted" in result.stdout and (tmp_path / "r/report.md").exists()
 
 
+# What `toolfactory verify` must not load: the LLM client and gateway, the orchestrators, the
+# curation libraries, pyarrow (a JSONL file) and the OpenAPI validator (seconds of start-up).
+HEAVY = ("openai", "toolfactory.llm.gateway", "prefect", "ray", "datasketch", "scipy", "pyarrow", "openapi_spec_validator", "fastapi")
+
+
+def test_verify_without_a_judge_imports_no_llm_client_orchestrator_or_curation_library(tmp_path: Path) -> None:
+    data = tmp_path / "x.jsonl"
+    data.write_text(json.dumps({"query": "Weather in Lyon?", "tools": json.dumps([{"name": "weather", "description": "Weather.",
+                                "parameters": {"city": {"type": "str"}}}]), "answers": json.dumps([{"name": "weather", "arguments": {"city": "Lyon"}}])}) + "\n")
+    script = (f"import sys, json\nfrom toolfactory.cli import app\ntry:\n    app(['verify', {str(data)!r}, '-f', 'xlam', '-o', {str(tmp_path / 'r')!r}])\n"
+              f"except SystemExit as exc:\n    assert not exc.code, exc.code\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[1], check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == []
+    assert json.loads((tmp_path / "r/report.json").read_text())["accepted"] == 1
+
+
+def test_the_stage_names_are_the_stages_in_run_order() -> None:
+    from toolfactory.stages import STAGE_NAMES, STAGES, stage_named
+
+    assert STAGE_NAMES == tuple(stage.name for stage in STAGES)
+    assert stage_named("verify") is STAGES[STAGE_NAMES.index("verify")]
+
+
 @pytest.mark.e2e
 def test_eval_command_judges_toolbench_answers_through_the_simulator(tmp_path: Path, shared_data: Path) -> None:
     answers = shared_data / "toolbench/answer/G1_answer"

@@ -8,8 +8,11 @@ stats database. It imports neither Prefect nor Ray; the flows in ``flows/`` and 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-from toolfactory.config import Config, load_config
+if TYPE_CHECKING:
+    from toolfactory.config import Config, load_config
+
 from toolfactory.errors import ConfigError, LLMFailure, TerminalError, ToolfactoryError, TransientError
 from toolfactory.models import Dialogue, Function, Message, Rejected, Task, Tool, ToolCall, Verdict
 
@@ -36,3 +39,13 @@ __all__ = [
     "load_config",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The configuration is imported when first asked for: it loads the simulator's settings and
+    # an HTTP client, which `toolfactory verify` never uses (seconds of start-up).
+    if name in ("Config", "load_config"):
+        from toolfactory import config
+
+        return getattr(config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

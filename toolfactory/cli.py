@@ -28,12 +28,14 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from toolfactory.config import Config, load_config
 from toolfactory.errors import ConfigError, PreflightFailed, TerminalError
+
+if TYPE_CHECKING:
+    from toolfactory.config import Config
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Synthesize and verify tool-use training data.")
 simulator_app = typer.Typer(add_completion=False, help="The offline OpenAI-compatible LLM simulator.")
@@ -46,6 +48,9 @@ SetOption = typer.Option(None, "--set", "-s", help="Override a field: section.fi
 
 
 def _config(path: Optional[str], overrides: Optional[list[str]]) -> Config:
+    # Imported here: the configuration loads the simulator and an HTTP client, which `verify` does not need.
+    from toolfactory.config import load_config
+
     try:
         return load_config(path, overrides or ())
     except ConfigError as exc:

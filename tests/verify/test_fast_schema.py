@@ -14,7 +14,7 @@ from toolfactory.models import Dialogue
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corruptions
 from toolfactory.stages.verify.rules import arguments_schema, check, fast_schema, function_facts
-from toolfactory.stages.verify.rules.arguments_schema import strict_schema
+from toolfactory.stages.verify.rules.arguments_schema import proven_valid, strict_schema
 from toolfactory.stages.verify.rules.fast_schema import fast_validator, plain
 
 SCHEMA = {
@@ -73,6 +73,43 @@ def test_the_fast_test_accepts_plain_valid_arguments() -> None:
     assert fast_answers(strict_schema(SCHEMA), {"n": 3, "unit": "kelvin"}) == [False, False]
 
 
+# Schemas the walk reads (closed and open objects, nested, arrays, enums of every kind of value).
+WALKED: list[dict[str, Any]] = [
+    {"type": "object", "properties": {"n": {"type": "integer"}, "x": {"type": "number"}, "b": {"type": "boolean"},
+                                      "u": {"type": "string", "enum": ["c", "f"]}, "e": {"enum": [1, "1", None, True]},
+                                      "o": {"type": ["string", "null"]}, "free": {"type": "object", "properties": {}},
+                                      "l": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}},
+                                                                      "required": ["k"]}}},
+     "required": ["n"]},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+    {"type": "object", "properties": {}},
+    {"type": "object", "properties": {"a": {"type": "strin"}, "t": {"type": ["strin", "string"]}}},
+    {"type": "object", "properties": {"a": {"items": [{"type": "string"}]}, "r": {"required": "a"}}},
+]
+WALKED_VALUES: list[Any] = [
+    *TRICKY, {"n": 1, "b": 0}, {"n": 1, "b": True}, {"n": 1, "e": 1.0}, {"n": 1, "e": "1"}, {"n": 1, "e": None},
+    {"n": 1, "e": False}, {"n": 1, "o": "x"}, {"n": 1, "free": {"any": [1]}}, {"n": 1, "l": [{"k": "a"}]},
+    {"n": 1, "l": [{"k": "a", "z": 1}]}, {"n": 1, "l": [{}]}, {"n": 1, "l": {"k": 1}}, {"a": "x", "z": 3}, {"a": "x", "z": "3"},
+    {"a": 1}, {"t": "x"}, {"t": 1}, {"a": ["x"]}, {"r": {}}, {"r": {"a": 1}}, [], "x",
+]
+
+
+@pytest.mark.parametrize("schema", WALKED, ids=[f"schema{i}" for i in range(len(WALKED))])
+@pytest.mark.parametrize("value", WALKED_VALUES, ids=repr)
+def test_the_walk_never_calls_valid_what_jsonschema_rejects(schema: dict[str, Any], value: Any) -> None:
+    if proven_valid(schema, value):
+        strict = strict_schema(schema)
+        assert not any(Draft202012Validator(strict, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(value))
+
+
+def test_the_walk_proves_plain_valid_arguments_and_leaves_other_keywords_to_the_validators() -> None:
+    assert proven_valid(WALKED[0], {"n": 3, "u": "f", "e": "1", "o": None, "free": {"x": 1}, "l": [{"k": "a"}]})
+    assert not proven_valid(WALKED[0], {"n": 3, "extra": 1})  # closed as strict_schema closes it
+    assert proven_valid(WALKED[1], {"a": "x", "z": 3})
+    assert not proven_valid({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}}, {"s": "a"})
+    assert not proven_valid({"type": "object", "properties": {"n": {"type": "integer"}}}, {"n": 1.0})  # left to them
+
+
 @pytest.mark.parametrize("keyword", [
     {"format": "date"}, {"pattern": "^a"}, {"$ref": "#/$defs/x"}, {"multipleOf": 0.1}, {"uniqueItems": True},
     {"dependencies": {}}, {"additionalItems": False}, {"$schema": "http://json-schema.org/draft-07/schema#"},
@@ -101,6 +138,7 @@ def test_a_schema_the_compiler_refuses_is_never_called_valid() -> None:
 
 def _without_fast_test(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(arguments_schema, "fast_validator", lambda schema: None)
+    monkeypatch.setattr(arguments_schema, "proven_valid", lambda schema, value: False)
 
 
 def _verdicts(dialogues: list[Dialogue]) -> Iterator[list[tuple[str, str, str, str]]]:

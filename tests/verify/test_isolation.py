@@ -167,31 +167,98 @@ def test_a_record_whose_judging_raises_is_record_check_error(workers: str, tmp_p
     assert line["id"] == "r1" and "4300 digits" in line["errors"][0]["message"]
 
 
-@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
-def test_a_non_finite_number_in_arguments_is_not_json(constant: str, tmp_path: Path) -> None:
+# (number text, what the message says): Python reads 1e400 as an infinity, which no JSON writer
+# can write back, so it is refused like the constants.
+NON_FINITE = [("NaN", "NaN is not a JSON number"), ("Infinity", "Infinity is not a JSON number"),
+              ("-Infinity", "Infinity is not a JSON number"), ("1e400", "1e400 is not a finite number"),
+              ("-1E+400", "-1E+400 is not a finite number")]
+
+
+@pytest.mark.parametrize(("number", "message"), NON_FINITE, ids=[n for n, _ in NON_FINITE])
+def test_a_non_finite_number_in_arguments_is_not_json(number: str, message: str, tmp_path: Path) -> None:
     path = tmp_path / "input.jsonl"
-    path.write_text(openai_record(0) + "\n" + openai_record(1, arguments=json.dumps('{"n": ' + constant + "}")) + "\n")
+    path.write_text(openai_record(0) + "\n" + openai_record(1, arguments=json.dumps('{"n": ' + number + "}")) + "\n")
     result = cli(str(path), "--format", "openai", "--out", str(tmp_path / "r"))
     assert result.exit_code == 0, result.output
     (line,) = rejected_of(tmp_path / "r")
-    assert line["codes"] == ["call_arguments_not_json"] and f"{constant.lstrip('-')} is not a JSON number" in line["errors"][0]["message"]
+    assert line["codes"] == ["call_arguments_not_json"] and message in line["errors"][0]["message"]
 
 
-def test_a_non_finite_number_elsewhere_in_a_record_is_a_format_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("number", "message"), NON_FINITE[::3], ids=[n for n, _ in NON_FINITE[::3]])
+def test_a_non_finite_number_elsewhere_in_a_record_is_a_format_error(number: str, message: str, tmp_path: Path) -> None:
     path = tmp_path / "input.jsonl"
-    path.write_text(openai_record(0) + "\n" + openai_record(1, extra=', "weight": NaN') + "\n")
+    path.write_text(openai_record(0) + "\n" + openai_record(1, extra=', "weight": ' + number) + "\n")
     result = cli(str(path), "--format", "openai", "--out", str(tmp_path / "r"))
     assert result.exit_code == 0, result.output
     assert report_of(tmp_path / "r")["format_errors"] == {"record_not_json": 1}
-    assert "NaN is not a JSON number" in (tmp_path / "r/format_errors.jsonl").read_text()
+    assert message in (tmp_path / "r/format_errors.jsonl").read_text()
 
 
-def test_a_non_finite_number_in_xlam_answers_is_not_json(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("number", "message"), NON_FINITE[::3], ids=[n for n, _ in NON_FINITE[::3]])
+def test_a_non_finite_number_in_one_element_of_a_json_list_file_is_that_records_format_error(
+        number: str, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "input.json"
+    path.write_text("[" + openai_record(0) + ",\n" + openai_record(1, extra=', "weight": ' + number) + ",\n" + openai_record(2) + "]")
+    result = cli(str(path), "--format", "openai", "--out", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    report = report_of(tmp_path / "r")
+    assert (report["format_errors"], report["accepted"]) == ({"record_not_json": 1}, 2)
+    assert message in (tmp_path / "r/format_errors.jsonl").read_text()
+
+
+@pytest.mark.parametrize("number", ["NaN", "1e400"])
+def test_a_non_finite_number_in_xlam_answers_is_not_json(number: str, tmp_path: Path) -> None:
     path = tmp_path / "input.jsonl"
-    path.write_text(xlam_record(0) + "\n" + xlam_record(1, answers=json.dumps('[{"name": "f", "arguments": {"n": NaN}}]')) + "\n")
+    path.write_text(xlam_record(0) + "\n" + xlam_record(1, answers=json.dumps('[{"name": "f", "arguments": {"n": ' + number + '}}]')) + "\n")
     result = cli(str(path), "--format", "xlam", "--out", str(tmp_path / "r"))
     assert result.exit_code == 0, result.output
     assert report_of(tmp_path / "r")["format_errors"] == {"field_not_json": 1}
+
+
+# -- bytes that are not UTF-8 in a format whose file is one JSON document ----------------------
+
+
+def test_bad_bytes_in_one_element_of_a_json_list_refuse_only_that_record(tmp_path: Path) -> None:
+    path = tmp_path / "input.json"
+    bad = openai_record(1).replace("What is f of 1?", "What is f of \x00?").encode().replace(b"\x00", b"\xff\xfe")
+    path.write_bytes(b"[" + openai_record(0).encode() + b",\n" + bad + b",\n" + openai_record(2).encode() + b"]")
+    result = cli(str(path), "--format", "openai", "--out", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    report = report_of(tmp_path / "r")
+    assert (report["records"], report["accepted"], report["format_errors"]) == (3, 2, {"record_not_json": 1})
+    (error,) = [json.loads(line) for line in (tmp_path / "r/format_errors.jsonl").read_text().splitlines()]
+    assert error["index"] == 1 and "not UTF-8" in error["message"]
+
+
+def test_bad_bytes_in_one_tooleval_record_refuse_only_that_record(tmp_path: Path) -> None:
+    path = tooleval_file(tmp_path, ["3", "3", "3"])
+    path.write_bytes(path.read_bytes().replace(b"What is f of 1?", b"What is f of \xc3\x28?"))
+    result = cli(str(path), "--format", "tooleval", "--out", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    report = report_of(tmp_path / "r")
+    assert (report["records"], report["parsed"], report["format_errors"]) == (3, 2, {"record_not_json": 1})
+
+
+def test_bad_bytes_in_one_toolalpaca_instruction_refuse_only_its_record(shared_data: Path, tmp_path: Path) -> None:
+    source = shared_data / "toolalpaca/eval_simulated.json"
+    tools = json.loads(source.read_text())
+    instruction = tools[0]["Instructions"][0]
+    path = tmp_path / "eval.json"
+    path.write_bytes(source.read_bytes().replace(json.dumps(instruction)[1:-1].encode(), b"\xff" + json.dumps(instruction)[2:-1].encode(), 1))
+    cli(str(source), "--format", "toolalpaca", "--out", str(tmp_path / "before"))
+    result = cli(str(path), "--format", "toolalpaca", "--out", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    before, after = report_of(tmp_path / "before"), report_of(tmp_path / "r")
+    assert after["records"] == before["records"] and after["parsed"] == before["parsed"] - 1
+    assert after["format_errors"] == {**before["format_errors"], "record_not_json": before["format_errors"].get("record_not_json", 0) + 1}
+
+
+def test_a_bad_byte_outside_any_string_makes_the_document_unreadable_and_the_report_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "input.json"
+    path.write_bytes(b"[" + openai_record(0).encode() + b",\xff\n" + openai_record(1).encode() + b"]")
+    result = cli(str(path), "--format", "openai", "--out", str(tmp_path / "r"))
+    assert result.exit_code == 2 and "not UTF-8" in result.output
+    assert report_of(tmp_path / "r")["records"] == 0
 
 
 def test_a_key_named_twice_in_arguments_is_call_duplicate_argument(tmp_path: Path) -> None:

@@ -14,7 +14,11 @@ from jsonschema.exceptions import SchemaError
 
 from toolfactory.formats import read
 from toolfactory.models import Dialogue
-from toolfactory.stages.tools.definition import _schema_error, schema_error
+from toolfactory.stages.tools.definition import (
+    _schema_error,
+    plainly_valid,
+    schema_error,
+)
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corruptions
 
@@ -45,6 +49,33 @@ def reference(schema: Any) -> str | None:
 @pytest.mark.parametrize("schema", TRICKY, ids=repr)
 def test_the_meta_schema_check_agrees_with_jsonschema(schema: Any) -> None:
     assert schema_error(schema) == reference(schema)
+
+
+# Schemas of the commonest keywords, where the walk answers without a validator; with the values
+# of each keyword the meta-schema refuses.
+PLAIN: list[Any] = [
+    {"type": "object", "properties": {"q": {"type": "string", "description": "x", "default": "a"},
+                                      "n": {"type": ["integer", "null"], "examples": [1]},
+                                      "tags": {"type": "array", "items": {"type": "string", "enum": ["a", 1, None]}},
+                                      "free": {"type": "object", "properties": {}, "additionalProperties": True}},
+     "required": ["q"], "title": "T", "$comment": "c", "deprecated": False},
+    {"properties": {"a": True, "b": False}, "additionalProperties": {"type": "integer"}}, {},
+    {"type": []}, {"type": ["string", 3]}, {"type": ["string", "strin"]}, {"required": [1]}, {"required": ["a", "a"]},
+    {"enum": {}}, {"examples": "x"}, {"title": 3}, {"description": None}, {"readOnly": "yes"}, {"items": []},
+    {"items": 3}, {"additionalProperties": "no"}, {"properties": {"a": {"type": "strin"}}}, {"properties": {"a": []}},
+]
+
+
+@pytest.mark.parametrize("schema", PLAIN + TRICKY, ids=repr)
+def test_the_walk_calls_valid_only_what_jsonschema_calls_valid(schema: Any) -> None:
+    if plainly_valid(schema):
+        assert reference(schema) is None
+
+
+def test_the_walk_proves_the_common_schemas_valid() -> None:
+    assert plainly_valid(PLAIN[0]) and plainly_valid(PLAIN[1]) and plainly_valid({})
+    assert not plainly_valid({"type": "string", "pattern": "a+"})  # a keyword it leaves to the validators
+    assert not plainly_valid({"type": "string", "example_value": "x"})
 
 
 def test_the_reference_is_jsonschemas_own_check() -> None:

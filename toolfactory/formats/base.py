@@ -12,7 +12,8 @@ The reader contract (every module of :mod:`toolfactory.formats`)::
   :class:`FormatError` with a stable reason code, and reading goes on with the next record.
   Whatever one record holds, reading it never fails the file: JSONL is read line by line as
   bytes (a line that is not UTF-8 is that record's ``record_not_json``), ``NaN`` / ``Infinity``
-  are not JSON (``record_not_json``), and any other exception while reading one record (an
+  are not JSON and a number beyond a double's range (``1e400``) is none either
+  (``record_not_json``), and any other exception while reading one record (an
   integer longer than Python converts, a value a library refuses) is ``record_unreadable`` with
   the exception's one-line text (:func:`guarded`).
 * Only a problem with the file as a whole (missing, unreadable, a JSON document that does not
@@ -26,6 +27,7 @@ The reader contract (every module of :mod:`toolfactory.formats`)::
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -34,7 +36,7 @@ from pydantic import ValidationError
 
 from toolfactory.errors import TerminalError, ToolfactoryError
 from toolfactory.models import Dialogue, Function, Message, canonical_json, stable_id
-from toolfactory.render.parsed import NonStandardNumber, standard_json
+from toolfactory.render.parsed import NonStandardNumber, finite_float, standard_json
 
 # Reason codes of FormatError (stable: they are counted in verify reports).
 RECORD_NOT_JSON = "record_not_json"  # a JSONL line (or a record file) that does not parse
@@ -193,11 +195,68 @@ def json_document(text: str) -> tuple[Any, bool]:
     except ValueError:
         pass  # an integer longer than Python converts
     # Rare: parsed again, marking each refused value.
-    return json.loads(text, parse_constant=_refused_constant, parse_int=_integer), True
+    return json.loads(text, parse_constant=_refused_constant, parse_int=_integer, parse_float=_float), True
+
+
+NOT_UTF8_STRING = "not UTF-8 text: a string holds bytes that are not UTF-8"
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as surrogateescape decodes it
+
+
+def document_text(data: bytes) -> tuple[str, bool]:
+    """A JSON document's bytes as text (UTF-8, a BOM dropped), and whether some bytes are not
+    UTF-8: those are decoded with ``surrogateescape`` (:func:`read_document` refuses the records
+    that hold them), so one bad byte does not make the whole document unreadable."""
+    try:
+        return data.decode("utf-8-sig"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8-sig", errors="surrogateescape"), True
+
+
+def read_document(path: Path) -> tuple[Any, bool]:
+    """The document of `path` as :func:`json_document` parses it, a string that holds bytes that
+    are not UTF-8 replaced by a :class:`Refused` (``record_not_json``) so that only the records
+    holding one are refused. Raises ``OSError``, and the ``UnicodeDecodeError`` of the first bad
+    byte when the document does not parse with them (a bad byte outside any string); otherwise
+    what :func:`json_document` raises. In a document with such bytes, a string holding an escaped
+    lone surrogate of the same range (``"\\udc80"``) is refused too."""
+    data = path.read_bytes()
+    text, escaped = document_text(data)
+    if not escaped:
+        return json_document(text)
+    try:
+        value = json_document(text)[0]
+    except json.JSONDecodeError:
+        data.decode("utf-8-sig")  # raises the UnicodeDecodeError that names the first bad byte
+        raise
+    return _refuse_escaped(value), True
+
+
+def _refuse_escaped(value: Any) -> Any:
+    """`value` with each string (or the value under each key) holding an escaped byte refused."""
+    refused = Refused(RECORD_NOT_JSON, NOT_UTF8_STRING)
+    if isinstance(value, str):
+        return refused if _ESCAPED_BYTE.search(value) else value
+    stack = [value]
+    while stack:  # without recursion: records may be deep
+        item = stack.pop()
+        pairs = item.items() if isinstance(item, dict) else enumerate(item) if isinstance(item, list) else ()
+        for key, child in list(pairs):
+            if (isinstance(child, str) and _ESCAPED_BYTE.search(child)) or (isinstance(key, str) and _ESCAPED_BYTE.search(key)):
+                item[key] = refused
+            elif isinstance(child, (dict, list)):
+                stack.append(child)
+    return value
 
 
 def _refused_constant(name: str) -> Refused:
     return Refused(RECORD_NOT_JSON, f"not JSON: {name} is not a JSON number")
+
+
+def _float(text: str) -> float | Refused:
+    try:
+        return finite_float(text)
+    except NonStandardNumber as exc:  # 1e400
+        return Refused(RECORD_NOT_JSON, f"not JSON: {exc}")
 
 
 def _integer(digits: str) -> int | Refused:
@@ -225,7 +284,7 @@ def load_json_file(path: Path) -> Any:
     """The parsed content of a file that is one JSON document (see :func:`json_document` for the
     values one record cannot hold); :class:`UnreadableFile` otherwise."""
     try:
-        return json_document(path.read_text(encoding="utf-8-sig"))[0]
+        return read_document(path)[0]
     except (OSError, UnicodeDecodeError) as exc:
         raise UnreadableFile(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -250,7 +309,7 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[int, str, Any]]:
         first = _first_char(path)
         if first == "[":
             try:
-                items, refusals = json_document(path.read_text(encoding="utf-8-sig"))
+                items, refusals = read_document(path)
             except json.JSONDecodeError as exc:
                 raise UnreadableFile(f"{path}: not a JSON list: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
             except RecursionError:
@@ -277,13 +336,13 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[int, str, Any]]:
                 index += 1
     except OSError as exc:
         raise UnreadableFile(f"{path}: {exc}") from None
-    except UnicodeDecodeError as exc:  # a JSON list is one text: a bad byte anywhere is the file's
+    except UnicodeDecodeError as exc:  # a bad byte outside any string: the JSON list does not parse
         raise UnreadableFile(f"{path}: not UTF-8 text: {exc.reason} (byte {exc.start + 1})") from None
 
 
 def _whole_object(path: Path) -> dict[str, Any] | None:
     try:
-        value, refusals = json_document(path.read_text(encoding="utf-8-sig"))
+        value, refusals = read_document(path)
     except (ValueError, RecursionError):  # not JSON, not UTF-8
         return None
     return value if isinstance(value, dict) and not refusals else None

@@ -17,8 +17,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-import pyarrow.parquet as pq
-
 from toolfactory.formats.base import (
     MISSING_FIELD,
     RECORD_NOT_OBJECT,
@@ -46,6 +44,10 @@ def is_parquet(path: Path) -> bool:
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    # Imported for a Parquet file only: pyarrow takes half a second to import, and a JSONL file
+    # of any format does not need it.
+    import pyarrow.parquet as pq
+
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a broken file

@@ -55,11 +55,17 @@ def json_object(text: str, fmt: str, where: str) -> dict[str, Any]:
 
 class NonStandardNumber(ToolfactoryError, ValueError):
     """``NaN``, ``Infinity`` or ``-Infinity`` in JSON text: Python's json reads them, no other JSON
-    reader does (an OpenAI-compatible endpoint refuses them), and NaN != NaN."""
+    reader does (an OpenAI-compatible endpoint refuses them), and NaN != NaN. Also a number beyond
+    a double's range (``1e400``): JSON's grammar allows it, but Python reads it as an infinity,
+    which no JSON writer can write back."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(f"{name} is not a JSON number")
+    def __init__(self, name: str, problem: str = "is not a JSON number") -> None:
+        super().__init__(f"{name} {problem}")
         self.name = name
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[type[NonStandardNumber], tuple[str, str]]:
+        return type(self), (self.name, self.problem)
 
 
 class DuplicateKeys(ToolfactoryError, ValueError):
@@ -74,6 +80,14 @@ def _reject_constant(name: str) -> Any:
     raise NonStandardNumber(name)
 
 
+def finite_float(text: str) -> float:
+    """A JSON number's text as a float; :class:`NonStandardNumber` when no double holds it."""
+    value = float(text)
+    if math.isinf(value):
+        raise NonStandardNumber(text, "is not a finite number")
+    return value
+
+
 def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
     if len(value) < len(pairs):
@@ -84,12 +98,13 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 # One decoder each, built once: json.loads(text, **options) builds a new decoder per call, which
 # costs more than parsing a short text.
-_STANDARD = json.JSONDecoder(parse_constant=_reject_constant)
-_UNIQUE = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_object)
+_STANDARD = json.JSONDecoder(parse_constant=_reject_constant, parse_float=finite_float)
+_UNIQUE = json.JSONDecoder(parse_constant=_reject_constant, parse_float=finite_float, object_pairs_hook=_unique_object)
 
 
 def standard_json(text: str, unique_keys: bool = False) -> Any:
-    """`text` parsed as standard JSON: :class:`NonStandardNumber` for NaN or Infinity and, with
+    """`text` parsed as standard JSON: :class:`NonStandardNumber` for NaN, Infinity or a number
+    beyond a double's range and, with
     `unique_keys`, :class:`DuplicateKeys` for an object naming a key twice (both ValueErrors);
     otherwise what :func:`json.loads` raises (``JSONDecodeError``, ``RecursionError``, and a
     ``ValueError`` for an integer longer than Python converts)."""

@@ -2,27 +2,48 @@
 
 from __future__ import annotations
 
-from toolfactory.stages.base import Planning, ShardContext, ShardSpec, Stage, StageOutput
-from toolfactory.stages.curate.stage import CurateStage
-from toolfactory.stages.dialogues.stage import DialoguesStage
-from toolfactory.stages.domains.stage import DomainsStage
-from toolfactory.stages.measure.stage import MeasureStage
-from toolfactory.stages.pool.stage import PoolStage
-from toolfactory.stages.select.stage import SelectStage
-from toolfactory.stages.tasks.stage import TasksStage
-from toolfactory.stages.tools.stage import ToolsStage
-from toolfactory.stages.verify.stage import VerifyStage
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-STAGES: tuple[Stage, ...] = (
-    DomainsStage(), ToolsStage(), PoolStage(), TasksStage(), DialoguesStage(), VerifyStage(), MeasureStage(), SelectStage(),
-    CurateStage(),
+if TYPE_CHECKING:
+    from toolfactory.stages.base import Planning, ShardContext, ShardSpec, Stage, StageOutput
+
+# Imported when first asked for: `toolfactory verify` reads one stage's rules, and importing every
+# stage would load the LLM gateway (openai) and the curation libraries (datasketch, scipy) it never
+# uses, seconds of start-up.
+_BASE = ("Planning", "ShardContext", "ShardSpec", "Stage", "StageOutput")
+_STAGE_CLASSES = (
+    ("toolfactory.stages.domains.stage", "DomainsStage"), ("toolfactory.stages.tools.stage", "ToolsStage"),
+    ("toolfactory.stages.pool.stage", "PoolStage"), ("toolfactory.stages.tasks.stage", "TasksStage"),
+    ("toolfactory.stages.dialogues.stage", "DialoguesStage"), ("toolfactory.stages.verify.stage", "VerifyStage"),
+    ("toolfactory.stages.measure.stage", "MeasureStage"), ("toolfactory.stages.select.stage", "SelectStage"),
+    ("toolfactory.stages.curate.stage", "CurateStage"),
 )
 DATASET_STAGE = "curate"  # the stage whose output is the run's dataset
-STAGE_NAMES: tuple[str, ...] = tuple(stage.name for stage in STAGES)
+STAGE_NAMES: tuple[str, ...] = ("domains", "tools", "pool", "tasks", "dialogues", "verify", "measure", "select", "curate")
+_stages: tuple[Stage, ...] | None = None
+
+
+def _all_stages() -> tuple[Stage, ...]:
+    global _stages
+    if _stages is None:
+        _stages = tuple(getattr(import_module(module), name)() for module, name in _STAGE_CLASSES)
+    return _stages
+
+
+def __getattr__(name: str) -> Any:
+    if name == "STAGES":
+        return _all_stages()
+    if name in _BASE:
+        return getattr(import_module("toolfactory.stages.base"), name)
+    for module, class_name in _STAGE_CLASSES:
+        if class_name == name:
+            return getattr(import_module(module), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def stage_named(name: str) -> Stage:
-    for stage in STAGES:
+    for stage in _all_stages():
         if stage.name == name:
             return stage
     raise KeyError(f"unknown stage {name!r} (stages: {', '.join(STAGE_NAMES)})")

@@ -14,8 +14,6 @@ import json
 import re
 from typing import Any, Callable
 
-from openapi_spec_validator import validate as validate_openapi
-from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from pydantic import ValidationError
 from referencing.exceptions import Unresolvable
 
@@ -246,6 +244,11 @@ def functions_from_openapi(document: dict[str, Any]) -> list[Function]:
 def _from_openapi(raw: Any) -> list[Tool]:
     if not isinstance(raw, dict):
         raise MalformedTool("tool_openapi_invalid", "an OpenAPI document must be a mapping")
+    # Imported for an OpenAPI document only: the validator takes half a second to import, and
+    # the dataset readers that convert tool lists with this module never need it.
+    from openapi_spec_validator import validate as validate_openapi
+    from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+
     try:
         validate_openapi(raw)
     except OpenAPIValidationError as exc:

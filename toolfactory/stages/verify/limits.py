@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from toolfactory.models import Dialogue, Verdict
-from toolfactory.stages.verify.rules.function_facts import FunctionFacts, facts_of
+
+if TYPE_CHECKING:
+    from toolfactory.stages.verify.rules.function_facts import FunctionFacts
 
 TOO_DEEP = "record_too_deep"
 TOO_LARGE = "record_too_large"
@@ -70,7 +72,13 @@ def text_depth(text: str, limit: int) -> int:
 def violation(dialogue: Dialogue, limits: Limits = DEFAULT, facts: Sequence[FunctionFacts] | None = None) -> Verdict | None:
     """The verdict of the first limit `dialogue` exceeds, or None; `facts`: those of its tools."""
     size = 0
-    for i, fn_facts in enumerate(facts if facts is not None else [facts_of(fn) for fn in dialogue.tools]):
+    if facts is None:
+        # Imported here: the rules import this module (its limits), and importing this module
+        # must not need them.
+        from toolfactory.stages.verify.rules.function_facts import facts_of
+
+        facts = [facts_of(fn) for fn in dialogue.tools]
+    for i, fn_facts in enumerate(facts):
         size += fn_facts.chars
         # The bracket count bounds the depth, so a schema is walked only when it could be too deep.
         if fn_facts.brackets > limits.max_depth:

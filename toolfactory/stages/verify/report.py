@@ -30,7 +30,8 @@ By default only **validity** rules run (is each record correct?); the ``filter_*
 rules (does a recipe keep it?) run with `policy` (:mod:`toolfactory.stages.verify.policy`).
 
 An input with no record, or none that the reader could turn into a dialogue (a file of another
-format, or of a shape the reader does not know), raises :class:`~toolfactory.formats.UnreadableFile`
+format, or of a shape the reader does not know), or a file the reader cannot read at all (a JSON
+document that does not parse), raises :class:`~toolfactory.formats.UnreadableFile`
 after the report is written: the CLI exits 2 for it in every format, never 0 with nothing checked.
 
 Everything is a function of the input (no timestamps), so two runs give identical files; ids of
@@ -44,17 +45,26 @@ import json
 from collections import Counter
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from toolfactory.errors import ConfigError
 from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError, UnreadableFile, toolbench
 from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.stages.verify.policy import POLICIES, Policy
-from toolfactory.stages.verify.parallel import Found, outcomes, parallel_outcomes, splittable
+from toolfactory.stages.verify.parallel import Found, Outcome, outcomes, parallel_outcomes, splittable
 from toolfactory.stages.verify.rules import RULES
 
 TOP_RULES = 10  # rules listed in report.md
+
+
+def _until_unreadable(results: Iterable[Outcome], unreadable: list[UnreadableFile]) -> Iterator[Outcome]:
+    """`results` until the reader finds the file itself unreadable (kept in `unreadable`): the
+    report files are written all the same."""
+    try:
+        yield from results
+    except UnreadableFile as exc:
+        unreadable.append(exc)
 
 
 def _verdict(v: Found) -> dict[str, str]:
@@ -114,7 +124,8 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
             results = parallel_outcomes(source, fmt, workers, frozenset(skipped), limits, policy)
         else:
             results = outcomes(read(source), frozenset(skipped), limits, policy)
-        for index, outcome in enumerate(results):
+        unreadable: list[UnreadableFile] = []
+        for index, outcome in enumerate(_until_unreadable(results, unreadable)):
             records += 1
             if isinstance(outcome, FormatError):
                 format_errors[outcome.reason] += 1
@@ -160,6 +171,8 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
                                    encoding="utf-8", errors="backslashreplace")
     (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8",
                                      errors="backslashreplace")
+    if unreadable:  # the report says what was read before (nothing, for a whole document)
+        raise unreadable[0]
     if not records:
         raise UnreadableFile(f"{path}: no records")
     if not parsed:

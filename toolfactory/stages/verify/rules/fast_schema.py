@@ -33,9 +33,9 @@ _ASSERTIONS = frozenset({
     "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
 })
 # Keywords that constrain nothing.
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
                           "$comment"})
-KEYWORDS = _SUBSCHEMA | _SUBSCHEMA_LISTS | _SUBSCHEMA_MAPS | _ASSERTIONS | _ANNOTATIONS
+KEYWORDS = _SUBSCHEMA | _SUBSCHEMA_LISTS | _SUBSCHEMA_MAPS | _ASSERTIONS | ANNOTATIONS
 # Every keyword of JSON Schema drafts 4 to 2020-12. A key outside it (ToolBench's
 # `example_value`, BFCL's `optional`, OpenAPI's `example`, `x-…`) means nothing to either library.
 JSON_SCHEMA = KEYWORDS | frozenset({

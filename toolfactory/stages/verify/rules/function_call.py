@@ -22,7 +22,7 @@ hide wrong arguments.
 A schema that cannot be evaluated (an unknown type name, an invalid regex) makes the call
 unverifiable: ``call_argument_invalid`` with the exception in the message.
 
-Arguments are standard JSON: ``NaN`` / ``Infinity`` make them ``call_arguments_not_json``, and a key
+Arguments are standard JSON: ``NaN`` / ``Infinity`` / ``1e400`` make them ``call_arguments_not_json``, and a key
 named twice in one object is ``call_duplicate_argument`` (an error: readers disagree on which
 value counts, and I-JSON, RFC 7493, forbids it).
 """
@@ -79,7 +79,7 @@ def _missing(error: ValidationError) -> list[str]:
 
 def _call_findings(call: Call, schema: ArgumentsSchema) -> Iterator[tuple[str, str, str]]:
     """(code, path, message) for each schema violation of one call's arguments."""
-    if schema.valid is not None and schema.valid(call.value):
+    if schema.passes(call.value):
         return
     base = f"{call.path}.arguments"
     validator = schema.validator  # a schema it cannot be built from fails the rule (record_check_error)

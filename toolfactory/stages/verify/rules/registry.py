@@ -20,8 +20,9 @@ with the exception's one-line text, never the end of a verify run or a shard. On
 costs only its own verdict (the message names the rule); a record whose shared views cannot be
 built gets that verdict alone.
 
-Call arguments are read as standard JSON (:func:`~toolfactory.render.parsed.standard_json`): ``NaN``
-and ``Infinity`` are not JSON (``call_arguments_not_json``), and a key named twice in one object is
+Call arguments are read as standard JSON (:func:`~toolfactory.render.parsed.standard_json`): ``NaN``,
+``Infinity`` and a number beyond a double's range (``1e400``) are not JSON
+(``call_arguments_not_json``), and a key named twice in one object is
 recorded for ``call_duplicate_argument``.
 """
 
