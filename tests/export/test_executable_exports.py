@@ -219,3 +219,13 @@ def test_tasks_skip_a_record_that_calls_a_tool_an_llm_plays(tmp_path: Path, on_p
     summary = export_run(store, RUN, "tasks", tmp_path / "out", options=ExportOptions())
     assert summary["exported"] == 0 and summary["skipped"] == {"played_calls": 1}
     assert [e["id"] for e in summary["skipped_examples"]] == ["mixed"]
+
+
+def test_a_record_whose_source_the_run_does_not_configure_is_no_task(tmp_path: Path, on_path: None) -> None:
+    cfg = config([COUNTER])
+    tools = source_tools(cfg)
+    store = open_store(tmp_path / "store")
+    dialogue = executed_dialogue(cfg, [tools["counter"]], [("Add 1.", [("add", {"amount": 1})])], "unconfigured")
+    write_executed_run(store, config(), [dialogue], list(tools.values()))
+    summary = export_run(store, RUN, "tasks", tmp_path / "out")
+    assert summary["exported"] == 0 and summary["skipped"] == {"source_not_configured": 1}

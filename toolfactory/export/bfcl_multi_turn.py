@@ -18,8 +18,9 @@ The ground truth leaves out a call that raised (the dialogue's assistant recover
 answer to BFCL's question is the calls that do the task, and BFCL's checker requires the
 ground truth's results among the model's). Only records whose executed calls are the
 dialogue's calls are written (:func:`~toolfactory.export.executed.executed`); a record that
-offers anything but BFCL's environments, or two sources of one class, is not a multi-turn entry
-and goes through the single-turn categories.
+offers anything but BFCL's environments, two sources of one class, or a source the run's
+configuration does not name (a run without a manifest) is not a multi-turn entry and goes
+through the single-turn categories.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 
 from toolfactory.executable.python_env import PythonEnvironmentSettings, read_function_docs
 from toolfactory.executable.settings import ExecutableSourceSettings
-from toolfactory.export.base import NO_CALLS, SOURCE_NOT_CONFIGURED, Skip
+from toolfactory.export.base import NO_CALLS, Skip
 from toolfactory.export.executed import ExecutedCall, executed, function_sources
 from toolfactory.models import Dialogue, Tool
 
@@ -51,7 +52,7 @@ def bfcl_classes(dialogue: Dialogue, tools: Mapping[str, Tool],
         return None
     names = sorted(set(owners.values()))
     if any(name not in sources for name in names):
-        raise Skip(SOURCE_NOT_CONFIGURED, f"{', '.join(n for n in names if n not in sources)} not in the run's configuration")
+        return None  # which class runs it is unknown: the record is read as any other
     found = {name: sources[name] for name in names}
     presets = [s.preset for s in found.values() if isinstance(s, PythonEnvironmentSettings)]
     if len(presets) != len(found) or None in presets or len(set(presets)) != len(presets):
