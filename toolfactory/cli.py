@@ -541,7 +541,7 @@ def evaluate(
 @app.command()
 def export(
     run_id: str = typer.Argument(..., help="The run whose accepted dialogues to export."),
-    fmt: str = typer.Option(..., "--format", "-f", help="openai, sharegpt, toolbench, toolalpaca, xlam, bfcl or hf."),
+    fmt: str = typer.Option(..., "--format", "-f", help="openai, sharegpt, toolbench, toolalpaca, xlam, bfcl, hf or tasks."),
     out: str = typer.Option(..., "--out", "-o", help="Output folder (local or s3://)."),
     by: str = typer.Option("tool", "--by", help="Split by unseen tools (tool) or unseen categories (category)."),
     train: float = typer.Option(0.8, "--train"),

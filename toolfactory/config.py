@@ -629,7 +629,7 @@ class ExportConfig(Section):
     """Exports written at the end of every run, under `<root>/runs/<run_id>/export/<format>/`
     (`toolfactory export` writes any format on demand)."""
 
-    formats: list[Literal["openai", "sharegpt", "toolbench", "toolalpaca", "xlam", "bfcl", "hf"]] = Field(
+    formats: list[Literal["openai", "sharegpt", "toolbench", "toolalpaca", "xlam", "bfcl", "hf", "tasks"]] = Field(
         default_factory=lambda: ["openai", "hf"]
     )
     """Formats to write after every run; [] writes none."""

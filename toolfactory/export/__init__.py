@@ -13,8 +13,11 @@ sharegpt    ``<split>.jsonl``: LLaMA-Factory ShareGPT ``{conversations, system, 
 toolbench   ``answer/<split>/<query_id>_<method>.json`` ToolBench answers + ``toolllama/<split>.json`` conversations
 toolalpaca  ``<split>.json``: ToolAlpaca tool entries (one per tool) with golden answers and instances
 xlam        ``<split>.jsonl``: xLAM ``{id, query, tools, answers}`` (single-turn records, every call)
-bfcl        ``<split>/BFCL_v4_<category>.json`` + ``possible_answer/`` (ids ``<category>_<n>``)
+bfcl        ``<split>/BFCL_v4_<category>.json`` + ``possible_answer/`` (ids ``<category>_<n>``); dialogues over
+            BFCL's executable environments as ``multi_turn_base`` entries with their initial configuration
 hf          ``data/<split>.parquet`` with nested features + ``README.md`` dataset card
+tasks       ``<split>.jsonl``: verifiable tasks of the records whose tools ran (prompt, tools, environment,
+            initial state, ground-truth calls, target state) for a trainer to replay
 ==========  =====================================================================================
 """
 

@@ -22,6 +22,7 @@ from toolfactory.export.output import JsonLines, OutputDir
 from toolfactory.models import Dialogue, Tool
 
 if TYPE_CHECKING:
+    from toolfactory.executable.settings import ExecutableSourceSettings
     from toolfactory.export.stats import ExportStats
 
 # Reason codes of skipped records (stable: they are counted in export summaries).
@@ -36,6 +37,11 @@ NO_FINAL_ANSWER = "no_final_answer"  # ToolBench paths end with Finish(give_answ
 NOT_IN_SUBSET = "not_in_subset"  # the record is outside the subset the export asked for
 CALL_FORMAT_UNWRITABLE = "call_format_unwritable"  # a call has no writing in the chosen text call format
 FINISH_NOT_LAST = "finish_not_last"  # ToolBench: messages after the Finish call other than its answer
+# Formats that keep the environment (bfcl's multi-turn entries, tasks; see export/executed.py):
+NOT_EXECUTED = "not_executed"  # the format holds records whose calls really ran; this one's did not
+NOT_REPLAYABLE = "execution_not_replayable"  # the calls that ran are not the dialogue's calls
+PLAYED_CALLS = "played_calls"  # a replay runs every call; the record calls a tool an LLM played
+SOURCE_NOT_CONFIGURED = "source_not_configured"  # the run's configuration does not name the record's source
 
 REASONS: dict[str, str] = {
     INVALID_RECORD: "the stored record does not validate as a Dialogue",
@@ -49,6 +55,11 @@ REASONS: dict[str, str] = {
     FINISH_NOT_LAST: "the dialogue goes on after its Finish call",
     CALL_FORMAT_UNWRITABLE: "a call cannot be written in the chosen text call format",
     NOT_IN_SUBSET: "the record is outside the subset the export asked for",
+    NOT_EXECUTED: "the format holds records whose calls really ran; this record's calls did not",
+    NOT_REPLAYABLE: "the calls that ran are not the dialogue's calls (a search that backtracked), so its recorded "
+                    "state is not the state its calls leave",
+    PLAYED_CALLS: "the record calls a tool an LLM played, which a replay cannot run",
+    SOURCE_NOT_CONFIGURED: "the run's configuration does not name the executable source of the record's tools",
 }
 
 
@@ -117,12 +128,17 @@ class Exporter(ABC):
     """Whether the format describes whole tools (name, description, link…), which the records
     only reference: then :func:`~toolfactory.export.run.export_run` sets :attr:`tools` to the
     run's tool pool by id before the first record."""
+    needs_sources: ClassVar[bool] = False
+    """Whether the format describes the executable sources the records ran on (their
+    configuration and initial state): then :attr:`sources` is the run's configured sources by
+    name (from its manifest; empty for a run without one)."""
 
     def __init__(self, out: OutputDir, splits: Sequence[str], options: ExportOptions) -> None:
         self.out = out
         self.splits = tuple(splits)
         self.options = options
         self.tools: Mapping[str, Tool] = {}
+        self.sources: Mapping[str, ExecutableSourceSettings] = {}
 
     @abstractmethod
     def write(self, split: str, dialogue: Dialogue) -> None:

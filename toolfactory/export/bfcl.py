@@ -26,6 +26,11 @@ in JSON Schema), which the repo's OpenAI tool importer maps back, and always car
 (BFCL's checker reads it). A possible answer lists acceptable values wherever BFCL's AST checker
 looks for a list of them (:func:`acceptable`); the values are the ones the dialogue used.
 Arguments must be JSON objects (``arguments_not_json``).
+
+A dialogue over BFCL's own executable environments (sources with a ``preset``) goes, whatever
+its number of turns, to BFCL's multi-turn category instead, ``multi_turn_base``, with its
+environments' initial configuration and the calls that ran as the ground truth of each turn
+(:mod:`toolfactory.export.bfcl_multi_turn`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from toolfactory.export.base import NO_CALLS, Exporter, ExportOptions, Skip
+from toolfactory.export.bfcl_multi_turn import MULTI_TURN, multi_turn
 from toolfactory.export.output import JsonLines, OutputDir
 from toolfactory.export.stats import ExportStats
 from toolfactory.export.turns import arguments_object, one_step_calls, single_request
@@ -153,6 +159,8 @@ def file_name(kind: str) -> str:
 
 class BFCLExporter(Exporter):
     name = "bfcl"
+    needs_tools = True  # which functions come from BFCL's executable environments
+    needs_sources = True  # their classes and initial states
 
     def __init__(self, out: OutputDir, splits: Sequence[str], options: ExportOptions) -> None:
         super().__init__(out, splits, options)
@@ -167,7 +175,12 @@ class BFCLExporter(Exporter):
         return self.files[name]
 
     def write(self, split: str, dialogue: Dialogue) -> None:
-        kind, question, answer = question_and_answer(dialogue)
+        functions = [bfcl_function(f) for f in dialogue.tools]
+        entry = multi_turn(dialogue, self.tools, self.sources, functions)
+        if entry is not None:
+            kind, (question, answer) = MULTI_TURN, entry
+        else:
+            kind, question, answer = question_and_answer(dialogue)
         questions = self._file(f"{split}/{file_name(kind)}")
         entry_id = f"{kind}_{questions.file.rows}"
         questions.write({"id": entry_id, **question})

@@ -12,6 +12,8 @@ made, the make-up of the data and where every record comes from with its terms:
   competing models) bind whoever trains on the data;
 * **the simulator warning**, at the top, when the run's manifest says its LLM was the offline
   simulator: such data shows the pipeline at work and is not training data;
+* **execution**: which records' tool responses came from tools that really ran (MCP servers,
+  Python environments) and which an LLM played, with the records and calls per executable source;
 * every table counts records, one row per value of one property of a record, so each table
   sums to the records exported (a record's tool sources are counted as one set).
 
@@ -37,6 +39,9 @@ TOOL_ORIGINS: dict[str, tuple[str, str]] = {
                     "LLM output: the terms of use of the model's provider apply"),
     "openapi": ("OpenAPI documents imported by the operator", "the terms of those documents apply"),
     "openai": ("function lists imported by the operator", "the terms of those lists apply"),
+    "python": ("Python environments the operator configured (`tools.environments`): their functions ran",
+               "the terms of the environment's package apply"),
+    "mcp": ("MCP servers the operator configured (`tools.mcp`): their tools ran", "the terms of each server apply"),
     "unrecorded": ("not recorded (dialogues imported from another dataset)", "the terms of the imported dataset apply"),
 }
 # Imported records by the reader that made them (their recipe): where the data was released, its terms.
@@ -87,6 +92,20 @@ def made_by(stats: ExportStats) -> str:
     return stats.endpoint.label if stats.endpoint is not None else "not recorded (the run has no manifest)"
 
 
+def execution(stats: ExportStats) -> str:
+    """Which records' tool responses came from tools that really ran, and on which sources."""
+    legend = ("*executed*: at least one call ran on a real tool (an MCP server or a Python environment) and its "
+              "response is what the tool answered; every tool the record offers is executable. *executed and "
+              "LLM-played*: some calls ran, and some of the tools offered are played by an LLM. *LLM-played*: "
+              "every tool response was written by an LLM playing the tool.")
+    lines = [_table("tool responses", dict(stats.execution.most_common())), "", legend, ""]
+    if stats.executed_records:
+        lines += ["| executable source | records | calls run |", "| --- | ---: | ---: |",
+                  *(f"| {source} | {n} | {stats.executed_calls[source]} |" for source, n in sorted(stats.executed_records.items())),
+                  ""]
+    return "\n".join(lines)
+
+
 def provenance_note(stats: ExportStats, files: Mapping[str, int]) -> str:
     """`PROVENANCE.md`, beside every export's files, for whoever picks the folder up: the label and
     what it rests on, as YAML front matter a training job can check, then the same in a sentence."""
@@ -97,12 +116,15 @@ def provenance_note(stats: ExportStats, files: Mapping[str, int]) -> str:
         "simulated": stats.simulated,
         "endpoint": stats.endpoint.to_dict() if stats.endpoint is not None else None,
         "records": sum(stats.exported.values()),
+        "execution": dict(stats.execution.most_common()),
+        "executed_sources": {source: {"records": n, "calls": stats.executed_calls[source]}
+                             for source, n in sorted(stats.executed_records.items())},
         "files": dict(files),
     }
     warning = SIMULATOR_WARNING if stats.simulated else ""
     return "\n".join(["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
                       f"# Provenance of toolfactory run {stats.run_id} ({stats.fmt} export)", "", warning,
-                      f"Made by: {made_by(stats)}.", ""])
+                      f"Made by: {made_by(stats)}.", "", "## Execution", "", execution(stats)])
 
 
 def provenance(stats: ExportStats) -> str:
@@ -177,6 +199,9 @@ def dataset_card(stats: ExportStats, files: Mapping[str, str]) -> str:
         _table("mode", dict(stats.modes.most_common())),
         _table("scenario", dict(stats.scenarios.most_common())),
         _table("sources of the record's tools", dict(stats.tool_provenance.most_common())),
+        "## Execution",
+        "",
+        execution(stats),
         "## Provenance",
         "",
         provenance(stats),

@@ -7,12 +7,14 @@ from toolfactory.export.bfcl import BFCLExporter
 from toolfactory.export.hf import HFExporter
 from toolfactory.export.openai import OpenAIExporter
 from toolfactory.export.sharegpt import ShareGPTExporter
+from toolfactory.export.tasks import TasksExporter
 from toolfactory.export.toolalpaca import ToolAlpacaExporter
 from toolfactory.export.toolbench import ToolBenchExporter
 from toolfactory.export.xlam import XLAMExporter
 
 EXPORTERS: dict[str, type[Exporter]] = {
     cls.name: cls
-    for cls in (OpenAIExporter, ShareGPTExporter, ToolBenchExporter, ToolAlpacaExporter, XLAMExporter, BFCLExporter, HFExporter)
+    for cls in (OpenAIExporter, ShareGPTExporter, ToolBenchExporter, ToolAlpacaExporter, XLAMExporter, BFCLExporter, HFExporter,
+                TasksExporter)
 }
 FORMATS: tuple[str, ...] = tuple(EXPORTERS)

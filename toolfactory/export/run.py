@@ -16,13 +16,16 @@ from typing import Any
 import pyarrow as pa
 from pydantic import ValidationError
 
+from toolfactory.errors import ConfigError, RunNotFound
+from toolfactory.executable.mcp.settings import McpSourceSettings
+from toolfactory.executable.python_env import PythonEnvironmentSettings
+from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.export.base import INVALID_RECORD, NOT_IN_SUBSET, Exporter, ExportError, ExportOptions, Skip
 from toolfactory.export.card import made_by, provenance_note
 from toolfactory.export.output import OutputDir
 from toolfactory.export.registry import EXPORTERS, FORMATS
 from toolfactory.export.splits import SPLITS, SplitSpec, record_split
 from toolfactory.export.stats import ExportStats
-from toolfactory.errors import RunNotFound
 from toolfactory.formats.base import validation_message
 from toolfactory.integrity import check_parts
 from toolfactory.llm.identity import EndpointIdentity
@@ -30,7 +33,6 @@ from toolfactory.manifest import load_manifest
 from toolfactory.models import Dialogue, Tool
 from toolfactory.shards import dataset_parts, read_records, stage_parts
 from toolfactory.storage import ObjectStore
-
 
 
 def exporter_class(fmt: str) -> type[Exporter]:
@@ -82,6 +84,26 @@ def run_endpoint(store: ObjectStore, run_id: str) -> EndpointIdentity | None:
         return None
 
 
+def run_sources(store: ObjectStore, run_id: str) -> dict[str, ExecutableSourceSettings]:
+    """The executable sources the run's configuration names, by name (none for a run without a
+    manifest: imported data). An entry that no longer validates here (a preset whose package is
+    not installed where the export runs) stops the export, naming it."""
+    try:
+        tools = load_manifest(store, run_id).config.get("tools") or {}
+    except RunNotFound:
+        return {}
+    found: dict[str, ExecutableSourceSettings] = {}
+    for field, model in (("environments", PythonEnvironmentSettings), ("mcp", McpSourceSettings)):
+        for n, entry in enumerate(tools.get(field) or []):
+            try:
+                settings = model.model_validate(entry)
+            except (ValidationError, ConfigError) as exc:
+                detail = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
+                raise ExportError(f"run {run_id!r}: tools.{field}[{n}] of its configuration: {detail}") from None
+            found[settings.name] = settings
+    return found
+
+
 def export_run(
     store: ObjectStore,
     run_id: str,
@@ -105,6 +127,8 @@ def export_run(
     exporter = cls(out, SPLITS, options)
     if cls.needs_tools:
         exporter.tools = run_tools(store, run_id)
+    if cls.needs_sources:
+        exporter.sources = run_sources(store, run_id)
     stats = ExportStats(splits=SPLITS, run_id=run_id, fmt=fmt, split_spec={**splits.to_dict(), "seed": seed},
                         endpoint=run_endpoint(store, run_id))
     try:

@@ -15,6 +15,26 @@ from toolfactory.llm.identity import EndpointIdentity
 from toolfactory.models import Dialogue
 
 EXAMPLES_PER_REASON = 5
+EXECUTABLE_KINDS = frozenset({"python", "mcp"})  # ToolRef.source of the tools of executable sources (mark_executable)
+EXECUTED = "executed"  # some call ran on a real tool, and every tool the record offers is executable
+EXECUTED_AND_PLAYED = "executed and LLM-played"  # some call ran; some offered tools are played by an LLM
+PLAYED = "LLM-played"  # every tool response was written by an LLM (or the simulator)
+NO_RESPONSES = "no tool responses"
+
+
+def executed_calls(dialogue: Dialogue) -> list[dict[str, Any]]:
+    """The calls the dialogues stage ran on executable tools (``generation.execution.calls``)."""
+    execution = dialogue.generation.get("execution")
+    calls = execution.get("calls") if isinstance(execution, dict) else None
+    return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
+
+
+def execution_kind(dialogue: Dialogue) -> str:
+    """Where the record's tool responses come from: one of the labels above."""
+    if executed_calls(dialogue):
+        played = any(ref.source not in EXECUTABLE_KINDS for ref in dialogue.source_tools)
+        return EXECUTED_AND_PLAYED if played else EXECUTED
+    return PLAYED if any(m.role == "tool" for m in dialogue.messages) else NO_RESPONSES
 
 
 @dataclass
@@ -40,6 +60,11 @@ class ExportStats:
     provenance: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     tool_provenance: Counter[str] = field(default_factory=Counter)
     endpoint: EndpointIdentity | None = None  # who answered the run's requests (its manifest); None: imported data
+    # Whether the record's tool responses came from tools that really ran (see `execution_kind`),
+    # and, per executable source, the records that ran calls on it and those calls.
+    execution: Counter[str] = field(default_factory=Counter)
+    executed_records: Counter[str] = field(default_factory=Counter)
+    executed_calls: Counter[str] = field(default_factory=Counter)
 
     @property
     def simulated(self) -> bool:
@@ -68,6 +93,10 @@ class ExportStats:
         models = ", ".join(f"{role}: {model}" for role, model in sorted(dialogue.models.items()))
         self.provenance["generated" if models else "imported", dialogue.recipe, models] += 1
         self.tool_provenance[" + ".join(sorted({ref.source for ref in dialogue.source_tools})) or "unrecorded"] += 1
+        self.execution[execution_kind(dialogue)] += 1
+        ran = Counter(str(call.get("source")) for call in executed_calls(dialogue))
+        self.executed_records.update(ran.keys())
+        self.executed_calls.update(ran)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -82,4 +111,7 @@ class ExportStats:
             "scenarios": dict(self.scenarios.most_common()),
             "tool_sources": dict(self.tool_sources.most_common()),
             "models": dict(self.models.most_common()),
+            "execution": dict(self.execution.most_common()),
+            "executed_sources": {source: {"records": n, "calls": self.executed_calls[source]}
+                                 for source, n in sorted(self.executed_records.items())},
         }
