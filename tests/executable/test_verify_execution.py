@@ -146,9 +146,7 @@ def test_the_verify_stage_counts_the_execution_layer_and_its_rejections() -> Non
     assert out.layers["execution"] == (2, 1)
 
 
-def test_exec_codes_are_accepted_by_disabled_rules() -> None:
-    from toolfactory.stages.base import Planning  # noqa: F401 - the stage validates the codes at planning
-
+def test_the_exec_codes_are_rules_of_the_execution_kind_which_disabled_rules_accepts() -> None:
     from toolfactory.stages.verify.rules import RULES
 
     assert {"exec_result_mismatch", "exec_error_unrecovered", "exec_state_mismatch", "exec_timeout"} <= set(RULES)

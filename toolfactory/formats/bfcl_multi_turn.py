@@ -29,10 +29,11 @@ import ast
 import asyncio
 import inspect
 import json
+from collections.abc import Iterator
 from contextlib import AsyncExitStack
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from toolfactory.executable.python_env import (
     BFCL_PRESETS,
@@ -56,7 +57,7 @@ ANSWERS_FOLDER = "possible_answer"
 Call = tuple[str, dict[str, Any]]
 
 
-@lru_cache(maxsize=None)
+@cache
 def settings_of(class_name: str) -> PythonEnvironmentSettings:
     """The preset environment of BFCL's class `class_name` (its initial state set per record)."""
     if class_name not in BFCL_PRESETS:
@@ -64,13 +65,13 @@ def settings_of(class_name: str) -> PythonEnvironmentSettings:
     return PythonEnvironmentSettings(name=class_name, preset=class_name, deterministic=True)
 
 
-@lru_cache(maxsize=None)
+@cache
 def functions_of(class_name: str) -> tuple[Function, ...]:
     """The function docs of BFCL's class `class_name` as canonical functions."""
     return tuple(doc_function(doc) for doc in read_function_docs(settings_of(class_name).resolved_function_docs() or ""))
 
 
-@lru_cache(maxsize=None)
+@cache
 def parameters_of(class_name: str) -> dict[str, list[str]]:
     """Each public method's parameter names in order (for positional arguments)."""
     cls = load_class(settings_of(class_name).resolved_class_path())

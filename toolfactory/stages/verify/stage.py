@@ -65,19 +65,17 @@ class VerifyStage:
             if not rejecting:
                 passed["rules"] += 1
                 if layer is not None:
-                    replayed = applies(dialogue)
-                    passed["replayed"] += replayed
+                    passed["replayed"] += applies(dialogue)
                     dialogue.verdicts += await layer.verdicts(dialogue, policy)
                     rejecting = errors(dialogue.verdicts)
                 passed["execution"] += not rejecting
-            if not rejecting:
-                if aspects:
-                    dialogue.judgements = await judge_all(dialogue, aspects, ctx.gateway, votes,
-                                                          settings.judge_stop, settings.judge_call)
-                    rejecting = failed_verdicts(dialogue.judgements)
-                    spent[dialogue.recipe] += judge_requests(dialogue.judgements, settings.judge_call)
-                    dialogue.verdicts += rejecting
-                    passed["model"] += not rejecting
+            if not rejecting and aspects:  # the judges see only what the rules and execution passed
+                dialogue.judgements = await judge_all(dialogue, aspects, ctx.gateway, votes,
+                                                      settings.judge_stop, settings.judge_call)
+                rejecting = failed_verdicts(dialogue.judgements)
+                spent[dialogue.recipe] += judge_requests(dialogue.judgements, settings.judge_call)
+                dialogue.verdicts += rejecting
+                passed["model"] += not rejecting
             if not rejecting:
                 return [dialogue]
             detail = "; ".join(f"{v.code} at {v.path}: {v.message}" for v in rejecting)

@@ -8,7 +8,8 @@ calls ran on executable sources; the rule layer (:func:`~..registry.check`) does
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from toolfactory.executable.session import (
     EXEC_CRASHED,
