@@ -144,9 +144,23 @@ async def one(entry: dict[str, Any], slots: asyncio.Semaphore) -> dict[str, Any]
         return out
 
 
-async def run_all(entries: list[dict[str, Any]], concurrency: int) -> list[dict[str, Any]]:
+async def run_all(entries: list[dict[str, Any]], concurrency: int, timeout: float) -> list[dict[str, Any]]:
     slots = asyncio.Semaphore(concurrency)
-    return list(await asyncio.gather(*(one(entry, slots) for entry in entries)))
+    done = 0
+
+    async def bounded(entry: dict[str, Any]) -> dict[str, Any]:
+        nonlocal done
+        try:
+            row = await asyncio.wait_for(one(entry, slots), timeout)
+        except TimeoutError:
+            row = {"id": entry["id"], "stuck": True}
+        except Exception as exc:  # noqa: BLE001 - reported with the entry, the others go on
+            row = {"id": entry["id"], "stuck": True, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        done += 1
+        print(f"{done}/{len(entries)} {entry['id']}{' stuck' if row.get('stuck') else ''}", file=sys.stderr, flush=True)
+        return row
+
+    return list(await asyncio.gather(*(bounded(entry) for entry in entries)))
 
 
 def confusion(rows: list[dict[str, Any]], kind: str) -> dict[str, int]:
@@ -162,15 +176,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=None, help="only the first N entries (default: all 200)")
     parser.add_argument("--concurrency", type=int, default=4, help="entries in flight at once")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds an entry may take, waiting included")
     parser.add_argument("--out", default=str(RESULTS_DIR / "execution.json"))
     args = parser.parse_args()
     entries = load_entries(args.limit)
     started = time.perf_counter()
-    rows = asyncio.run(run_all(entries, args.concurrency))
+    everything = asyncio.run(run_all(entries, args.concurrency, args.timeout))
     seconds = time.perf_counter() - started
+    rows = [row for row in everything if not row.get("stuck")]
     passed = sum(not row["ground_truth_codes"] for row in rows)
     summary = {
-        "entries": len(rows),
+        "entries": len(everything),
+        "stuck_entries": [row["id"] for row in everything if row.get("stuck")],
+        "judged_entries": len(rows),
         "ground_truth_pass_rate": round(passed / len(rows), 4) if rows else 0.0,
         "ground_truth_rejections": dict(Counter(code for row in rows for code in row["ground_truth_codes"])),
         "target_state_equals_bfcl_executor": sum(row["state_equals_bfcl"] for row in rows),

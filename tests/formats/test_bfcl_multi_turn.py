@@ -138,3 +138,19 @@ def test_an_entry_without_ground_truth_or_with_an_unknown_class_is_a_format_erro
     first, second = read(path, "bfcl_multi_turn")
     assert not isinstance(first, Dialogue) and first.reason == "missing_field" and "ground_truth" in first.message
     assert not isinstance(second, Dialogue) and second.reason == "wrong_type" and "'Shell'" in second.message
+
+
+def test_a_stateless_class_starts_without_its_initial_config_as_in_bfcl_s_executor(tmp_path: Path) -> None:
+    name = "BFCL_v4_multi_turn_base.json"
+    pick = "multi_turn_base_35"  # MathAPI with {"precision": ...}, which MathAPI's constructor does not take
+    entry = next(e for e in map(json.loads, (bfcl_data() / name).read_text().splitlines()) if e["id"] == pick)
+    answer = next(a for a in map(json.loads, (bfcl_data() / "possible_answer" / name).read_text().splitlines()) if a["id"] == pick)
+    assert entry["initial_config"].get("MathAPI")
+    path = tmp_path / name
+    path.write_text(json.dumps({**entry, "ground_truth": answer["ground_truth"]}) + "\n")
+    [dialogue] = read(path, "bfcl_multi_turn")
+    assert isinstance(dialogue, Dialogue), dialogue
+    assert dialogue.generation["execution"]["environments"]["MathAPI"]["initial_state"] == {}
+    instances = bfcl_state(entry, dialogue, "toolfactory_stateless")
+    assert all(dialogue.generation["execution"]["target_state"][cls] == snapshot(i) for cls, i in instances.items())
+    assert verdicts(dialogue) == []

@@ -5,7 +5,8 @@ A BFCL multi-turn entry holds, per turn, the user's messages (``question``), the
 runs on (``involved_classes``, each in its state from ``initial_config``) and, in the possible
 answer file of the same name (``possible_answer/<name>`` next to it, as BFCL ships it; or a
 ``ground_truth`` field on the entry), the ground-truth calls of each turn as Python call text
-(``mv(source='a.pdf', destination='temp')``).
+(``mv(source='a.pdf', destination='temp')``). As in BFCL's executor, a class without
+``_load_scenario`` (the stateless MathAPI) starts without its ``initial_config``.
 
 Each entry becomes one Dialogue: per turn, the user's messages, then each ground-truth call as an
 assistant tool call (positional arguments named after the method's signature) followed by the
@@ -79,6 +80,13 @@ def parameters_of(class_name: str) -> dict[str, list[str]]:
             for name, member in inspect.getmembers(cls, inspect.isfunction) if not name.startswith("_")}
 
 
+def initial_state(class_name: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The entry's initial state of `class_name`; none for a class without ``_load_scenario`` (BFCL's
+    stateless MathAPI), whose configuration BFCL's own executor ignores."""
+    cls = load_class(settings_of(class_name).resolved_class_path())
+    return dict(config.get(class_name) or {}) if hasattr(cls, "_load_scenario") else {}
+
+
 def parse_call(text: str, parameters: dict[str, list[str]]) -> Call:
     """BFCL's call text (``f(1, b='x')``) as (name, arguments by name)."""
     try:
@@ -120,7 +128,8 @@ async def execute(entry: dict[str, Any], turns: list[list[Call]]) -> Dialogue:
     if not isinstance(questions, list) or len(questions) != len(turns):
         raise Malformed(WRONG_TYPE, f"question: expected one list of messages per ground-truth turn ({len(turns)})")
     config = entry.get("initial_config") or {}
-    environments = {cls: {"preset": cls, "initial_state": config.get(cls, {}), "deterministic": True} for cls in classes}
+    states = {cls: initial_state(cls, config) for cls in classes}
+    environments = {cls: {"preset": cls, "initial_state": states[cls], "deterministic": True} for cls in classes}
     owner = owners(classes)
     excluded = set(entry.get("excluded_function") or [])
     tools = [fn for cls in classes for fn in functions_of(cls) if fn.name not in excluded]
@@ -135,7 +144,7 @@ async def execute(entry: dict[str, Any], turns: list[list[Call]]) -> Dialogue:
                 if cls is None:
                     raise Malformed(WRONG_TYPE, f"ground_truth[{t}][{i}]: {name} is no function of {', '.join(classes)}")
                 if cls not in sessions:
-                    env = PythonEnvironment(settings_of(cls).model_copy(update={"initial_state": config.get(cls, {})}))
+                    env = PythonEnvironment(settings_of(cls).model_copy(update={"initial_state": states[cls]}))
                     sessions[cls] = await stack.enter_async_context(env.session())
                 result = await sessions[cls].call(name, arguments)
                 call = ToolCall(id=f"call_{t}_{i}", name=name, arguments=json.dumps(arguments, ensure_ascii=False))
@@ -145,12 +154,12 @@ async def execute(entry: dict[str, Any], turns: list[list[Call]]) -> Dialogue:
                                  "truncated": result.truncated})
         for cls in classes:  # a class no call touched is still in its initial state
             if cls not in sessions:
-                env = PythonEnvironment(settings_of(cls).model_copy(update={"initial_state": config.get(cls, {})}))
+                env = PythonEnvironment(settings_of(cls).model_copy(update={"initial_state": states[cls]}))
                 sessions[cls] = await stack.enter_async_context(env.session())
-        states = {cls: await session.state() for cls, session in sorted(sessions.items())}
+        final = {cls: await session.state() for cls, session in sorted(sessions.items())}
     dialogue = build_dialogue(NAME, entry, tools, messages)
-    dialogue.generation = {"execution": {"calls": executed, "states": states, "environments": environments,
-                                         "target_state": json.loads(json.dumps(states))}}
+    dialogue.generation = {"execution": {"calls": executed, "states": final, "environments": environments,
+                                         "target_state": json.loads(json.dumps(final))}}
     return dialogue
 
 
