@@ -117,31 +117,30 @@ def bfcl_instances(entry: dict[str, Any], dialogue: Dialogue, run: str) -> dict[
     return instances
 
 
-async def one(entry: dict[str, Any], slots: asyncio.Semaphore) -> dict[str, Any]:
+async def one(entry: dict[str, Any]) -> dict[str, Any]:
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import state_checker
 
     layer = ExecutionLayer({})
-    async with slots:
-        started = time.perf_counter()
-        dialogue = await execute(entry, ground_truth_calls(entry))
-        read_seconds = time.perf_counter() - started
-        ground = bfcl_instances(entry, dialogue, "toolfactory_ground")
-        target = dialogue.generation["execution"]["target_state"]
-        same_as_bfcl = sorted(target) == sorted(ground) and all(target[c] == snapshot(i) for c, i in ground.items())
-        started = time.perf_counter()
-        ground_codes = sorted({v.code for v in await layer.verdicts(dialogue)})
-        replay_seconds = time.perf_counter() - started
-        out: dict[str, Any] = {"id": entry["id"], "calls": len(calls_of(dialogue)), "classes": len(entry["involved_classes"]),
-                               "state_equals_bfcl": same_as_bfcl, "ground_truth_codes": ground_codes,
-                               "read_seconds": round(read_seconds, 2), "replay_seconds": round(replay_seconds, 2)}
-        for kind, make in (("drop", drop_one), ("change", change_one)):
-            perturbed = make(dialogue)
-            if perturbed is None:
-                continue
-            bfcl_rejects = not state_checker(bfcl_instances(entry, perturbed, f"toolfactory_{kind}"), ground)["valid"]
-            codes = sorted({v.code for v in await layer.verdicts(perturbed)})
-            out[kind] = {"bfcl_rejects": bfcl_rejects, "codes": codes, "we_reject": "exec_state_mismatch" in codes}
-        return out
+    started = time.perf_counter()
+    dialogue = await execute(entry, ground_truth_calls(entry))
+    read_seconds = time.perf_counter() - started
+    ground = bfcl_instances(entry, dialogue, "toolfactory_ground")
+    target = dialogue.generation["execution"]["target_state"]
+    same_as_bfcl = sorted(target) == sorted(ground) and all(target[c] == snapshot(i) for c, i in ground.items())
+    started = time.perf_counter()
+    ground_codes = sorted({v.code for v in await layer.verdicts(dialogue)})
+    replay_seconds = time.perf_counter() - started
+    out: dict[str, Any] = {"id": entry["id"], "calls": len(calls_of(dialogue)), "classes": len(entry["involved_classes"]),
+                           "state_equals_bfcl": same_as_bfcl, "ground_truth_codes": ground_codes,
+                           "read_seconds": round(read_seconds, 2), "replay_seconds": round(replay_seconds, 2)}
+    for kind, make in (("drop", drop_one), ("change", change_one)):
+        perturbed = make(dialogue)
+        if perturbed is None:
+            continue
+        bfcl_rejects = not state_checker(bfcl_instances(entry, perturbed, f"toolfactory_{kind}"), ground)["valid"]
+        codes = sorted({v.code for v in await layer.verdicts(perturbed)})
+        out[kind] = {"bfcl_rejects": bfcl_rejects, "codes": codes, "we_reject": "exec_state_mismatch" in codes}
+    return out
 
 
 async def run_all(entries: list[dict[str, Any]], concurrency: int, timeout: float) -> list[dict[str, Any]]:
@@ -151,7 +150,8 @@ async def run_all(entries: list[dict[str, Any]], concurrency: int, timeout: floa
     async def bounded(entry: dict[str, Any]) -> dict[str, Any]:
         nonlocal done
         try:
-            row = await asyncio.wait_for(one(entry, slots), timeout)
+            async with slots:  # the timeout counts from the entry's start, not its wait for a slot
+                row = await asyncio.wait_for(one(entry), timeout)
         except TimeoutError:
             row = {"id": entry["id"], "stuck": True}
         except Exception as exc:  # noqa: BLE001 - reported with the entry, the others go on
@@ -176,7 +176,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=None, help="only the first N entries (default: all 200)")
     parser.add_argument("--concurrency", type=int, default=4, help="entries in flight at once")
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds an entry may take, waiting included")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds one entry may take")
     parser.add_argument("--out", default=str(RESULTS_DIR / "execution.json"))
     args = parser.parse_args()
     entries = load_entries(args.limit)
