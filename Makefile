@@ -72,6 +72,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.pool_growth
 	$(BIN)/python -m benchmarks.recipes
 	$(BIN)/python -m benchmarks.curate_scale
+	$(BIN)/python -m benchmarks.execution
 
 # benchmarks.gateway with the peer frameworks beside it: they pin other versions of our
 # dependencies (curator: openai<3), so they get a venv of their own, and run there.

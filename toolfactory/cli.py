@@ -471,7 +471,7 @@ def _import_mcp(
 @app.command()
 def verify(
     path: str = typer.Argument(..., help="A dataset file (or folder) to check."),
-    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, sharegpt, toolbench, xlam, toolalpaca or tooleval."),
+    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, sharegpt, toolbench, xlam, toolalpaca, tooleval or bfcl_multi_turn."),
     out: str = typer.Option("verify-report", "--out", "-o", help="Folder for report.json, report.md, rejected.jsonl."),
     disable: Optional[list[str]] = typer.Option(None, "--disable", help="A rule code to skip (repeatable)."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Also apply a recipe's filters: toolalpaca, toolllm or toolace."),
@@ -480,7 +480,8 @@ def verify(
     workers: int = typer.Option(0, "--workers", min=0, help="Processes that check a JSONL file (openai, xlam); 0: all cores."),
     paths: Optional[str] = typer.Option(None, "--paths", help="toolbench: 'released' (the winning path, default) or 'all' (every path of the search tree)."),
 ) -> None:
-    """Check an existing dataset with the rule layer (validity; policy with --policy) and write a report."""
+    """Check an existing dataset with the rule layer (validity; policy with --policy) and write a report.
+    Records that name their executable environments (bfcl_multi_turn) are also replayed (execution layer)."""
     from toolfactory.stages.verify.limits import Limits
     from toolfactory.stages.verify.report import policy_named, verify_file
 

@@ -591,6 +591,10 @@ class VerifyConfig(Section):
     a recipe not listed has no step limit (ToolLLM's search has its own max_depth)."""
     keep_error_recovery: list[Literal["toolalpaca", "toolllm", "toolace"]] = Field(default_factory=lambda: ["toolalpaca"])
     """Policy: recipes that keep a call answered with an error and then made correctly."""
+    execution: bool = True
+    """Replay the calls that ran on executable sources (`tools.environments`, `tools.mcp`) in fresh
+    environments, between the rules and the judges (`exec_*` rules); records without such calls
+    pass it untouched."""
     max_depth: int = Field(64, ge=1, le=200)
     """Deepest nesting of a schema, call arguments or JSON tool response; deeper is `record_too_deep`.
     At most 200: the libraries the rules use stop at about 255 levels."""

@@ -65,7 +65,9 @@ def page() -> str:
         "Generated from the verifier's rule registry (`toolfactory/stages/verify/rules/`) each time the "
         "site is built: every rule with its stable code, its severity and its kind. An `error` rejects "
         "the record; a `warning` is kept with it. `validity` rules judge whether a record is correct; "
-        "`policy` rules whether a recipe keeps it (`toolfactory verify` runs them with `--policy`). "
+        "`policy` rules whether a recipe keeps it (`toolfactory verify` runs them with `--policy`); "
+        "`execution` rules judge a replay of the calls on their executable sources "
+        "([execution verification](../guide/execution-verification.md)). "
         "Any rule can be switched off with `verify.disabled_rules` (or `verify --disable CODE`). "
         "[The verifier](../guide/verifier.md) describes the stage around them.",
         "",
@@ -91,7 +93,7 @@ def page() -> str:
         "",
         "## Model layer",
         "",
-        "On the records the rules passed, one LLM judge per aspect (`verify.judges`) answers "
+        "On the records the rules (and the execution layer) passed, one LLM judge per aspect (`verify.judges`) answers "
         "`verify.judge_votes` times; the majority decides, a tie fails, and a failed aspect rejects "
         "the record with `judge_<aspect>`. Each judge is asked:",
         "",

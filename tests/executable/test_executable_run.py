@@ -54,4 +54,10 @@ def test_a_run_over_a_python_environment_executes_every_call(prefect_api: str, r
         assert state["root"]["name"] == "alex" and "notes.txt" in state["root"]["contents"]
     with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:
         tool_calls = con.execute("SELECT coalesce(sum(calls), 0) FROM llm_usage WHERE run_id = ? AND role = 'tool'", [run_id]).fetchone()
+        replayed = con.execute("SELECT sum(items_in), sum(passed) FROM layer_metrics WHERE run_id = ? AND stage = 'verify' "
+                               "AND layer = 'execution'", [run_id]).fetchone()
+        exec_rejections = con.execute("SELECT count(*) FROM rejections WHERE run_id = ? AND stage = 'verify' "
+                                      "AND reason LIKE 'exec_%'", [run_id]).fetchone()
     assert tool_calls == (0,)  # no LLM played the tool
+    # The verifier replayed them: every recorded result and state was reproduced in fresh processes.
+    assert replayed is not None and replayed[0] and exec_rejections == (0,)

@@ -37,7 +37,8 @@ def assert_contract(items: list[Any]) -> None:
 
 
 def test_registry_and_not_applicable_codes_are_rules() -> None:
-    assert set(READERS) == set(FORMATS) == {"toolfactory", "openai", "sharegpt", "toolbench", "xlam", "toolalpaca", "tooleval"}
+    assert set(READERS) == set(FORMATS) == {"toolfactory", "openai", "sharegpt", "toolbench", "xlam", "toolalpaca", "tooleval",
+                                                  "bfcl_multi_turn"}
     for fmt in FORMATS:
         assert NOT_APPLICABLE[fmt] <= set(RULES), fmt
         assert set(NOT_APPLICABLE_REASONS[fmt]) == NOT_APPLICABLE[fmt]

@@ -15,6 +15,8 @@ toolbench      ToolBench DFSDT answer files (a file or a folder): the winning ``
 xlam           xLAM / APIGen ``{query, tools, answers}`` (JSON list or JSONL): calls only
 toolalpaca     ToolAlpaca tools with ``Golden_Answers``: one record per golden answer, calls only
 tooleval       ToolEval's converted answers ``{query_id: {query, available_tools, answer}}``
+bfcl_multi_    BFCL's multi-turn entries with their possible answers: the ground-truth calls executed
+turn           on BFCL's environments (needs ``bfcl-eval``), with the state they leave as target
 =============  ==================================================================================
 """
 
@@ -24,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable, Iterator
 
-from toolfactory.formats import openai, sharegpt, toolalpaca, toolbench, tooleval, toolfactory, xlam
+from toolfactory.formats import bfcl_multi_turn, openai, sharegpt, toolalpaca, toolbench, tooleval, toolfactory, xlam
 from toolfactory.formats.base import REASONS, FormatError, UnreadableFile
 from toolfactory.models import Dialogue
 
@@ -38,6 +40,7 @@ MODULES: dict[str, ModuleType] = {
     "xlam": xlam,
     "toolalpaca": toolalpaca,
     "tooleval": tooleval,
+    "bfcl_multi_turn": bfcl_multi_turn,
 }
 READERS: dict[str, Reader] = {name: module.read for name, module in MODULES.items()}
 NOT_APPLICABLE: dict[str, frozenset[str]] = {name: module.NOT_APPLICABLE for name, module in MODULES.items()}

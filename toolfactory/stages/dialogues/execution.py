@@ -9,7 +9,7 @@ not fit the function's parameters is still answered with the 400 of the other to
 running (as a real API's validation would).
 
 What happened is kept in the dialogue's ``generation["execution"]``: each executed call (its
-source, name, whether it was an error and whether the output cap cut it) and, when the dialogue
+source, name, arguments as sent, whether it was an error and whether the output cap cut it) and, when the dialogue
 ends, the state each session was left in, which the verifier's replay compares against.
 
 A failure of the environment itself (:class:`~toolfactory.executable.session.ExecutionFailed`)
@@ -111,7 +111,10 @@ class DialogueExecution:
             if session is None:
                 session = self._sessions[name] = await self._stack.enter_async_context(self._sources[name].environment.session())
             result = await session.call(call.name, arguments)
-        self.calls.append({"source": name, "name": call.name, "is_error": result.is_error, "truncated": result.truncated})
+        # The arguments as sent let the verifier's replay tell the calls of the dialogue's final
+        # path from calls the session ran on abandoned branches (ToolLLM's search backtracks).
+        self.calls.append({"source": name, "name": call.name, "arguments": call.arguments, "is_error": result.is_error,
+                           "truncated": result.truncated})
         return result
 
     async def metadata(self) -> dict[str, Any] | None:

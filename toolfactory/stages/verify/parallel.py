@@ -10,6 +10,7 @@ process (:func:`splittable`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 from collections import deque
@@ -20,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Union
 from toolfactory.formats import openai, sharegpt, xlam
 from toolfactory.formats.base import FormatError, converted, parsed_line
 from toolfactory.models import Dialogue, Verdict
+from toolfactory.stages.verify.execution import ExecutionLayer, self_contained
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.stages.verify.policy import Policy
 from toolfactory.stages.verify.rules import check, errors
@@ -50,6 +52,8 @@ def judged(item: Dialogue | FormatError, skipped: frozenset[str], limits: Limits
     if isinstance(item, FormatError):
         return item
     verdicts = check(item, skipped, limits, policy)
+    if not errors(verdicts) and self_contained(item):  # the execution layer, on what the rules passed
+        verdicts += asyncio.run(ExecutionLayer({}, skipped).verdicts(item, policy))
     return item.id, _found(errors(verdicts)), _found(v for v in verdicts if v.severity == "warning")
 
 

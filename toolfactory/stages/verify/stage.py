@@ -1,5 +1,7 @@
-"""The verify stage: the rule layer on every dialogue, then LLM judges on those that pass it
-(ToolACE §3 dual-layer verification); accepted and rejected records.
+"""The verify stage: the rule layer on every dialogue, then the execution layer (a replay of the
+calls that ran on executable sources, :mod:`.execution`) on those that pass it, then LLM judges
+on those that pass both (ToolACE §3 dual-layer verification, with APIGen's execution check in
+between); accepted and rejected records. The judges spend no votes on what execution rejected.
 
 Every failed verdict (errors and warnings) is kept in ``dialogue.verdicts`` and every judge's
 votes in ``dialogue.judgements``; a record is rejected when a rule of severity "error" fails or
@@ -21,9 +23,11 @@ from pydantic import ValidationError
 
 from toolfactory.errors import ConfigError
 from toolfactory.formats.base import INVALID_RECORD, RECORD_UNREADABLE, exception_line, validation_message
+from toolfactory.executable.registry import environments, source_settings
 from toolfactory.models import Dialogue, Record, Rejected
 from toolfactory.stages.base import CALLS_BY_RECIPE, RECIPES, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
+from toolfactory.stages.verify.execution import ExecutionLayer, applies
 from toolfactory.stages.verify.judges import failed_verdicts, judge_all, judge_requests
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.stages.verify.policy import for_recipe
@@ -48,6 +52,11 @@ class VerifyStage:
         aspects, votes = list(ctx.config.verify.judges), ctx.config.verify.judge_votes
         passed: Counter[str] = Counter()
         spent: Counter[str] = Counter()  # judge requests per recipe
+        layer = None
+        if settings.execution:
+            built = environments(ctx.config.tools)
+            layer = ExecutionLayer({name: (built[name], s) for name, s in source_settings(ctx.config.tools).items()
+                                    if name in built}, disabled)
 
         async def verify(dialogue: Dialogue) -> list[Record | Rejected]:
             policy = for_recipe(dialogue.recipe, max_steps, recovery)
@@ -55,13 +64,18 @@ class VerifyStage:
             rejecting = errors(dialogue.verdicts)
             if not rejecting:
                 passed["rules"] += 1
-                if aspects:
-                    dialogue.judgements = await judge_all(dialogue, aspects, ctx.gateway, votes,
-                                                          settings.judge_stop, settings.judge_call)
-                    rejecting = failed_verdicts(dialogue.judgements)
-                    spent[dialogue.recipe] += judge_requests(dialogue.judgements, settings.judge_call)
-                    dialogue.verdicts += rejecting
-                    passed["model"] += not rejecting
+                if layer is not None:
+                    passed["replayed"] += applies(dialogue)
+                    dialogue.verdicts += await layer.verdicts(dialogue, policy)
+                    rejecting = errors(dialogue.verdicts)
+                passed["execution"] += not rejecting
+            if not rejecting and aspects:  # the judges see only what the rules and execution passed
+                dialogue.judgements = await judge_all(dialogue, aspects, ctx.gateway, votes,
+                                                      settings.judge_stop, settings.judge_call)
+                rejecting = failed_verdicts(dialogue.judgements)
+                spent[dialogue.recipe] += judge_requests(dialogue.judgements, settings.judge_call)
+                dialogue.verdicts += rejecting
+                passed["model"] += not rejecting
             if not rejecting:
                 return [dialogue]
             detail = "; ".join(f"{v.code} at {v.path}: {v.message}" for v in rejecting)
@@ -73,8 +87,10 @@ class VerifyStage:
         out.items_in += len(unreadable)
         out.rejected += unreadable
         out.layers = {"rules": (len(inputs), passed["rules"])}
+        if passed["replayed"]:  # a layer only where something was replayed
+            out.layers["execution"] = (passed["rules"], passed["execution"])
         if aspects:
-            out.layers["model"] = (passed["rules"], passed["model"])
+            out.layers["model"] = (passed["execution"], passed["model"])
         for record in out.records:
             out.count(RECIPES, record.recipe)  # type: ignore[attr-defined]
         for recipe, n in sorted(spent.items()):

@@ -5,7 +5,9 @@ and ToolLLM filters), one module per family:
 * :mod:`.function_call`: function-call executability (``call_*``);
 * :mod:`.dialogue`: dialogue correctness (``dialogue_*``);
 * :mod:`.consistency`: data sample consistency (``sample_*``);
-* :mod:`.filters`: dataset filters (``filter_*``).
+* :mod:`.filters`: dataset filters (``filter_*``);
+* :mod:`.execution`: the replay of calls on executable sources (``exec_*``), judged by the
+  execution layer (:mod:`toolfactory.stages.verify.execution`), not by :func:`check`.
 
 Each rule has a stable code and a severity ("error" rejects, "warning" is recorded only) and
 returns one failed :class:`~toolfactory.models.Verdict` per problem, with a message and the path
@@ -22,5 +24,6 @@ from toolfactory.stages.verify.rules import function_call  # noqa: E402,F401  is
 from toolfactory.stages.verify.rules import dialogue  # noqa: E402,F401  isort: skip
 from toolfactory.stages.verify.rules import consistency  # noqa: E402,F401  isort: skip
 from toolfactory.stages.verify.rules import filters  # noqa: E402,F401  isort: skip
+from toolfactory.stages.verify.rules import execution  # noqa: E402,F401  isort: skip
 
 __all__ = ["RULES", "Rule", "Sample", "check", "errors", "rule"]

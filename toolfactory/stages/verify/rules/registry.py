@@ -46,7 +46,7 @@ from toolfactory.stages.verify.policy import POLICIES, Policy, recovered_calls
 CHECK_ERROR = "record_check_error"  # judging the record raised: not a rule, so it cannot be disabled
 
 Severity = Literal["error", "warning"]
-Kind = Literal["validity", "policy"]
+Kind = Literal["validity", "policy", "execution"]
 Finding = tuple[str, str]  # (path, message)
 RuleFn = Callable[["Sample"], Iterable[Finding]]
 
@@ -123,6 +123,11 @@ class Sample:
         ]
         self._memo: dict[str, Any] = {}
 
+    def provide(self, key: str, value: Any) -> None:
+        """Give the sample a view computed elsewhere (the execution layer's replay), read with
+        :meth:`memo` under `key`."""
+        self._memo[key] = value
+
     def memo(self, key: str, compute: Callable[["Sample"], Any]) -> Any:
         """`compute(self)`, computed once per sample (for analyses several rules share)."""
         try:
@@ -195,7 +200,8 @@ def _loose(name: str) -> str:
 
 def rule(code: str, severity: Severity = "error", kind: Kind = "validity") -> Callable[[RuleFn], RuleFn]:
     """Register `fn` under `code` (codes are stable: they are stored with rejected records);
-    `kind` says whether it judges validity or a recipe's policy (:mod:`..policy`)."""
+    `kind` says whether it judges validity, a recipe's policy (:mod:`..policy`) or a replay of
+    the calls on their executable sources (``execution``: run by the execution layer only)."""
     if severity not in ("error", "warning"):
         raise ValueError(f"rule {code}: severity must be 'error' or 'warning', not {severity!r}")
 
@@ -229,7 +235,8 @@ def check(dialogue: Dialogue, disabled: frozenset[str] | set[str] = frozenset(),
         return [check_error(exc)]
     out: list[Verdict] = []
     for code, registered in RULES.items():
-        if code in disabled or (policy is None and registered.kind == "policy"):
+        # Execution rules judge a replay, which only the execution layer has (see its module).
+        if code in disabled or registered.kind == "execution" or (policy is None and registered.kind == "policy"):
             continue
         try:
             findings = list(registered.fn(sample))

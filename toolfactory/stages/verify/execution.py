@@ -1,0 +1,235 @@
+"""The execution layer of the verifier: between the rules and the judges, a dialogue whose calls ran
+on executable sources is replayed (APIGen §3's execution check, BFCL's and τ-bench's state checks).
+
+What is replayed: the calls of the dialogue's messages that the dialogues stage executed (a call
+to a function of an executable source whose arguments fit its parameters; a call that did not fit
+was answered with the 400 without running, and the rule layer judges it), in message order, each
+on a fresh session of its source (one session per source, opened at its first call, as the
+dialogues stage does). Which source a function belongs to is read from the dialogue's
+``generation["execution"]["calls"]``. The replay's results and final states are then judged by
+the ``exec_*`` rules (:mod:`toolfactory.stages.verify.rules.execution`).
+
+The state the replay must reach is the task's ``target_state`` when the dialogue carries one
+(``generation["execution"]["target_state"]``: a blueprint's, or BFCL's ground truth's), else the
+``states`` the dialogue recorded, which the replay must reproduce. A session that also ran calls
+that are not on the dialogue's final path (ToolLLM's search abandons branches, but their calls
+changed the one session's state) recorded a state that no replay of the path can give: such a
+dialogue is compared with its target state only, and its deterministic results must still match.
+A result recorded under a state an abandoned branch changed then shows up as a mismatch, which is
+the honest verdict: a model that follows the path would not see it.
+
+Sources come from the run's configuration, or from the record itself for BFCL's environments
+(``generation["execution"]["environments"]``: a preset and its initial state per source; a class
+path from a data file is never run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from toolfactory.executable.python_env import PythonEnvironment, PythonEnvironmentSettings
+from toolfactory.executable.session import EXEC_START_FAILED, CallResult, Environment, ExecutionFailed, Session
+from toolfactory.executable.settings import ExecutableSourceSettings
+from toolfactory.models import Dialogue, Verdict
+from toolfactory.stages.dialogues.agents import call_error
+from toolfactory.stages.verify.policy import DEFAULT as DEFAULT_POLICY
+from toolfactory.stages.verify.policy import Policy
+from toolfactory.stages.verify.rules import RULES, Sample
+from toolfactory.stages.verify.rules.execution import REPLAY
+from toolfactory.stages.verify.rules.registry import check_error
+
+EXECUTION = "execution"  # the key of generation that holds what ran (see stages/dialogues/execution.py)
+
+
+@dataclass
+class Source:
+    """One executable source the replay may open sessions of, with a bound on open sessions."""
+
+    environment: Environment
+    settings: ExecutableSourceSettings
+    slots: asyncio.Semaphore
+
+
+@dataclass
+class ReplayedCall:
+    """One call of the dialogue's path, as recorded and as replayed."""
+
+    path: str
+    source: str
+    name: str
+    arguments: str
+    recorded: str | None
+    """The tool message the dialogue holds for this call (None when it has none)."""
+    recorded_error: bool
+    """Whether the dialogue's answer was an error (as the session reported it)."""
+    deterministic: bool
+    result: CallResult | None = None
+    """The replay's answer (None when the replay stopped before this call)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    reason: str
+    path: str
+    message: str
+
+
+@dataclass
+class Replay:
+    """What the replay of one dialogue found, for the ``exec_*`` rules."""
+
+    calls: list[ReplayedCall]
+    failure: Failure | None = None
+    states: dict[str, Any] = field(default_factory=dict)
+    expected: dict[str, Any] | None = None
+    """The states the replay must reach, by source (None: nothing to compare)."""
+    expected_kind: Literal["target", "recorded"] = "recorded"
+
+
+def applies(dialogue: Dialogue) -> bool:
+    """Whether `dialogue` has anything to replay: executed calls or a target state."""
+    executed = dialogue.generation.get(EXECUTION)
+    return isinstance(executed, dict) and bool(executed.get("calls") or executed.get("target_state"))
+
+
+def self_contained(dialogue: Dialogue) -> bool:
+    """Whether `dialogue` names the environments its replay needs (BFCL's imported trajectories),
+    so that it can be replayed without a run's configuration (``toolfactory verify``)."""
+    return applies(dialogue) and bool((dialogue.generation.get(EXECUTION) or {}).get("environments"))
+
+
+def record_sources(dialogue: Dialogue) -> dict[str, ExecutableSourceSettings]:
+    """The sources a record names itself: BFCL presets with their initial state (see module doc)."""
+    executed = dialogue.generation.get(EXECUTION) or {}
+    found: dict[str, ExecutableSourceSettings] = {}
+    for name, spec in (executed.get("environments") or {}).items():
+        if not isinstance(spec, dict) or not spec.get("preset"):
+            raise ValueError(f"generation.execution.environments.{name}: only a BFCL preset may be named by a record")
+        found[name] = PythonEnvironmentSettings(name=name, preset=spec["preset"], initial_state=spec.get("initial_state") or {},
+                                                deterministic=spec.get("deterministic", True))
+    return found
+
+
+def path_calls(dialogue: Dialogue, settings: Mapping[str, ExecutableSourceSettings]) -> list[ReplayedCall]:
+    """The executed calls of the dialogue's messages, in order (see the module doc)."""
+    executed = dialogue.generation.get(EXECUTION) or {}
+    source_of = {str(c.get("name")): str(c.get("source")) for c in executed.get("calls") or []}
+    functions = {fn.name: fn for fn in reversed(dialogue.tools)}  # the first offered of a name wins
+    answers = {m.tool_call_id: m.content for m in dialogue.messages if m.role == "tool" and m.tool_call_id}
+    found: list[ReplayedCall] = []
+    for i, message in enumerate(dialogue.messages):
+        for j, call in enumerate(message.tool_calls or []):
+            source = source_of.get(call.name)
+            if source is None or call_error(functions.get(call.name), call.name, call.arguments) is not None:
+                continue
+            known = settings.get(source)
+            found.append(ReplayedCall(path=f"messages[{i}].tool_calls[{j}]", source=source, name=call.name,
+                                      arguments=call.arguments, recorded=answers.get(call.id), recorded_error=False,
+                                      deterministic=known is not None and known.deterministic_tool(call.name)))
+    recorded = executed.get("calls") or []
+    if _same_path(found, recorded):
+        for call, entry in zip(found, recorded):
+            call.recorded_error = bool(entry.get("is_error"))
+    return found
+
+
+def _same_path(found: list[ReplayedCall], recorded: list[dict[str, Any]]) -> bool:
+    """Whether the session ran exactly the path's calls (no abandoned branch in between)."""
+    return len(found) == len(recorded) and all(
+        call.source == entry.get("source") and call.name == entry.get("name")
+        and ("arguments" not in entry or call.arguments == entry["arguments"])
+        for call, entry in zip(found, recorded))
+
+
+async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
+    """Replay `dialogue`'s executed calls on fresh sessions of `sources` (see the module doc)."""
+    executed = dialogue.generation.get(EXECUTION) or {}
+    calls = path_calls(dialogue, {name: source.settings for name, source in sources.items()})
+    target = executed.get("target_state")
+    complete = _same_path(calls, executed.get("calls") or [])
+    out = Replay(calls=calls)
+    if isinstance(target, dict):
+        out.expected, out.expected_kind = target, "target"
+    elif complete and isinstance(executed.get("states"), dict):
+        out.expected, out.expected_kind = executed["states"], "recorded"
+    needed = sorted({call.source for call in calls} | set(out.expected or {}))
+    missing = [name for name in needed if name not in sources]
+    if missing:
+        out.failure = Failure(EXEC_START_FAILED, "generation.execution", f"{missing[0]}: no executable source of this name is configured")
+        return out
+    async with AsyncExitStack() as stack:
+        sessions: dict[str, Session] = {}
+        for name in needed:  # in name order, as the dialogues stage takes its slots
+            await sources[name].slots.acquire()
+            stack.callback(sources[name].slots.release)
+        path = "generation.execution"
+        try:
+            for call in calls:
+                path = call.path
+                session = sessions.get(call.source)
+                if session is None:
+                    session = sessions[call.source] = await stack.enter_async_context(sources[call.source].environment.session())
+                call.result = await session.call(call.name, json.loads(call.arguments or "{}"))
+                if not complete:  # the recorded flags belong to another sequence of calls: use the replay's
+                    call.recorded_error = call.result.is_error
+            path = "generation.execution.states"
+            for name in needed:  # a source the target names but no call touched: its initial state
+                if name not in sessions:
+                    sessions[name] = await stack.enter_async_context(sources[name].environment.session())
+            out.states = {name: await session.state() for name, session in sorted(sessions.items())}
+        except ExecutionFailed as failed:
+            out.failure = Failure(failed.reason, path, failed.message)
+    return out
+
+
+def judged(dialogue: Dialogue, found: Replay, disabled: frozenset[str] = frozenset(),
+           policy: Policy | None = DEFAULT_POLICY) -> list[Verdict]:
+    """The failed verdicts of the ``exec_*`` rules on `found` (every finding an error)."""
+    sample = Sample(dialogue, policy or DEFAULT_POLICY)
+    sample.provide(REPLAY, found)
+    out: list[Verdict] = []
+    for code, registered in RULES.items():
+        if registered.kind != "execution" or code in disabled:
+            continue
+        try:
+            out += registered.run(sample)
+        except Exception as exc:  # noqa: BLE001 - one record's fault, never the run's
+            out.append(check_error(exc, code))
+    return out
+
+
+class ExecutionLayer:
+    """The execution layer over a set of configured sources (a verify shard, a verify run)."""
+
+    def __init__(self, configured: Mapping[str, tuple[Environment, ExecutableSourceSettings]],
+                 disabled: frozenset[str] = frozenset()) -> None:
+        self._sources = {name: Source(env, settings, asyncio.Semaphore(settings.max_sessions))
+                         for name, (env, settings) in configured.items()}
+        self._disabled = disabled
+
+    def _sources_of(self, dialogue: Dialogue) -> dict[str, Source]:
+        own = record_sources(dialogue)
+        if not own:
+            return self._sources
+        # A record's own environments (BFCL's initial state per entry) are fresh per record.
+        return {**self._sources, **{name: Source(PythonEnvironment(s), s, asyncio.Semaphore(s.max_sessions))
+                                    for name, s in own.items() if isinstance(s, PythonEnvironmentSettings)}}
+
+    async def verdicts(self, dialogue: Dialogue, policy: Policy | None = DEFAULT_POLICY) -> list[Verdict]:
+        """The failed ``exec_*`` verdicts of `dialogue` (none when there is nothing to replay)."""
+        if not applies(dialogue):
+            return []
+        try:
+            sources = self._sources_of(dialogue)
+        except (ValueError, ValidationError) as exc:
+            found = Replay(calls=[], failure=Failure(EXEC_START_FAILED, "generation.execution.environments",
+                                                     " ".join(str(exc).split())[:300]))
+            return judged(dialogue, found, self._disabled, policy)
+        return judged(dialogue, await replay(dialogue, sources), self._disabled, policy)

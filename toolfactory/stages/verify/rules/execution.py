@@ -1,0 +1,127 @@
+"""Execution: the dialogue's calls replayed in fresh environments of their executable sources
+(APIGen's execution check; BFCL's multi-turn state check; τ-bench's final-state check).
+
+These rules judge a :class:`~toolfactory.stages.verify.execution.Replay`, which the execution
+layer of the verify stage (:mod:`toolfactory.stages.verify.execution`) makes for a dialogue whose
+calls ran on executable sources; the rule layer (:func:`~..registry.check`) does not run them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from toolfactory.executable.session import (
+    EXEC_CRASHED,
+    EXEC_OUTPUT_FLOOD,
+    EXEC_PROCESS_LIMIT,
+    EXEC_START_FAILED,
+    EXEC_TIMEOUT,
+)
+from toolfactory.stages.verify.rules.registry import Finding, Sample, rule
+
+if TYPE_CHECKING:
+    from toolfactory.stages.verify.execution import Replay
+
+REPLAY = "replay"  # the key the execution layer gives its replay under (Sample.provide)
+SHOWN = 120  # characters of a result quoted in a message
+
+
+def replay_of(sample: Sample) -> Replay | None:
+    """The replay the execution layer attached to `sample` (None outside that layer)."""
+    found: Replay | None = sample.memo(REPLAY, lambda _: None)
+    return found
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
+
+
+@rule("exec_result_mismatch", kind="execution")
+def result_mismatch(sample: Sample) -> Iterator[Finding]:
+    """A tool declared deterministic (the source's `deterministic` setting) answers the replay otherwise than the dialogue records."""
+    replay = replay_of(sample)
+    for call in replay.calls if replay else []:
+        if call.deterministic and call.result is not None and call.result.content != call.recorded:
+            yield call.path, (f"{call.source}.{call.name} answered {_short(call.result.content)!r} on replay; "
+                              f"the dialogue records {_short(call.recorded or '')!r}")
+
+
+@rule("exec_error_unrecovered", kind="execution")
+def error_unrecovered(sample: Sample) -> Iterator[Finding]:
+    """An executed call answered with an error (a Python exception, an MCP isError) and no later call of the same function succeeds."""
+    replay = replay_of(sample)
+    calls = replay.calls if replay else []
+    for i, call in enumerate(calls):
+        if call.recorded_error and not any(later.name == call.name and later.source == call.source
+                                           and not later.recorded_error for later in calls[i + 1:]):
+            yield call.path, f"{call.source}.{call.name} failed ({_short(call.recorded or '')!r}) and is never made again successfully"
+
+
+@rule("exec_state_mismatch", kind="execution")
+def state_mismatch(sample: Sample) -> Iterator[Finding]:
+    """The replay leaves a source in another state than the task's target state (or, without one, the state the dialogue recorded)."""
+    replay = replay_of(sample)
+    if replay is None or replay.failure is not None or replay.expected is None:
+        return
+    for source, expected in sorted(replay.expected.items()):
+        found = replay.states.get(source)
+        where = first_difference(found, expected)
+        if where is not None:
+            yield f"generation.execution.states.{source}", (
+                f"{source} ends in another state than the {replay.expected_kind} one (first difference at {where or '/'})")
+
+
+def _failed(sample: Sample, reason: str) -> Iterator[Finding]:
+    replay = replay_of(sample)
+    if replay is not None and replay.failure is not None and replay.failure.reason == reason:
+        yield replay.failure.path, replay.failure.message
+
+
+@rule(EXEC_TIMEOUT, kind="execution")
+def timeout(sample: Sample) -> Iterator[Finding]:
+    """A replayed call did not answer within its source's call_timeout_seconds."""
+    yield from _failed(sample, EXEC_TIMEOUT)
+
+
+@rule(EXEC_CRASHED, kind="execution")
+def crashed(sample: Sample) -> Iterator[Finding]:
+    """The replay's process exited or broke its protocol."""
+    yield from _failed(sample, EXEC_CRASHED)
+
+
+@rule(EXEC_OUTPUT_FLOOD, kind="execution")
+def output_flood(sample: Sample) -> Iterator[Finding]:
+    """The replay's process wrote far more than its output cap."""
+    yield from _failed(sample, EXEC_OUTPUT_FLOOD)
+
+
+@rule(EXEC_PROCESS_LIMIT, kind="execution")
+def process_limit(sample: Sample) -> Iterator[Finding]:
+    """The replay's process started more processes than its limits allow."""
+    yield from _failed(sample, EXEC_PROCESS_LIMIT)
+
+
+@rule(EXEC_START_FAILED, kind="execution")
+def start_failed(sample: Sample) -> Iterator[Finding]:
+    """A source of the dialogue's calls could not be started for the replay (or is not configured)."""
+    yield from _failed(sample, EXEC_START_FAILED)
+
+
+def first_difference(found: object, expected: object, path: str = "") -> str | None:
+    """The JSON path of the first place where `found` differs from `expected`, or None when equal."""
+    if isinstance(found, dict) and isinstance(expected, dict):
+        for key in sorted(set(found) | set(expected), key=str):
+            if key not in found or key not in expected:
+                return f"{path}/{key}"
+            inner = first_difference(found[key], expected[key], f"{path}/{key}")
+            if inner is not None:
+                return inner
+        return None
+    if isinstance(found, list) and isinstance(expected, list):
+        for i, (a, b) in enumerate(zip(found, expected)):
+            inner = first_difference(a, b, f"{path}/{i}")
+            if inner is not None:
+                return inner
+        return None if len(found) == len(expected) else f"{path}/{min(len(found), len(expected))}"
+    return None if found == expected and type(found) is type(expected) else path
