@@ -59,7 +59,7 @@ test: $(STAMP) browser postgres mcp-servers
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-bench: $(STAMP)
+bench: $(STAMP) mcp-servers
 	$(BIN)/python -m benchmarks.gateway
 	$(BIN)/python -m benchmarks.quickstart
 	$(BIN)/python -m benchmarks.prompt_cache
@@ -73,6 +73,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.recipes
 	$(BIN)/python -m benchmarks.curate_scale
 	$(BIN)/python -m benchmarks.execution
+	$(BIN)/python -m benchmarks.executable_runs
 
 # benchmarks.gateway with the peer frameworks beside it: they pin other versions of our
 # dependencies (curator: openai<3), so they get a venv of their own, and run there.

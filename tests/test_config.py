@@ -19,8 +19,22 @@ def test_quickstart_file_is_valid_and_documents_every_section() -> None:
         assert f"\n{section}:" in text
 
 
-def test_quickstart_file_equals_the_embedded_defaults() -> None:
-    assert load_config(REPO / "configs" / "quickstart.yaml", environ={}) == load_config(None, environ={})
+def test_quickstart_file_equals_the_embedded_defaults_but_for_its_executable_source() -> None:
+    quickstart = load_config(REPO / "configs" / "quickstart.yaml", environ={})
+    defaults = load_config(None, environ={})
+    assert defaults.tools.mcp == [] and quickstart.tools.mcp
+    assert quickstart.model_copy(update={"tools": quickstart.tools.model_copy(update={"mcp": []})}) == defaults
+
+
+def test_quickstart_runs_a_published_mcp_server_installed_with_the_factory() -> None:
+    # `make demo` must show tools that really run, from a package of the registries, offline.
+    import tomllib
+
+    (source,) = load_config(REPO / "configs" / "quickstart.yaml", environ={}).tools.mcp
+    assert (source.name, source.command, source.transport) == ("time", "mcp-server-time", "stdio")
+    assert source.limits.network is False
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(d.startswith("mcp-server-time") for d in dependencies)  # not an extra: the demo needs it
 
 
 def test_defaults_need_no_file() -> None:

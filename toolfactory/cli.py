@@ -74,6 +74,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
             f"{rate:>7} {s['llm_calls']:>9} {s['cache_hits']:>10} {s.get('prompt_tokens', 0) + s.get('completion_tokens', 0):>9} {cost:>9}  {top}"
         )
     _print_per_accepted(summary.get("per_accepted") or {})
+    _print_executed(summary["stages"])
     roles = summary.get("cost_by_role") or {}
     if roles:
         total = "-" if summary.get("cost_usd") is None else f"${summary['cost_usd']:.4f}"
@@ -104,6 +105,24 @@ def _print_per_accepted(cost: dict[str, Any]) -> None:
                         f"({v['accepted']} accepted)" for recipe, v in cost["by_recipe"].items())
     if recipes:
         typer.echo(f"llm requests per accepted dialogue by recipe (dialogues + verify): {recipes}")
+
+
+def _print_executed(stages: list[dict[str, Any]]) -> None:
+    """Per executable source: the dialogues that ran it, its calls and error answers, and how
+    many of those dialogues the dataset kept (nothing when no source ran)."""
+    from toolfactory.executable.counts import CALLS_BY_SOURCE, DIALOGUES_BY_SOURCE, ERRORS_BY_SOURCE
+    from toolfactory.stages import DATASET_STAGE
+
+    profiles = {s["stage"]: s.get("profile", {}) for s in stages}
+    made = profiles.get("dialogues", {})
+    kept = profiles.get(DATASET_STAGE, {}).get(DIALOGUES_BY_SOURCE, {})
+    sources = made.get(DIALOGUES_BY_SOURCE, {})
+    if not sources:
+        return
+    shown = "; ".join(f"{source} {n} dialogues, {made.get(CALLS_BY_SOURCE, {}).get(source, 0)} calls "
+                      f"({made.get(ERRORS_BY_SOURCE, {}).get(source, 0)} errors), {kept.get(source, 0)} in the dataset"
+                      for source, n in sorted(sources.items()))
+    typer.echo(f"executed tools: {shown}")
 
 
 def _finish(summary: dict[str, Any]) -> None:

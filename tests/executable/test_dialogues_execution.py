@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -145,3 +146,25 @@ def test_a_call_that_breaks_the_schema_gets_the_400_without_running(sim: Any, en
     assert refused and "invalid arguments" in refused[0]["error"]
     executed = (dialogue.generation.get("execution") or {}).get("calls", [])
     assert len(executed) == len(answers) - len(refused)
+
+
+def test_an_mcp_session_opened_by_a_call_in_another_task_closes_when_the_dialogue_ends() -> None:
+    # Parallel calls and self-consistency samples run in tasks of their own; an MCP session is
+    # an anyio task group, which must be left by the task that entered it.
+    from toolfactory.models import ToolCall
+    from toolfactory.stages.dialogues.execution import DialogueExecution
+
+    server = {"name": "time", "command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
+    cfg = validate_config({"tools": {"mcp": [server]}})
+    tool = source_tool(cfg, "time")
+    call = ToolCall(id="c1", name="convert_time", arguments=json.dumps(
+        {"source_timezone": "Asia/Tokyo", "time": "09:30", "target_timezone": "UTC"}))
+
+    async def go() -> tuple[Any, dict[str, Any] | None]:
+        async with DialogueExecution(Task(id="t", tools=[tool], instruction="Convert."), cfg.tools) as live:
+            result = await asyncio.create_task(live.respond(tool, tool.function("convert_time"), call))
+            return result, await live.metadata()
+
+    result, metadata = asyncio.run(go())
+    assert not result.is_error and "00:30" in result.content
+    assert metadata is not None and [c["name"] for c in metadata["calls"]] == ["convert_time"]

@@ -13,7 +13,7 @@ from conftest import small_run_overrides
 
 from toolfactory.config import load_config
 from toolfactory.models import Dialogue
-from toolfactory.shards import read_records
+from toolfactory.shards import dataset_parts, read_records
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e
@@ -61,3 +61,21 @@ def test_a_run_over_a_python_environment_executes_every_call(prefect_api: str, r
     assert tool_calls == (0,)  # no LLM played the tool
     # The verifier replayed them: every recorded result and state was reproduced in fresh processes.
     assert replayed is not None and replayed[0] and exec_rejections == (0,)
+
+    # What an operator reads of the same run: `toolfactory stats` and the report count, per source,
+    # the dialogues that ran real tools, their calls, and how many of them the dataset kept.
+    from typer.testing import CliRunner
+
+    from toolfactory.cli import app
+    from toolfactory.report.data import load_run_stats
+    from toolfactory.report.sections import executed_tools
+
+    kept = [Dialogue.model_validate(r) for path in dataset_parts(store, run_id) for r in read_records(store, path)]
+    in_dataset = sum(bool(d.generation.get("execution")) for d in kept)
+    calls = sum(len(d.generation["execution"]["calls"]) for d in executed)
+    shown = CliRunner().invoke(app, ["stats", run_id, "--set", f"storage.root={root}"])
+    assert shown.exit_code == 0, shown.output
+    assert f"executed tools: files {len(executed)} dialogues, {calls} calls" in shown.output
+    assert f"{in_dataset} in the dataset" in shown.output
+    (row,) = executed_tools(load_run_stats(root / "stats.duckdb", run_id)).tables[0].rows
+    assert row[:3] == ("files", str(len(executed)), str(calls)) and row[4] == str(in_dataset)

@@ -61,6 +61,16 @@ def test_the_time_server_s_tools_import_with_their_schemas_and_annotations() -> 
     assert definition_problems(tool) == []
 
 
+def test_a_server_installed_with_the_factory_starts_by_name_when_its_bin_folder_is_not_on_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `.venv/bin/toolfactory run` (as `make demo` runs the quickstart) does not put .venv/bin on PATH.
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert shutil.which("mcp-server-time") is None
+    env = McpEnvironment(McpSourceSettings(name="time", command="mcp-server-time", args=["--local-timezone", "UTC"]))
+    [tool] = asyncio.run(env.list_tools())
+    assert [f.name for f in tool.functions] == ["get_current_time", "convert_time"]
+
+
 def test_a_deterministic_time_call_gives_the_same_result_in_a_fresh_session() -> None:
     env = time_server()
     arguments = {"source_timezone": "Asia/Tokyo", "time": "09:30", "target_timezone": "America/New_York"}

@@ -44,3 +44,17 @@ def test_llm_use_shows_requests_per_accepted_dialogue_of_each_recipe() -> None:
     recipes = {t.id: t for t in llm.tables}["llm-recipes"]
     assert recipes.header == ("recipe", "accepted", "requests", "requests per accepted")
     assert recipes.rows == (("toolace", "2", "31", "15.50"), ("toolllm", "0", "12", "-"))
+
+
+def test_executed_tools_show_per_source_the_dialogues_calls_errors_and_those_in_the_dataset() -> None:
+    made = stage("dialogues", 6, 5, executed_dialogues_by_source={"time": 4, "files": 1},
+                 executed_calls_by_source={"time": 9, "files": 2}, executed_errors_by_source={"time": 2, "files": 0})
+    kept = stage("curate", 5, 4, executed_dialogues_by_source={"time": 3})
+    executed = next(s for s in sections(RunStats("r", "completed", None, None, (made, kept), {}), DialogueMix()) if s.id == "executed")
+    assert executed.tables[0].rows == (("files", "1", "2", "0", "0", "0.0%"), ("time", "4", "9", "2", "3", "75.0%"))
+
+
+def test_a_run_without_executable_sources_says_every_tool_response_was_played() -> None:
+    stats = RunStats("r", "completed", None, None, (stage("dialogues", 2, 2), stage("curate", 2, 2)), {})
+    executed = next(s for s in sections(stats, DialogueMix()) if s.id == "executed")
+    assert not executed.tables and "played by an LLM" in executed.notes[0]

@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from toolfactory.executable.counts import CALLS_BY_SOURCE, DIALOGUES_BY_SOURCE, ERRORS_BY_SOURCE
 from toolfactory.preflight.choices import describe_choice
 from toolfactory.report import charts
 from toolfactory.report.charts import TOP_N, TOP_REASONS, Chart, top
 from toolfactory.report.context import RunContext
 from toolfactory.report.data import DialogueMix, RunStats, Usage
 from toolfactory.report.samples import Chat, RejectedExample, chat
+from toolfactory.stages import DATASET_STAGE
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ def sections(stats: RunStats, mix: DialogueMix, context: RunContext | None = Non
     context = context or RunContext()
     failed = [failed_shards(stats, context)] if any(s.failed for s in stats.stages) or stats.status == "failed" else []
     return [*failed, run_summary(context), funnel(stats), time_and_cost(stats, context), rejections(stats),
-            rejected_section(rejected), accepted_mix(mix), samples(mix), complexity(mix), coverage(stats, mix),
+            rejected_section(rejected), accepted_mix(mix), executed_tools(stats), samples(mix), complexity(mix), coverage(stats, mix),
             clusters(mix), llm_use(stats, mix), trend(stats, context), exports(context)]
 
 
@@ -245,6 +247,26 @@ def accepted_mix(mix: DialogueMix) -> Section:
         notes.append("No accepted dialogue records the mode its task asked for (target_mode): "
                      "target vs shown chart omitted.")
     return Section("mix", title, charts=tuple(shown), tables=tuple(tables), notes=tuple(notes))
+
+
+def executed_tools(stats: RunStats) -> Section:
+    """Per executable source: the dialogues that ran its tools for real, their calls and error
+    answers, and how many of those dialogues are in the dataset."""
+    title = "Executed tools"
+    made = {dimension: stats.profile("dialogues", dimension) for dimension in (DIALOGUES_BY_SOURCE, CALLS_BY_SOURCE, ERRORS_BY_SOURCE)}
+    final = DATASET_STAGE if stats.stage(DATASET_STAGE) else "verify"
+    kept = stats.profile(final, DIALOGUES_BY_SOURCE)
+    sources = made[DIALOGUES_BY_SOURCE]
+    if not sources:
+        return Section("executed", title, notes=("No dialogue of this run called a tool from an executable source "
+                                                 "(tools.environments, tools.mcp): every tool response was played by an LLM.",))
+    rows = tuple((source, count(n), count(made[CALLS_BY_SOURCE].get(source, 0)), count(made[ERRORS_BY_SOURCE].get(source, 0)),
+                  count(kept.get(source, 0)), percent(kept.get(source, 0) / stats.accepted if stats.accepted else None))
+                 for source, n in sorted(sources.items()))
+    table = Table("executed", "Dialogues whose calls ran on the real tool of an executable source (no LLM played it), "
+                  "per source; error answers are results the assistant saw and could recover from.",
+                  ("source", "dialogues", "calls", "error answers", "in the dataset", "share of the dataset"), rows)
+    return Section("executed", title, tables=(table,))
 
 
 def complexity(mix: DialogueMix) -> Section:

@@ -19,7 +19,9 @@ Its stderr is read into a short tail for error messages, with the source's secre
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -125,11 +127,20 @@ def server_env(settings: McpSourceSettings, workdir: str) -> dict[str, str]:
     return env
 
 
+def server_command(command: str) -> str:
+    """`command`, or, when it is a bare name not found on PATH, the script of that name installed
+    beside the factory's own interpreter: a server installed with the factory (`mcp-server-time`)
+    starts even when its environment's `bin` folder is not on PATH (`.venv/bin/toolfactory run`)."""
+    if os.sep in command or shutil.which(command):
+        return command
+    return shutil.which(command, path=os.path.dirname(sys.executable)) or command
+
+
 @asynccontextmanager
 async def stdio_server(settings: McpSourceSettings, workdir: str) -> AsyncIterator[StdioLink]:
     """Start the server of `settings` (stdio) with `workdir` as its session folder; stop it on exit."""
     assert settings.command is not None
-    argv = confined([settings.command, *settings.resolved_args(workdir)], settings.limits)
+    argv = confined([server_command(settings.command), *settings.resolved_args(workdir)], settings.limits)
     env = server_env(settings, workdir)
     try:
         process = await anyio.open_process(

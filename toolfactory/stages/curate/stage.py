@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from toolfactory.curation import turns
 from toolfactory.curation.measures import Measure
 from toolfactory.curation.selection import Selection, Verdict, curation_of
+from toolfactory.executable.counts import count_executed
 from toolfactory.models import Dialogue
 from toolfactory.shards import ShardPaths
 from toolfactory.stages.base import RECIPES, Planning, ShardContext, ShardSpec, StageOutput
@@ -85,4 +86,5 @@ class CurateStage:
             out.count("modes", d.mode)
             out.count("turns", turns(d))
             out.count(RECIPES, d.recipe)
+            count_executed(out, d.generation)  # the dataset's dialogues that ran real tools
         return out

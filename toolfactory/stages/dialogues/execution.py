@@ -109,13 +109,42 @@ class DialogueExecution:
         async with self._lock:
             session = self._sessions.get(name)
             if session is None:
-                session = self._sessions[name] = await self._stack.enter_async_context(self._sources[name].environment.session())
+                session = self._sessions[name] = await self._open(name)
             result = await session.call(call.name, arguments)
         # The arguments as sent let the verifier's replay tell the calls of the dialogue's final
         # path from calls the session ran on abandoned branches (ToolLLM's search backtracks).
         self.calls.append({"source": name, "name": call.name, "arguments": call.arguments, "is_error": result.is_error,
                            "truncated": result.truncated})
         return result
+
+    async def _open(self, name: str) -> Session:
+        """A session of source `name`, held open by a task of its own until the dialogue ends.
+
+        A dialogue makes its calls from whichever task reaches them first (parallel calls and
+        self-consistency samples run in tasks of their own), but an MCP session is an anyio task
+        group, which must be left by the task that entered it: so one task enters and leaves
+        it, and the dialogue only uses it."""
+        ready: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
+        done = asyncio.Event()
+
+        async def hold() -> None:
+            try:
+                async with self._sources[name].environment.session() as session:
+                    ready.set_result(session)
+                    await done.wait()
+            except BaseException as exc:
+                if ready.done():
+                    raise  # a failure while closing: the dialogue's end reports it
+                ready.set_exception(exc)  # a failure to open: the call reports it
+
+        holder = asyncio.create_task(hold(), name=f"session {name}")
+
+        async def close() -> None:
+            done.set()
+            await holder
+
+        self._stack.push_async_callback(close)
+        return await ready
 
     async def metadata(self) -> dict[str, Any] | None:
         """What was executed and the state each session was left in (None when nothing ran)."""

@@ -21,6 +21,7 @@ import asyncio
 import json
 from typing import Any, ClassVar
 
+from toolfactory.executable.counts import count_executed
 from toolfactory.executable.session import ExecutionFailed
 from toolfactory.models import Dialogue, Function, Message, Record, Rejected, Task, ToolCall, ToolRef, stable_id
 from toolfactory.stages.base import CALLS_BY_RECIPE, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
@@ -65,6 +66,7 @@ class DialoguesStage:
             if record.generation.get(EXECUTION):  # dialogues whose calls ran on executable sources
                 out.count("executed_dialogues", record.recipe)
                 out.count("executed_calls", record.recipe, len(record.generation[EXECUTION]["calls"]))
+                count_executed(out, record.generation)
         for rejected in out.rejected:  # a search without an answer, a dialogue stopped early: spent too
             task = rejected.record.get("task") or {}
             if rejected.record.get("llm_calls"):
