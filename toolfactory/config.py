@@ -457,6 +457,27 @@ class ComplexityGuideConfig(Section):
     """Most user turns of a guided task (as `max_apis`)."""
 
 
+class BlueprintsConfig(Section):
+    """Tasks from verified blueprints (APIGen-MT): for tools of executable sources, the designer
+    writes each task with its ground-truth calls, which run first (docs/tools/blueprints.md)."""
+
+    enabled: bool = False
+    """Every anchor tool from an executable source (`tools.environments`, `tools.mcp`) gets
+    blueprint tasks instead of its recipe's instructions; other tools are not affected."""
+    max_calls: int = Field(4, ge=1, le=10)
+    """Ground-truth calls per user turn at most."""
+    multi_turn: float = Field(0.3, ge=0.0, le=1.0)
+    """Share of blueprints with follow-up requests over the same environment (2 to `max_turns` turns)."""
+    max_turns: int = Field(3, ge=2, le=5)
+    """User turns of a multi-turn blueprint at most."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _switch(cls, value: Any) -> Any:
+        # `tasks.blueprints: true` is the short form of `tasks.blueprints.enabled: true`.
+        return {"enabled": value} if isinstance(value, bool) else value
+
+
 class ApiFilterConfig(Section):
     """Probing APIs before instructions are written for them (ToolLLM A.1)."""
 
@@ -501,6 +522,8 @@ class TasksConfig(Section):
     complexity: ComplexityGuideConfig = Field(default_factory=ComplexityGuideConfig)
     api_filter: ApiFilterConfig = Field(default_factory=ApiFilterConfig)
     """API filtering by a probe call (ToolLLM A.1)."""
+    blueprints: BlueprintsConfig = Field(default_factory=BlueprintsConfig)
+    """Tasks with ground-truth calls, verified by running them, for tools of executable sources."""
 
     @field_validator("recipes", "scenarios", "modes")
     @classmethod
@@ -730,6 +753,13 @@ class Config(Section):
         if self.llm.budget.usd is not None and guided and target is not None and _unpriced(target):
             raise ValueError("llm.budget.usd needs a price for every role; set llm.roles.target.usd_per_million_prompt_tokens "
                              "and usd_per_million_completion_tokens (tasks.complexity.target_model calls it)")
+        return self
+
+    @model_validator(mode="after")
+    def _blueprint_sources(self) -> Config:
+        if self.tasks.blueprints.enabled and not (self.tools.environments or self.tools.mcp):
+            raise ValueError("tasks.blueprints.enabled needs an executable tool source to run the ground-truth calls on; "
+                             "configure tools.environments or tools.mcp, or turn blueprints off")
         return self
 
     @model_validator(mode="after")

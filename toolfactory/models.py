@@ -102,6 +102,30 @@ class ToolRef(Record):
     source: str = "catalog"
 
 
+class BlueprintCall(Record):
+    """One ground-truth call of a blueprint: a function and its arguments."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class BlueprintTurn(Record):
+    """One user request of a blueprint and the calls that fulfil it."""
+
+    request: str
+    calls: list[BlueprintCall]
+
+
+class Blueprint(Record):
+    """A task's ground truth (APIGen-MT): the calls of each user turn, run once on a fresh
+    environment when the task was made, and the state they left (the dialogue must reach it).
+    Never shown to the assistant."""
+
+    turns: list[BlueprintTurn]
+    target_state: dict[str, Any]
+    """Per executable source name, the JSON state ``Session.state()`` returned after the calls."""
+
+
 class Task(Record):
     """A sampled tool set with the user instruction to be solved with it."""
 
@@ -114,6 +138,7 @@ class Task(Record):
     recipe: str = "toolalpaca"
     turns: int = 1  # user turns the dialogue should have
     style: str = ""  # the language style the user agent was asked for (toolace)
+    blueprint: Blueprint | None = None  # ground-truth calls and target state (tasks.blueprints)
 
     def tool_for(self, function_name: str) -> Tool | None:
         """The offered tool a function belongs to."""

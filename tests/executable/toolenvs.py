@@ -76,3 +76,34 @@ class Hostile(Counter):
                 pass
         time.sleep(5)
         return str(started)
+
+
+class Shelf:
+    """Books on a shelf."""
+
+    def __init__(self, books: list[str] | None = None) -> None:
+        self.books = list(books or [])
+
+    def put(self, title: str) -> list[str]:
+        """Put a book on the shelf.
+
+        Args:
+            title: The book's title.
+        """
+        self.books.append(title)
+        return self.books
+
+    def count(self) -> int:
+        """How many books are on the shelf."""
+        return len(self.books)
+
+    def lend(self, title: str) -> str:
+        """Lend a book from the shelf.
+
+        Args:
+            title: The book's title.
+        """
+        if title not in self.books:
+            raise LookupError(f"{title!r} is not on the shelf")
+        self.books.remove(title)
+        return title

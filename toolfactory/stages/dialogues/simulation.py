@@ -14,7 +14,9 @@ missing values the assistant's formal thinking named (`generation.missing_values
 responses that are errors are counted in `generation.error_responses`. A task made
 for ``insufficient_info`` (ToolACE §2.2.1: "the information is not enough to call a tool", one
 of its two non-tool cases) ends at the assistant's question: asking is the turn's action. When
-the task has more user turns, the user agent asks a follow-up request. `dialogues.max_steps`
+the task has more user turns, the user agent asks a follow-up request (a blueprint task's
+follow-ups are its own requests, :mod:`toolfactory.stages.tasks.blueprints`; the assistant never
+sees the blueprint's calls). `dialogues.max_steps`
 bounds the assistant turns per user turn.
 """
 
@@ -129,6 +131,10 @@ async def simulate(task: Task, ctx: ShardContext, live: DialogueExecution | None
                 early.raise_if_rejected(functions, messages, calls)
         if user_turns >= task.turns:
             return messages, calls, notes
-        messages.append(Message(role="user", content=await user_follow_up(messages, ctx)))
-        calls += 1
+        if task.blueprint is not None and user_turns < len(task.blueprint.turns):
+            # A blueprint's follow-up was written with the task: its request, never its calls.
+            messages.append(Message(role="user", content=task.blueprint.turns[user_turns].request))
+        else:
+            messages.append(Message(role="user", content=await user_follow_up(messages, ctx)))
+            calls += 1
         user_turns += 1

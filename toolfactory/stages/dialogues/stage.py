@@ -13,6 +13,7 @@ with a real API's page size (:mod:`.api_pages`) and a long response keeps the ke
 model picked for its API (:mod:`.response_keys`, ToolLLM A.2). Calls to tools of executable
 sources run for real, in sessions of their own per dialogue (:mod:`.execution`); a failure of the
 environment rejects the dialogue with its reason code (``exec_timeout``, ``exec_server_crashed``, …).
+A task from a blueprint passes its target state on in ``generation["execution"]["target_state"]``.
 """
 
 from __future__ import annotations
@@ -63,10 +64,13 @@ class DialoguesStage:
             if record.generation.get("error_responses"):
                 out.count("error_responses", record.recipe, record.generation["error_responses"])
             out.count(CALLS_BY_RECIPE, record.recipe, record.llm_calls)
-            if record.generation.get(EXECUTION):  # dialogues whose calls ran on executable sources
+            executed = record.generation.get(EXECUTION) or {}
+            if executed.get("calls"):  # dialogues whose calls ran on executable sources
                 out.count("executed_dialogues", record.recipe)
-                out.count("executed_calls", record.recipe, len(record.generation[EXECUTION]["calls"]))
+                out.count("executed_calls", record.recipe, len(executed["calls"]))
                 count_executed(out, record.generation)
+            if "target_state" in executed:
+                out.count("blueprint_dialogues", record.recipe)
         for rejected in out.rejected:  # a search without an answer, a dialogue stopped early: spent too
             task = rejected.record.get("task") or {}
             if rejected.record.get("llm_calls"):
@@ -96,6 +100,9 @@ class DialoguesStage:
             # The environment failed (hung, crashed, flooded, forked): this dialogue only.
             return [Rejected(id=stable_id("dialogue", task.id), stage=self.name, reasons=[failed.reason], detail=failed.message,
                              record={"task": task.model_dump(), "execution": {"calls": live.calls}})]
+        if task.blueprint is not None:
+            # The verifier's replay accepts the dialogue only if its calls reach the blueprint's state.
+            executed = {"calls": [], "states": {}, **(executed or {}), "target_state": task.blueprint.target_state}
         if executed is not None:
             generation[EXECUTION] = executed
         dialogue = Dialogue(

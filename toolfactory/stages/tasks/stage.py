@@ -9,6 +9,9 @@ Every tool of the pool anchors `tasks.instructions_per_tool` instructions. Its r
   with three seed examples (ToolLLM §2.2);
 * toolace (:mod:`.toolace`): same-domain APIs, a target mode, turns and language style (§2.2).
 
+With `tasks.blueprints` on, a tool from an executable source gets tasks from verified blueprints
+instead (:mod:`.blueprints`, APIGen-MT): ground-truth calls run first, the task keeps their state.
+
 The pool is one shard; the stage reads it in as many parts as there were tools shards (part i
 holds every n-th tool), and every part sees the whole pool for the samplers. The profile counts
 recipes, scenarios, modes, and every pool tool and API offered (`tool_uses`, `api_uses`:
@@ -32,6 +35,7 @@ from toolfactory.stages.pool.hierarchy import PoolHierarchy
 from toolfactory.stages.records import map_records
 from toolfactory.stages.tasks import complexity_guide
 from toolfactory.stages.tasks.api_filter import ApiFilter
+from toolfactory.stages.tasks.blueprints import Blueprints
 from toolfactory.stages.tasks.sampling import sample_tool_set, weighted
 from toolfactory.stages.tasks.toolace import toolace_tasks
 from toolfactory.stages.tasks.toolalpaca import toolalpaca_tasks
@@ -57,6 +61,7 @@ class TasksStage:
         if shard.params["part"] == 0:
             out.count("coverage", "pool_tools", len(pool))
         api_filter = ApiFilter(ctx, out) if settings.api_filter.enabled else None
+        blueprints = Blueprints(ctx) if settings.blueprints.enabled else None
 
         guide: complexity_guide.Complexity | None = None
 
@@ -67,6 +72,8 @@ class TasksStage:
         async def tasks_for(anchor: Tool) -> list[Task | Rejected]:
             rng, recipe = recipe_of(anchor)
             count = settings.instructions_per_tool
+            if blueprints is not None and blueprints.applies(anchor):
+                return await blueprints.tasks(anchor, count, rng, recipe)
             if recipe == "toolalpaca":
                 return list(await toolalpaca_tasks(anchor, count, ctx))
             if recipe == "toolllm":
@@ -81,7 +88,8 @@ class TasksStage:
         try:
             probes: list[Tool] = []
             if settings.complexity.enabled and settings.complexity.target_model:
-                probes = [a for a in anchors if recipe_of(a)[1] == "toolace"][: settings.complexity.probe_tools]
+                probes = [a for a in anchors if recipe_of(a)[1] == "toolace" and not (blueprints and blueprints.applies(a))
+                          ][: settings.complexity.probe_tools]
             if probes:
                 probed = await map_records(self.name, probes, tasks_for, as_record)
                 out.merge(probed)
@@ -115,6 +123,8 @@ class TasksStage:
             out.count("scenarios", task.scenario)
             out.count("modes", task.mode)
             out.count("turns", str(task.turns))
+            if task.blueprint is not None:
+                out.count("blueprints", "kept")
             for tool in task.tools:
                 out.count("tool_uses", tool.id)
                 for fn in tool.functions:

@@ -1,0 +1,180 @@
+"""Tasks from verified blueprints: the simulator over HTTP plays the designer (and the dialogue's
+agents), the ground-truth calls run on a Python environment in runner processes of their own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from toolfactory.config import Config, validate_config
+from toolfactory.errors import ConfigError
+from toolfactory.executable.registry import environments
+from toolfactory.llm import Endpoint, LLMGateway
+from toolfactory.models import Dialogue, Rejected, Task, Tool
+from toolfactory.simulator import SimulatorSettings, start_simulator
+from toolfactory.stages import ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.dialogues.stage import DialoguesStage
+from toolfactory.stages.tasks.stage import TasksStage
+from toolfactory.stages.tools.executable import import_executable
+
+HERE = Path(__file__).parent
+QUIET = {"latency_ms": 0, "latency_jitter_ms": 0, "rate_malformed_json": 0, "rate_hallucinated_function": 0,
+         "rate_missing_required": 0, "rate_wrong_type": 0, "rate_parallel_calls": 0, "rate_follow_up_call": 0,
+         "rate_clarify": 0, "rate_decline": 0}
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[Any]:
+    with start_simulator(SimulatorSettings(**QUIET)) as simulator:
+        httpx.post(f"{simulator.root_url}/simulator/settings", json=QUIET).raise_for_status()
+        yield simulator
+
+
+@pytest.fixture(autouse=True)
+def envs_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(HERE))
+
+
+def config(allow: list[str], recipe: str = "toolalpaca", **blueprints: Any) -> Config:
+    return validate_config({
+        "tools": {"environments": [{"name": "shelf", "class_path": "toolenvs:Shelf", "allow": allow}]},
+        "tasks": {"instructions_per_tool": 3, "recipes": {recipe: 1.0},
+                  "blueprints": {"enabled": True, "multi_turn": 0.0, **blueprints}},
+        "dialogues": {"reject_early": False},
+    })
+
+
+def shelf(cfg: Config) -> Tool:
+    [tool] = asyncio.run(import_executable("shelf", cfg.tools)).records
+    assert isinstance(tool, Tool)
+    return tool
+
+
+class Recorded:
+    """Every chat request the gateway sends, by role (the gateway itself is the real one)."""
+
+    def __init__(self, gateway: LLMGateway) -> None:
+        self.prompts: list[tuple[str, str]] = []
+        original = gateway.chat
+
+        async def chat(role: str, messages: Any, **kwargs: Any) -> Any:
+            # The text the model reads: every message's content and calls, unescaped.
+            self.prompts.append((role, "\n".join(f"{m.get('content') or ''} {m.get('tool_calls') or ''}" for m in messages)))
+            return await original(role, messages, **kwargs)
+
+        gateway.chat = chat  # type: ignore[method-assign]
+
+
+def run_stage(sim: Any, cfg: Config, stage: Any, spec: ShardSpec, inputs: list[dict[str, Any]]) -> tuple[StageOutput, Recorded]:
+    async def go() -> tuple[StageOutput, Recorded]:
+        async with LLMGateway(Endpoint(sim.base_url, "sk-test"), cfg.llm) as gateway:
+            recorded = Recorded(gateway)
+            ctx = ShardContext(config=cfg, run_id="r", gateway=gateway)
+            return await stage.run(spec, inputs, ctx), recorded
+
+    return asyncio.run(go())
+
+
+def tasks(sim: Any, cfg: Config) -> StageOutput:
+    out, _ = run_stage(sim, cfg, TasksStage(), ShardSpec("tasks", 0, (), {"part": 0, "parts": 1}), [shelf(cfg).model_dump()])
+    return out
+
+
+def state_after(cfg: Config, task: Task) -> Any:
+    """The state a fresh session is left in by the blueprint's calls, run here again."""
+    async def go() -> Any:
+        async with environments(cfg.tools)["shelf"].session() as session:
+            for turn in task.blueprint.turns if task.blueprint else []:
+                for call in turn.calls:
+                    assert not (await session.call(call.name, call.arguments)).is_error
+            return await session.state()
+
+    return asyncio.run(go())
+
+
+def test_a_kept_blueprint_targets_the_state_its_calls_leave(sim: Any) -> None:
+    cfg = config(["put"])
+    out = tasks(sim, cfg)
+    assert len(out.records) == 3 and not out.rejected
+    for task in out.records:
+        assert isinstance(task, Task) and task.blueprint is not None
+        [turn] = task.blueprint.turns
+        assert task.instruction == turn.request and task.turns == 1
+        titles = [call.arguments["title"] for call in turn.calls]
+        assert task.blueprint.target_state == {"shelf": {"books": titles}}
+        assert task.blueprint.target_state["shelf"] == state_after(cfg, task)
+    assert out.profile["blueprints"] == {"kept": 3}
+
+
+def test_a_blueprint_whose_call_fails_is_rejected_with_its_reason(sim: Any) -> None:
+    out = tasks(sim, config(["lend"]))  # nothing is on the shelf: every lend raises
+    assert not out.records and len(out.rejected) == 3
+    for rejected in out.rejected:
+        assert rejected.stage == "tasks" and rejected.reasons == ["blueprint_call_failed"]
+        assert "lend" in rejected.detail and "is not on the shelf" in rejected.detail
+
+
+def test_a_blueprint_that_leaves_the_state_unchanged_is_rejected(sim: Any) -> None:
+    out = tasks(sim, config(["count"]))  # counting changes nothing, and nothing says it is read-only
+    assert not out.records and [r.reasons for r in out.rejected] == [["blueprint_state_unchanged"]] * 3
+
+
+def test_other_tools_keep_their_recipe_and_blueprints_off_change_nothing(sim: Any) -> None:
+    cfg = config(["put"], enabled=False)
+    out = tasks(sim, cfg)
+    assert len(out.records) == 3
+    assert all(isinstance(t, Task) and t.blueprint is None for t in out.records)
+    assert "blueprints" not in out.profile
+
+
+@pytest.mark.parametrize("recipe", ["toolalpaca", "toolace"])  # the ReAct assistant, native function calls
+def test_the_dialogue_follows_the_requests_alone_and_carries_the_target_state(sim: Any, recipe: str) -> None:
+    cfg = config(["put"], recipe, multi_turn=1.0, max_turns=3)
+    made = [t for t in tasks(sim, cfg).records if isinstance(t, Task)]
+    assert made and all(t.blueprint is not None and len(t.blueprint.turns) >= 2 for t in made)
+    out, recorded = run_stage(sim, cfg, DialoguesStage(), ShardSpec("dialogues", 0, ()), [t.model_dump() for t in made])
+    assert len(out.records) + len(out.rejected) == len(made)
+    by_task = {t.id: t for t in made}
+    assert out.records
+    for dialogue in out.records:
+        assert isinstance(dialogue, Dialogue)
+        blueprint = by_task[dialogue.task_id].blueprint
+        assert blueprint is not None
+        # The user turns are the blueprint's requests, in order.
+        assert [m.content for m in dialogue.messages if m.role == "user"] == [t.request for t in blueprint.turns]
+        assert dialogue.generation["execution"]["target_state"] == blueprint.target_state
+        assert dialogue.recipe == recipe
+    # No prompt sent for the assistant holds the ground truth: a call's arguments, a title no
+    # request mentions, or the target state.
+    assistant = [text for role, text in recorded.prompts if role == "assistant"]
+    assert assistant
+    for task in made:
+        assert task.blueprint is not None
+        requests = " ".join(t.request for t in task.blueprint.turns)
+        secrets = [json.dumps(task.blueprint.target_state, ensure_ascii=False)]
+        for turn in task.blueprint.turns:
+            for call in turn.calls:
+                secrets += [json.dumps(call.arguments, ensure_ascii=False), call.model_dump_json()]
+                secrets += [v for v in call.arguments.values() if isinstance(v, str) and len(v) > 3 and v not in requests]
+        for text in assistant:
+            assert not [s for s in secrets if s in text]
+
+
+def test_blueprints_without_an_executable_source_are_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"tasks\.blueprints\.enabled"):
+        validate_config({"tasks": {"blueprints": True}})
+    cfg = validate_config({"tasks": {"blueprints": True},
+                           "tools": {"environments": [{"name": "shelf", "class_path": "toolenvs:Shelf"}]}})
+    assert cfg.tasks.blueprints.enabled
+
+
+def test_rejections_keep_their_blueprint_for_inspection(sim: Any) -> None:
+    [rejected, *_] = tasks(sim, config(["count"])).rejected
+    assert isinstance(rejected, Rejected)
+    assert rejected.record["turns"] and rejected.record["turns"][0]["calls"][0]["name"] == "count"
