@@ -33,7 +33,7 @@ from jsonschema import Draft202012Validator
 from toolfactory.models import Dialogue, Function, Message, ToolCall, Verdict, canonical_json
 from toolfactory.stages.dialogues.modes import shown_mode
 from toolfactory.stages.verify.corpus import FINISH_GAVE_UP
-from toolfactory.stages.verify.rules import RULES, check
+from toolfactory.stages.verify.rules import RULES, check, record_rules
 from toolfactory.stages.verify.rules.dialogue import MAX_ANSWER_CHARS
 from toolfactory.stages.verify.rules.filters import FINISH, MAX_STEPS
 from toolfactory.stages.verify.rules.consistency import declared_format
@@ -746,7 +746,7 @@ def evaluate(valid: Sequence[Dialogue], corrupted: Sequence[Corruption]) -> Eval
     positive when its code is neither expected nor a documented co-occurrence of that kind of
     fault. Warnings count like errors here.
     """
-    scores = {code: CodeScore(code, registered.severity) for code, registered in RULES.items()}
+    scores = {code: CodeScore(code, registered.severity) for code, registered in record_rules().items()}
     result = Evaluation(scores, len(valid), len(corrupted))
     samples: list[tuple[Dialogue, str | None, str, str | None]] = [(d, None, "valid", None) for d in valid]
     samples += [(c.dialogue, c.code, c.kind, c.path) for c in corrupted]

@@ -17,7 +17,7 @@ failed verdict of every enabled rule. The registry lives in :mod:`.registry`.
 
 from __future__ import annotations
 
-from toolfactory.stages.verify.rules.registry import RULES, Rule, Sample, check, errors, rule
+from toolfactory.stages.verify.rules.registry import RULES, Rule, Sample, check, errors, record_rules, rule
 # Importing the family modules registers their rules, in this order (the order of verdicts).
 from toolfactory.stages.verify.rules import definition  # noqa: E402,F401  isort: skip
 from toolfactory.stages.verify.rules import function_call  # noqa: E402,F401  isort: skip
@@ -26,4 +26,4 @@ from toolfactory.stages.verify.rules import consistency  # noqa: E402,F401  isor
 from toolfactory.stages.verify.rules import filters  # noqa: E402,F401  isort: skip
 from toolfactory.stages.verify.rules import execution  # noqa: E402,F401  isort: skip
 
-__all__ = ["RULES", "Rule", "Sample", "check", "errors", "rule"]
+__all__ = ["RULES", "Rule", "Sample", "check", "errors", "record_rules", "rule"]

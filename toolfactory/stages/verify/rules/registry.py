@@ -194,6 +194,12 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
+def record_rules() -> dict[str, Rule]:
+    """The rules that judge a record alone (every kind but ``execution``, whose rules judge a
+    replay of the record's calls and so run only in the execution layer)."""
+    return {code: registered for code, registered in RULES.items() if registered.kind != "execution"}
+
+
 def _loose(name: str) -> str:
     return re.sub(r"[^0-9a-z]", "", name.casefold())
 
