@@ -64,9 +64,6 @@ class NonStandardNumber(ToolfactoryError, ValueError):
         self.name = name
         self.problem = problem
 
-    def __reduce__(self) -> tuple[type[NonStandardNumber], tuple[str, str]]:
-        return type(self), (self.name, self.problem)
-
 
 class DuplicateKeys(ToolfactoryError, ValueError):
     """An object of JSON text names a key twice (RFC 8259 leaves its meaning to each reader)."""

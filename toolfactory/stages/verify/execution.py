@@ -38,7 +38,6 @@ from toolfactory.executable.python_env import PythonEnvironment, PythonEnvironme
 from toolfactory.executable.session import EXEC_START_FAILED, CallResult, Environment, ExecutionFailed, Session
 from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.models import Dialogue, Verdict
-from toolfactory.stages.dialogues.agents import call_error
 from toolfactory.stages.verify.policy import DEFAULT as DEFAULT_POLICY
 from toolfactory.stages.verify.policy import Policy
 from toolfactory.stages.verify.rules import RULES, Sample
@@ -119,6 +118,10 @@ def record_sources(dialogue: Dialogue) -> dict[str, ExecutableSourceSettings]:
 
 def path_calls(dialogue: Dialogue, settings: Mapping[str, ExecutableSourceSettings]) -> list[ReplayedCall]:
     """The executed calls of the dialogue's messages, in order (see the module doc)."""
+    # Imported here: the dialogues stage's modules bring the LLM client, which `toolfactory verify`
+    # does not load unless a judge is used.
+    from toolfactory.stages.dialogues.agents import call_error
+
     executed = dialogue.generation.get(EXECUTION) or {}
     source_of = {str(c.get("name")): str(c.get("source")) for c in executed.get("calls") or []}
     functions = {fn.name: fn for fn in reversed(dialogue.tools)}  # the first offered of a name wins
