@@ -107,3 +107,17 @@ def test_the_stats_command_prints_calls_per_accepted_dialogue(tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     assert "llm calls per accepted dialogue: 15.0 (165.0 tokens) = dialogues 10.0, verify 5.0" in result.output
     assert "by recipe (dialogues + verify): toolace 14.0 (3 accepted), toolalpaca 18.0 (1 accepted)" in result.output
+
+
+def test_a_stage_s_layers_are_listed_in_the_order_they_run(tmp_path: Path) -> None:
+    # Only one of two verify shards replayed something, so the execution layer's summed input is
+    # the smallest: the order must still be rules, execution, model.
+    db = StatsDB(tmp_path / "stats.duckdb")
+    db.start_run("r1", "2026-01-01T00:00:00+00:00", "/data", {}, {}, "2026-01-01T00:00:00+00:00")
+    times = {"started": "2026-01-01T00:00:01+00:00", "finished": "2026-01-01T00:00:02+00:00"}
+    db.record_shard({**_shard("verify", 0, out=5, calls=0, **times),
+                     "layers": {"rules": (9, 7), "execution": (2, 2), "model": (7, 5)}}, attempts=1)
+    db.record_shard({**_shard("verify", 1, out=6, calls=0, **times), "layers": {"rules": (9, 8), "model": (8, 6)}}, attempts=1)
+    (verify,) = db.run_summary("r1", ("verify",))["stages"]
+    assert list(verify["layers"]) == ["rules", "execution", "model"]
+    assert verify["layers"]["rules"]["in"] == 18 and verify["layers"]["execution"]["in"] == 2

@@ -463,7 +463,9 @@ class StatsDB:
             ).fetchall()
             layers = con.execute(
                 """SELECT stage, layer, sum(items_in), sum(passed) FROM layer_metrics WHERE run_id = ?
-                   GROUP BY stage, layer ORDER BY stage, sum(items_in) DESC, layer""",
+                   GROUP BY stage, layer
+                   ORDER BY stage, CASE layer WHEN 'rules' THEN 0 WHEN 'execution' THEN 1 WHEN 'model' THEN 2 ELSE 3 END,
+                            sum(items_in) DESC, layer""",
                 [run_id],
             ).fetchall()
             profiles = con.execute(
