@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from toolfactory.config import Config, validate_config
@@ -17,25 +15,12 @@ from toolfactory.errors import ConfigError
 from toolfactory.executable.registry import environments
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue, Rejected, Task, Tool
-from toolfactory.simulator import SimulatorSettings, start_simulator
 from toolfactory.stages import ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.dialogues.stage import DialoguesStage
 from toolfactory.stages.tasks.stage import TasksStage
 from toolfactory.stages.tools.executable import import_executable
 
 HERE = Path(__file__).parent
-QUIET = {"latency_ms": 0, "latency_jitter_ms": 0, "rate_malformed_json": 0, "rate_hallucinated_function": 0,
-         "rate_missing_required": 0, "rate_wrong_type": 0, "rate_parallel_calls": 0, "rate_follow_up_call": 0,
-         "rate_clarify": 0, "rate_decline": 0}
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[Any]:
-    with start_simulator(SimulatorSettings(**QUIET)) as simulator:
-        httpx.post(f"{simulator.root_url}/simulator/settings", json=QUIET).raise_for_status()
-        yield simulator
-
-
 @pytest.fixture(autouse=True)
 def envs_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(HERE))

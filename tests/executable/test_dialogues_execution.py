@@ -9,7 +9,6 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,23 +19,13 @@ from toolfactory.config import Config, validate_config
 from toolfactory.executable.confine import descendants
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue, Task, Tool
-from toolfactory.simulator import SimulatorSettings, start_simulator
 from toolfactory.stages import ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.dialogues.stage import DialoguesStage
 from toolfactory.stages.tools.executable import import_executable
 
+from .conftest import QUIET
+
 HERE = Path(__file__).parent
-QUIET = {"latency_ms": 0, "latency_jitter_ms": 0, "rate_malformed_json": 0, "rate_hallucinated_function": 0,
-         "rate_missing_required": 0, "rate_wrong_type": 0, "rate_parallel_calls": 0, "rate_follow_up_call": 0,
-         "rate_clarify": 0, "rate_decline": 0}
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[Any]:
-    with start_simulator(SimulatorSettings(**QUIET)) as simulator:
-        yield simulator
-
-
 @pytest.fixture
 def envs_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(HERE))
