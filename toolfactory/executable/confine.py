@@ -69,6 +69,22 @@ def confined(argv: list[str], limits: ProcessLimits) -> list[str]:
     return [sys.executable, "-P", str(Path(__file__).resolve()), json.dumps(asdict(limits)), "--", *argv]
 
 
+def signal_launcher(process: Any, signum: int) -> None:
+    """Send `signum` to a launcher the caller started (an asyncio or anyio process), without
+    reaping it.
+
+    ``terminate()`` and ``kill()`` go through ``Popen.send_signal``, which first polls the child
+    and so can reap it behind the event loop's child watcher: the watcher then reports exit
+    status 255 instead of the launcher's own (which tells a crash from a process limit).
+    ``os.kill`` on an exited but unreaped child is harmless.
+    """
+    if process.returncode is None:
+        try:
+            os.kill(process.pid, signum)
+        except ProcessLookupError:
+            pass
+
+
 def _libc() -> Any:
     return ctypes.CDLL(None, use_errno=True)
 

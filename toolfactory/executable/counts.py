@@ -9,7 +9,8 @@ many of those dialogues were kept.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 #: Dialogues that called a source at least once, per source.
 DIALOGUES_BY_SOURCE = "executed_dialogues_by_source"

@@ -24,6 +24,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -33,7 +34,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from toolfactory.executable.confine import EXIT_PROCESS_LIMIT, confined
+from toolfactory.executable.confine import EXIT_PROCESS_LIMIT, confined, signal_launcher
 from toolfactory.executable.session import (
     EXEC_CRASHED,
     EXEC_OUTPUT_FLOOD,
@@ -66,6 +67,8 @@ BFCL_INSTALL = "pip install --no-deps bfcl-eval==2026.3.23"
 FLOOD_FACTOR = 16
 STDERR_TAIL = 2000
 STOP_SECONDS = 5.0
+#: Time from the end of the runner's output to the launcher's exit status.
+STATUS_WAIT_SECONDS = 2.0
 #: Run as a script (see :func:`~toolfactory.executable.confine.confined`): it imports no toolfactory module.
 RUNNER = str(Path(__file__).with_name("runner.py").resolve())
 
@@ -178,8 +181,7 @@ class PythonSession:
             self.stderr = (self.stderr + chunk)[-STDERR_TAIL:]
             if self.stderr_bytes > self.flood_bytes and not self.flooded:
                 self.flooded = True
-                with suppress(ProcessLookupError):
-                    self.process.terminate()
+                signal_launcher(self.process, signal.SIGTERM)
 
     async def request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one request and read its answer, within `timeout` seconds."""
@@ -213,6 +215,10 @@ class PythonSession:
 
     async def _failure(self) -> ExecutionFailed:
         """Why the process stopped answering (after it is stopped)."""
+        # The end of its output usually comes just before its exit status, which tells a crash
+        # from a process limit: wait a little for it before stopping it.
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self.process.wait(), STATUS_WAIT_SECONDS)
         await self.stop()
         tail = self.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
         if self.flooded:
@@ -242,13 +248,11 @@ class PythonSession:
     async def stop(self) -> None:
         """Stop the runner: the launcher kills everything it started when told to stop."""
         if self.process.returncode is None:
-            with suppress(ProcessLookupError):
-                self.process.terminate()
+            signal_launcher(self.process, signal.SIGTERM)
             try:
                 await asyncio.wait_for(self.process.wait(), STOP_SECONDS)
             except TimeoutError:
-                with suppress(ProcessLookupError):
-                    self.process.kill()
+                signal_launcher(self.process, signal.SIGKILL)
                 await self.process.wait()
         with suppress(Exception):
             await asyncio.wait_for(self._drain, STOP_SECONDS)

@@ -44,7 +44,7 @@ def load_class(class_path: str) -> type:
     module = importlib.import_module(module_name)
     found = getattr(module, class_name, None)
     if not isinstance(found, type):
-        raise LookupError(f"module {module_name!r} has no class {class_name!r}")
+        raise ImportError(f"module {module_name!r} has no class {class_name!r}")  # noqa: TRY004 - a missing name, as `from module import name` says
     return found
 
 

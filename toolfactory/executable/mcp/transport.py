@@ -32,7 +32,7 @@ import mcp_types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from toolfactory.executable.confine import EXIT_PROCESS_LIMIT, confined
+from toolfactory.executable.confine import EXIT_PROCESS_LIMIT, confined, signal_launcher
 from toolfactory.executable.mcp.settings import WORKDIR, McpSourceSettings
 from toolfactory.executable.session import (
     EXEC_CRASHED,
@@ -104,11 +104,9 @@ class StdioLink:
                     await self.process.stdin.aclose()  # type: ignore[union-attr]
                 if not await _exited(self.process, EXIT_GRACE_SECONDS):
                     # The launcher kills every descendant on SIGTERM, then exits.
-                    with suppress(ProcessLookupError):
-                        self.process.send_signal(signal.SIGTERM)
+                    signal_launcher(self.process, signal.SIGTERM)
                     if not await _exited(self.process, TERMINATE_SECONDS):
-                        with suppress(ProcessLookupError):
-                            self.process.kill()
+                        signal_launcher(self.process, signal.SIGKILL)
                         await _exited(self.process, TERMINATE_SECONDS)
             self._stopped.set()
 
