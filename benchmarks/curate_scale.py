@@ -84,7 +84,7 @@ def _context(root: str) -> Any:
 
 
 def _write(ctx: Any, path: str, records: Sequence[Any]) -> None:
-    from toolfactory.shards import encode_records, write_rows
+    from toolfactory.storage.shards import encode_records, write_rows
 
     rows, _ = encode_records(records, "bench")
     write_rows(ctx.store, path, rows)
@@ -101,7 +101,7 @@ def _peak_rss_mb() -> float:
 
 def _stage_worker(root: str, stage: str, parts: int) -> dict[str, Any]:
     """Run every shard of `stage` in this (fresh) process; its peak RSS and wall time."""
-    from toolfactory.shards import ShardPaths
+    from toolfactory.storage.shards import ShardPaths
     from toolfactory.stages import ShardSpec
     from toolfactory.stages.curate.stage import CurateStage, dataset_inputs
     from toolfactory.stages.measure.stage import MeasureStage
@@ -133,7 +133,7 @@ def _single_worker(root: str, parts: int) -> dict[str, Any]:
     from toolfactory.curation import (DialogueIndex, cluster_apis, deduplicate, dialogue_clusters, diversity_subsets,
                                       offered_functions, query_complexity, subsets)
     from toolfactory.models import Dialogue
-    from toolfactory.shards import ShardPaths
+    from toolfactory.storage.shards import ShardPaths
 
     ctx, started = _context(root), time.perf_counter()
 
@@ -158,7 +158,7 @@ def _in_fresh_process(function: Any, *args: Any) -> dict[str, Any]:
 
 
 def run_size(n: int, part: int, single: bool) -> dict[str, Any]:
-    from toolfactory.shards import ShardPaths
+    from toolfactory.storage.shards import ShardPaths
 
     with tempfile.TemporaryDirectory(prefix="curate-scale-") as root:
         ctx, dialogues = _context(root), synthetic(n)
@@ -170,7 +170,7 @@ def run_size(n: int, part: int, single: bool) -> dict[str, Any]:
         result: dict[str, Any] = {"dialogues": n, "with_copies": n + 2 * (n // 50), "parts": parts}
         for stage in ("measure", "select", "curate"):
             result[stage] = _in_fresh_process(_stage_worker, root, stage, parts)
-        from toolfactory.shards import read_records
+        from toolfactory.storage.shards import read_records
 
         kept = sum(len(read_records(ctx.store, ShardPaths("bench", "curate", i).main)) for i in range(parts))
         result["kept"] = kept

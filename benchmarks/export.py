@@ -96,7 +96,7 @@ def dialogues(count: int, seed: int, copies: int = 10) -> list[Any]:
 def build_workload(root: Path, runs: dict[str, int], unique: int, shard_size: int, seed: int) -> dict[str, Any]:
     """Write each run of `runs` (id → records) as verify shards; what was built."""
     from toolfactory.config import StorageConfig
-    from toolfactory.shards import write_rows
+    from toolfactory.storage.shards import write_rows
     from toolfactory.storage import ObjectStore
 
     start = time.perf_counter()

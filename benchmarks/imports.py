@@ -216,7 +216,7 @@ def measure(label: str, files: list[dict[str, Any]], rounds: int, pin: bool) -> 
     """Medians of `rounds` rounds of read_sources and import_items (see the module doc)."""
     from toolfactory.config import SourceFile, ToolsConfig
     from toolfactory.stages.tools import stage
-    from toolfactory.stages.tools.definition import _function_problems
+    from toolfactory.definitions.validity import _function_problems
     from toolfactory.stages.tools.sources import read_sources
 
     cpu = None

@@ -15,7 +15,7 @@ From each run's DuckDB ``shards`` table (started_at, finished_at, wall_s of ever
   Prefect, Ray and the simulator and the export after it, which overlap does not touch);
 * ``chain``: the longest chain of shards, the least the span can be with unlimited workers: the
   slowest shard of each stage that stands alone plus, for tasks → dialogues → verify, the largest
-  sum over i of the wall times of shards i (:func:`toolfactory.fan_in.chains`);
+  sum over i of the wall times of shards i (:func:`toolfactory.run.fan_in.chains`);
 * ``span/chain``: the target is <= 1.2;
 * ``work/slots``: every shard's wall time summed over the shards Ray runs at once (its CPUs over
   ``shard_cpus``): the least the span can be on this many workers, so on a small machine ``span/chain`` cannot go below ``work/slots / chain``;
@@ -39,7 +39,7 @@ from typing import Any
 import duckdb
 
 from benchmarks._common import RESULTS_DIR, machine_info, table, write_json
-from toolfactory.fan_in import chains
+from toolfactory.run.fan_in import chains
 from toolfactory.stages import STAGE_NAMES
 
 REPO = Path(__file__).resolve().parents[1]

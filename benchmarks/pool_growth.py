@@ -27,8 +27,8 @@ from typing import Any
 
 from toolfactory.config import load_config
 from toolfactory.models import Tool
-from toolfactory.pool import TOOLS, TREE, pool_files
-from toolfactory.shards import read_records
+from toolfactory.run.pool import TOOLS, TREE, pool_files
+from toolfactory.storage.shards import read_records
 from toolfactory.stages.pool.dedup import signature
 from toolfactory.stages.tools.fields import nesting_depth, parameter_types
 from toolfactory.storage import ObjectStore

@@ -26,24 +26,24 @@ from flows.overlap import Group, Settled, StageFlows, StageWork, current_link
 from flows.progress import StageProgress, shared_display
 from flows.runtime import ray_session, run_ledger
 from tasks.shard import configured
-from toolfactory.attempts import attempt_usage
-from toolfactory.execution import ShardJob
-from toolfactory.lifetime import Driver
+from toolfactory.run.attempts import attempt_usage
+from toolfactory.run.execution import ShardJob
+from toolfactory.run.lifetime import Driver
 from toolfactory.config import Config
 from toolfactory.errors import EndpointRefused, RunFailed
-from toolfactory.floors import below_floors
-from toolfactory.integrity import check_run, pool_advice, shards_to_rebuild, uncommit
+from toolfactory.run.floors import below_floors
+from toolfactory.run.integrity import check_run, pool_advice, shards_to_rebuild, uncommit
 from toolfactory.export import OutputDir, SplitSpec, export_run
-from toolfactory.fan_in import FAN_IN, ONE_TO_ONE, available, chains, grown, supplements
-from toolfactory.manifest import Manifest, write_manifest
-from toolfactory.outcome import budget_message, failure_message, rerun_command, with_larger_budget
-from toolfactory.pool import publish, publish_dialogues
+from toolfactory.run.fan_in import FAN_IN, ONE_TO_ONE, available, chains, grown, supplements
+from toolfactory.run.manifest import Manifest, write_manifest
+from toolfactory.run.outcome import budget_message, failure_message, rerun_command, with_larger_budget
+from toolfactory.run.pool import publish, publish_dialogues
 from toolfactory.report import build_report
-from toolfactory.shards import ShardPaths, read_metrics
+from toolfactory.storage.shards import ShardPaths, read_metrics
 from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
-from toolfactory.run_record import publish_run_record
-from toolfactory.stats import StatsDB
-from toolfactory.stats_sync import sync_stats
+from toolfactory.run.record import publish_run_record
+from toolfactory.run.stats import StatsDB
+from toolfactory.run.stats_sync import sync_stats
 from toolfactory.storage import ObjectStore, disk_full
 
 
@@ -128,7 +128,7 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None, ch
             summary["message"] = failure_message(summary, rerun)
         stats.record_message(manifest.run_id, summary["message"])
     publish_run_record(store, stats, manifest.run_id, STAGE_NAMES)
-    # A run below its floors is not exported either (see toolfactory.floors).
+    # A run below its floors is not exported either (see toolfactory.run.floors).
     exported = export_dataset(config, store, manifest.run_id) if summary["status"] == "completed" else {}
     report = _report(store, str(stats.path), manifest.run_id)
     _publish(manifest, store, summary, report, exported)
@@ -167,7 +167,7 @@ def run_tags(config: Config) -> list[str]:
 
 def run_state(summary: dict[str, Any]) -> Any:
     """The final Prefect state of a run's flow: its summary, or `Failed` when a shard is missing,
-    with the shards and the command that finishes the run (see :mod:`toolfactory.outcome`)."""
+    with the shards and the command that finishes the run (see :mod:`toolfactory.run.outcome`)."""
     if summary["status"] == "completed":
         return summary
     message = summary.get("message") or failure_message(summary, summary.get("rerun", ""))
@@ -351,7 +351,7 @@ def _attempts(task_run_id: Any) -> int:
 
 def _rebuild_damaged(store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]], config: Config, checksums: bool) -> None:
     """Name each damaged file of the run, and make its shard and every shard that read it not
-    done, so that this execution builds them again (see :mod:`toolfactory.integrity`)."""
+    done, so that this execution builds them again (see :mod:`toolfactory.run.integrity`)."""
     check = check_run(store, run_id, plan, checksums)
     if check.ok:
         return

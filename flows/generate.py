@@ -13,10 +13,10 @@ from flows.preflight import preflight, refused_state
 from flows.runtime import llm_endpoint
 from toolfactory.config import Config, load_config
 from toolfactory.errors import ConfigError
-from toolfactory.integrity import pool_advice, pool_damage
-from toolfactory.lease import root_lease
-from toolfactory.manifest import Manifest, write_manifest
-from toolfactory.planning import new_run_id, plan_run
+from toolfactory.run.integrity import pool_advice, pool_damage
+from toolfactory.run.lease import root_lease
+from toolfactory.run.manifest import Manifest, write_manifest
+from toolfactory.run.planning import new_run_id, plan_run
 from toolfactory.storage import ObjectStore
 
 
@@ -69,7 +69,7 @@ def generate(config_path: str | None = None, overrides: list[str] | None = None,
 
 
 def _report_pool_damage(store: ObjectStore, config: Config) -> None:
-    """Name each damaged pool file, which planning leaves out (toolfactory.pool.pool_files)."""
+    """Name each damaged pool file, which planning leaves out (toolfactory.run.pool.pool_files)."""
     for damage in pool_damage(store):
         advice = pool_advice(store, damage.path, config.storage.endpoint_url, config.storage.region)
         get_run_logger().warning("pool_file_damaged: %s; this run plans without it; %s", damage.line(store), advice)

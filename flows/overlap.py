@@ -1,6 +1,6 @@
 """Stages that overlap: shard i of a one-to-one stage starts as soon as its input shard commits.
 
-The stages of a run go in groups (:func:`toolfactory.fan_in.chains`): tasks → dialogues → verify
+The stages of a run go in groups (:func:`toolfactory.run.fan_in.chains`): tasks → dialogues → verify
 is one group, as dialogues shard i reads only tasks shard i and verify shard i only dialogues shard
 i; every other stage is a group of its own, started when the groups before it have finished, as it
 reads a whole stage (pool and curate are fan-in, tasks reads the whole pool shard) or the pool that
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from flows.display import Display
-from toolfactory.execution import ShardJob
+from toolfactory.run.execution import ShardJob
 
 
 @dataclass(frozen=True)

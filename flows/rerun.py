@@ -2,10 +2,10 @@
 
 Committed shards are never rewritten, unless a file of theirs is damaged (missing, truncated or,
 with `checksums`, changed): then they are built again with every shard that read them
-(:mod:`toolfactory.integrity`). Answers already obtained come from the LLM cache. The
+(:mod:`toolfactory.run.integrity`). Answers already obtained come from the LLM cache. The
 config file given here only locates the storage root; everything else comes from the run's
 manifest, except the operational settings given as overrides (endpoint, retries, concurrency,
-storage, …: see :mod:`toolfactory.operational`), which are applied and recorded in the manifest.
+storage, …: see :mod:`toolfactory.run.operational`), which are applied and recorded in the manifest.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from flows.execute import final_state, run_tags
 from flows.preflight import preflight, refused_state
 from flows.runtime import llm_endpoint
 from toolfactory.config import load_config
-from toolfactory.lease import root_lease
+from toolfactory.run.lease import root_lease
 from toolfactory.llm.identity import EndpointIdentity
-from toolfactory.manifest import Manifest, load_manifest, write_manifest
-from toolfactory.operational import check_operational, rerun_config, rerun_record
+from toolfactory.run.manifest import Manifest, load_manifest, write_manifest
+from toolfactory.run.operational import check_operational, rerun_config, rerun_record
 from toolfactory.storage import ObjectStore
 
 

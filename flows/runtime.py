@@ -24,9 +24,9 @@ from prefect.logging.handlers import APILogWorker
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from toolfactory.config import Config
-from toolfactory.lifetime import descendants, guard_child, release_child
+from toolfactory.run.lifetime import descendants, guard_child, release_child
 from toolfactory.llm.limits import Spend
-from toolfactory.stats import StatsDB
+from toolfactory.run.stats import StatsDB
 from toolfactory.simulator import start_simulator
 
 

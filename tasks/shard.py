@@ -13,7 +13,7 @@ from prefect.states import State
 
 from toolfactory.config import Config
 from toolfactory.errors import retryable
-from toolfactory.execution import ShardJob, run_shard
+from toolfactory.run.execution import ShardJob, run_shard
 
 
 def _retry_transient(_task: Task[Any, Any], _run: TaskRun, state: State[Any]) -> bool:

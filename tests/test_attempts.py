@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from toolfactory.attempts import AttemptLog, attempt_usage
+from toolfactory.run.attempts import AttemptLog, attempt_usage
 from toolfactory.config import load_config
 from toolfactory.errors import DriverGone
 from toolfactory.llm.usage import UsageMeter
-from toolfactory.shards import ShardPaths
-from toolfactory.stats import StatsDB
+from toolfactory.storage.shards import ShardPaths
+from toolfactory.run.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from conftest import small_run_overrides
 from toolfactory.config import load_config
-from toolfactory.shards import read_records, read_rejected
+from toolfactory.storage.shards import read_records, read_rejected
 from toolfactory.stages import STAGE_NAMES
-from toolfactory.stats import StatsDB
+from toolfactory.run.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e

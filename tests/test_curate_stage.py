@@ -13,8 +13,8 @@ import pytest
 from toolfactory.config import load_config
 from toolfactory.curation import signature_row
 from toolfactory.models import Dialogue
-from toolfactory.pool import DIALOGUES
-from toolfactory.shards import write_rows
+from toolfactory.run.pool import DIALOGUES
+from toolfactory.storage.shards import write_rows
 from toolfactory.simulator import SimulatorSettings, start_simulator
 from toolfactory.stages import StageOutput
 from toolfactory.stages.curate.stage import record_key
@@ -90,8 +90,8 @@ def test_the_mode_mix_is_steered_toward_its_targets(sim: Any, tmp_path: Path) ->
 
 
 def test_the_pool_gets_the_measured_signatures_of_the_kept_dialogues(sim: Any, tmp_path: Path) -> None:
-    from toolfactory.pool import publish_dialogues
-    from toolfactory.shards import ShardPaths, read_records
+    from toolfactory.run.pool import publish_dialogues
+    from toolfactory.storage.shards import ShardPaths, read_records
 
     from curation.staged import RUN
 

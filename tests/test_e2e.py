@@ -20,7 +20,7 @@ import pytest
 from conftest import small_run_overrides
 from toolfactory.config import load_config
 from toolfactory.models import Dialogue
-from toolfactory.shards import read_records, read_rejected
+from toolfactory.storage.shards import read_records, read_rejected
 from toolfactory.simulator import SimulatorSettings, start_simulator
 from toolfactory.stages.verify.rules import check, errors
 from toolfactory.storage import ObjectStore
@@ -189,8 +189,8 @@ def test_s3_run_keeps_everything_in_the_bucket_and_no_secret_anywhere(runtime: s
         assert run_prefix + expected in keys
     # The stats live in the bucket: a cache made elsewhere from it alone says what the run's driver said.
     from toolfactory.stages import STAGE_NAMES
-    from toolfactory.stats import StatsDB
-    from toolfactory.stats_sync import sync_stats
+    from toolfactory.run.stats import StatsDB
+    from toolfactory.run.stats_sync import sync_stats
 
     elsewhere = StatsDB(tmp_path / "elsewhere.duckdb")
     sync_stats(ObjectStore.open(load_config(None, overrides).storage), elsewhere, run_id)

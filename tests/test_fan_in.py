@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from toolfactory.config import load_config
-from toolfactory.fan_in import available, grown, supplements
+from toolfactory.run.fan_in import available, grown, supplements
 from toolfactory.stages import ShardSpec
 from toolfactory.storage import ObjectStore
 

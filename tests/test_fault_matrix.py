@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from conftest import small_run_overrides
-from toolfactory.lifetime import descendants
+from toolfactory.run.lifetime import descendants
 from toolfactory.simulator import SimulatorSettings, start_simulator
 
 pytestmark = pytest.mark.fault_matrix

@@ -10,8 +10,8 @@ import typer
 from toolfactory.cli import _finish
 from toolfactory.config import load_config
 from toolfactory.errors import ConfigError
-from toolfactory.floors import below_floors
-from toolfactory.outcome import failure_message
+from toolfactory.run.floors import below_floors
+from toolfactory.run.outcome import failure_message
 
 
 def summary(**outs: tuple[int, float | None]) -> dict[str, Any]:

@@ -15,9 +15,9 @@ import pytest
 
 from conftest import small_run_overrides
 from toolfactory.config import load_config
-from toolfactory.lease import root_lease
-from toolfactory.manifest import Manifest, write_manifest
-from toolfactory.planning import plan_run
+from toolfactory.run.lease import root_lease
+from toolfactory.run.manifest import Manifest, write_manifest
+from toolfactory.run.planning import plan_run
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e

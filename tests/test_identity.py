@@ -12,7 +12,7 @@ from toolfactory.config import validate_config
 from toolfactory.export import export_run
 from toolfactory.llm import Endpoint
 from toolfactory.llm.identity import SIMULATED_LABEL, EndpointIdentity, identify
-from toolfactory.manifest import Manifest, write_manifest
+from toolfactory.run.manifest import Manifest, write_manifest
 from toolfactory.preflight.check import check_endpoint
 
 from export.helpers import RUN, corpus, open_store, write_run

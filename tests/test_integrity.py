@@ -11,18 +11,18 @@ import pytest
 from typer.testing import CliRunner
 
 from export.helpers import corpus
-from toolfactory.attempts import attempt_usage
-from toolfactory.checksums import CHECKSUM_MISMATCH, MISSING, SIZE_MISMATCH, UNREADABLE, sum_path
+from toolfactory.run.attempts import attempt_usage
+from toolfactory.storage.checksums import CHECKSUM_MISMATCH, MISSING, SIZE_MISMATCH, UNREADABLE, sum_path
 from toolfactory.cli import app
 from toolfactory.config import StorageConfig
 from toolfactory.errors import TerminalError
 from toolfactory.export import export_run
-from toolfactory.integrity import check_run, pool_advice, pool_damage, shards_to_rebuild, uncommit
-from toolfactory.manifest import Manifest, write_manifest
-from toolfactory.pool import TOOLS, pool_files
-from toolfactory.shards import METRICS_UNREADABLE, ShardPaths, commit_shard, read_metrics, write_rows, write_summed_rows
+from toolfactory.run.integrity import check_run, pool_advice, pool_damage, shards_to_rebuild, uncommit
+from toolfactory.run.manifest import Manifest, write_manifest
+from toolfactory.run.pool import TOOLS, pool_files
+from toolfactory.storage.shards import METRICS_UNREADABLE, ShardPaths, commit_shard, read_metrics, write_rows, write_summed_rows
 from toolfactory.stages import ShardSpec
-from toolfactory.stats import StatsDB
+from toolfactory.run.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
 RUN = "run-damaged"
@@ -160,7 +160,7 @@ def test_a_truncated_pool_file_is_left_out_of_planning_and_named_with_advice_tha
 def test_a_new_run_plans_without_a_damaged_pool_file(tmp_path: Path) -> None:
     from conftest import small_run_overrides
     from toolfactory.config import load_config
-    from toolfactory.planning import plan_run
+    from toolfactory.run.planning import plan_run
 
     config = load_config(None, small_run_overrides(tmp_path / "data"))
     store = ObjectStore.open(config.storage)

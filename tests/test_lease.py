@@ -13,9 +13,9 @@ import boto3
 import pytest
 
 from conftest import REPO
-from toolfactory import lease
+from toolfactory.run import lease
 from toolfactory.config import StorageConfig
-from toolfactory.lease import LEASE, RootInUse, root_lease
+from toolfactory.run.lease import LEASE, RootInUse, root_lease
 from toolfactory.storage import ObjectStore
 
 
@@ -56,7 +56,7 @@ def test_a_waiting_run_starts_when_the_holder_ends(store: ObjectStore, monkeypat
 def test_a_killed_holders_local_lease_is_free_at_once(tmp_path: Path) -> None:
     root = tmp_path / "root"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom toolfactory.config import StorageConfig\nfrom toolfactory.lease import root_lease\n"
+        [sys.executable, "-c", "import sys, time\nfrom toolfactory.config import StorageConfig\nfrom toolfactory.run.lease import root_lease\n"
          "from toolfactory.storage import ObjectStore\n"
          f"with root_lease(ObjectStore.open(StorageConfig(root={str(root)!r})), 'run-a', True, 0):\n"
          "    print('held', flush=True); time.sleep(300)"],

@@ -15,7 +15,7 @@ from conftest import REPO, small_run_overrides
 
 DRIVER = """
 import subprocess, sys, time
-from toolfactory.lifetime import guard_child, release_child
+from toolfactory.run.lifetime import guard_child, release_child
 child = subprocess.Popen(["sleep", "300"])
 guard_child(child.pid)
 if sys.argv[1] == "release":

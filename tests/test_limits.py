@@ -186,7 +186,7 @@ def test_the_gateway_sends_no_faster_than_the_limit_and_reports_cost(sim: Any) -
 
 
 def test_a_rerun_may_change_the_rate_limit_and_the_budget() -> None:
-    from toolfactory.operational import rerun_config
+    from toolfactory.run.operational import rerun_config
 
     snapshot = load_config(None, ["llm.budget.tokens=1000"], environ={}).snapshot()
     config = rerun_config(snapshot, ["llm.budget.tokens=5000", "llm.rate_limit.requests_per_minute=60"])

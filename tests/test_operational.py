@@ -6,7 +6,7 @@ import pytest
 
 from toolfactory.config import load_config
 from toolfactory.errors import ConfigError
-from toolfactory.operational import check_operational, rerun_config
+from toolfactory.run.operational import check_operational, rerun_config
 
 
 @pytest.mark.fault_matrix

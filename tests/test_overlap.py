@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from conftest import small_run_overrides
-from toolfactory.fan_in import chains
+from toolfactory.run.fan_in import chains
 from toolfactory.stages import STAGE_NAMES
 
 

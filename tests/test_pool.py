@@ -18,13 +18,13 @@ from conftest import small_run_overrides
 from toolfactory.catalog import load_seed_catalog
 from toolfactory.config import load_config
 from toolfactory.models import DomainNode, Tool
-from toolfactory.pool import TOOLS, TREE, pool_files
-from toolfactory.shards import read_records, write_rows
+from toolfactory.run.pool import TOOLS, TREE, pool_files
+from toolfactory.storage.shards import read_records, write_rows
 from toolfactory.stages import ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.pool.dedup import signature
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
 from toolfactory.stages.pool.stage import PoolStage
-from toolfactory.stages.tools.importers import convert
+from toolfactory.definitions.convert import convert
 from toolfactory.storage import ObjectStore
 
 TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))

@@ -15,7 +15,7 @@ from toolfactory.stages.pool.collections import derive_collections
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
 from toolfactory.stages.pool.stage import PoolStage
 from toolfactory.stages.tasks.sampling import sample_tool_set
-from toolfactory.stages.tools.importers import convert
+from toolfactory.definitions.convert import convert
 from toolfactory.stages.tools.sources import split_source
 from toolfactory.storage import ObjectStore
 

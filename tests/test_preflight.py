@@ -17,7 +17,7 @@ import pytest
 
 from toolfactory.config import Config, load_config
 from toolfactory.llm import Endpoint
-from toolfactory.manifest import Manifest
+from toolfactory.run.manifest import Manifest
 from toolfactory.preflight import Preflight, apply_choices, check_endpoint, run_needs
 from toolfactory.simulator import SimulatorSettings, start_simulator
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import small_run_overrides
 from toolfactory.config import StorageConfig
 from toolfactory.models import Dialogue
-from toolfactory.shards import read_records
+from toolfactory.storage.shards import read_records
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e

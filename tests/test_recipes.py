@@ -232,7 +232,7 @@ def test_dialogues_record_their_shown_mode(sim: Any, pool: list[Tool], tmp_path:
 def test_a_run_mixes_the_three_recipes_and_every_dialogue_records_its_recipe_and_mode(prefect_api: str, ray_cluster: None, tmp_path: Path) -> None:
     from conftest import small_run_overrides
     from flows.generate import generate
-    from toolfactory.shards import read_records
+    from toolfactory.storage.shards import read_records
 
     root = tmp_path / "data"
     overrides = small_run_overrides(root, **{

@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from toolfactory.stats import _SCHEMA, TIMESTAMPS, StatsDB
+from toolfactory.run.stats import _SCHEMA, TIMESTAMPS, StatsDB
 
 
 def test_a_reader_waits_while_another_process_writes(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from toolfactory.stats import StatsDB
+from toolfactory.run.stats import StatsDB
 
 STAGES = ("tasks", "dialogues")
 

@@ -13,23 +13,23 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from toolfactory.attempts import AttemptLog, attempt_usage
+from toolfactory.run.attempts import AttemptLog, attempt_usage
 from toolfactory.cli import app
 from toolfactory.config import StorageConfig, load_config
 from toolfactory.llm.usage import UsageMeter
 from toolfactory.report.context import load_context
-from toolfactory.run_record import publish_run_record, record_path
-from toolfactory.shards import ShardPaths, commit_shard
+from toolfactory.run.record import publish_run_record, record_path
+from toolfactory.storage.shards import ShardPaths, commit_shard
 from toolfactory.stages import STAGE_NAMES
-from toolfactory.stats import StatsDB
-from toolfactory.stats_sync import sync_stats
+from toolfactory.run.stats import StatsDB
+from toolfactory.run.stats_sync import sync_stats
 from toolfactory.storage import ObjectStore
 
 FIRST, SECOND = "20261123-030000-night", "20261124-030000-night"
 
 
 def _metrics(run_id: str, stage: str, shard: int, items_in: int, items_out: int, calls: int) -> dict[str, Any]:
-    """A shard's metrics shaped as toolfactory.execution returns them, its LLM use from a real meter."""
+    """A shard's metrics shaped as toolfactory.run.execution returns them, its LLM use from a real meter."""
     meter = UsageMeter()
     usage = meter.role("assistant")
     usage.calls, usage.prompt_tokens, usage.completion_tokens = calls, 100 * calls, 10 * calls

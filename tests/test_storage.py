@@ -9,7 +9,7 @@ import pytest
 
 from toolfactory.config import StorageConfig
 from toolfactory.models import Rejected, Tool
-from toolfactory.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records, read_rejected
+from toolfactory.storage.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records, read_rejected
 from toolfactory.errors import ConfigError
 from toolfactory.storage import ObjectStore, check_root
 

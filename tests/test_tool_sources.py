@@ -9,8 +9,8 @@ import pytest
 from toolfactory.config import SourceFile, ToolsConfig
 from toolfactory.errors import ConfigError
 from toolfactory.models import Function, Tool
-from toolfactory.stages.tools.definition import definition_problems
-from toolfactory.stages.tools.importers import MalformedTool, convert, normalize_schema
+from toolfactory.definitions.validity import definition_problems
+from toolfactory.definitions.convert import MalformedTool, convert, normalize_schema
 from toolfactory.stages.tools.sources import read_sources
 from toolfactory.stages.tools.stage import ToolsStage, import_items
 from toolfactory.stages import ShardSpec

@@ -16,12 +16,12 @@ from openapi_spec_validator import validate as validate_openapi
 from toolfactory.config import load_config
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import DomainNode, Function, Tool
-from toolfactory.shards import write_rows
+from toolfactory.storage.shards import write_rows
 from toolfactory.simulator import SimulatorSettings, start_simulator
 from toolfactory.stages import ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.domains.stage import DomainsStage
 from toolfactory.stages.domains.tree import ContextTree
-from toolfactory.stages.tools.definition import definition_problems, lookup_problems
+from toolfactory.definitions.validity import definition_problems, lookup_problems
 from toolfactory.stages.tools.fields import nesting_depth, object_schema, parameter_types
 from toolfactory.stages.tools.introductions import assemble_openapi
 from toolfactory.stages.tools.sources import SourceItem

@@ -164,7 +164,7 @@ def test_the_user_agent_lists_every_function_an_instruction_needs(sim: Any) -> N
 
 def test_the_openapi_document_keeps_output_descriptions_and_error_responses() -> None:
     from toolfactory.stages.dialogues.agents import error_statuses
-    from toolfactory.stages.tools.importers import functions_from_openapi
+    from toolfactory.definitions.convert import functions_from_openapi
     from toolfactory.stages.tools.introductions import assemble_openapi
 
     field = {"name": "city", "type": "string", "description": "City name", "required": True}

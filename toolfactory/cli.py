@@ -150,7 +150,7 @@ def _bad_input(exc: ConfigError | TerminalError) -> typer.Exit:
 def _stopped_by_full_disk(exc: Exception, run_id: str, config: Config) -> Exception:
     """A run stopped by a full disk: one line with the command that finishes it once there is
     room (exit 1); any other error is left to `main`."""
-    from toolfactory.outcome import rerun_command
+    from toolfactory.run.outcome import rerun_command
     from toolfactory.storage import ObjectStore, disk_full
 
     if not disk_full(exc):
@@ -201,7 +201,7 @@ def run(
     from flows.execute import summary_of
     from flows.generate import generate
     from flows.runtime import prefect_api
-    from toolfactory.planning import new_run_id
+    from toolfactory.run.planning import new_run_id
     from toolfactory.stages.tools.sources import check_files, read_sources
     from toolfactory.storage import check_root
 
@@ -246,8 +246,8 @@ def rerun(
     from flows.execute import summary_of
     from flows.rerun import rerun as rerun_flow
     from flows.runtime import prefect_api
-    from toolfactory.manifest import load_manifest
-    from toolfactory.operational import check_operational
+    from toolfactory.run.manifest import load_manifest
+    from toolfactory.run.operational import check_operational
     from toolfactory.storage import ObjectStore, check_root
 
     try:
@@ -276,8 +276,8 @@ def stats(
 
     Read from the storage root, through a local cache (`stats.path`) brought up to date first."""
     from toolfactory.stages import STAGE_NAMES
-    from toolfactory.stats import StatsDB
-    from toolfactory.stats_sync import sync_stats
+    from toolfactory.run.stats import StatsDB
+    from toolfactory.run.stats_sync import sync_stats
     from toolfactory.storage import ObjectStore
 
     resolved = _config(config, overrides)
@@ -311,10 +311,10 @@ def stats(
 
 def _damaged_files(store: Any, run_id: str) -> list[str]:
     """The run's committed files that are no longer what was committed (sizes: one listing), one
-    line each; nothing is changed (see toolfactory.integrity)."""
+    line each; nothing is changed (see toolfactory.run.integrity)."""
     from toolfactory.errors import RunNotFound
-    from toolfactory.integrity import check_run as check_files
-    from toolfactory.manifest import load_manifest
+    from toolfactory.run.integrity import check_run as check_files
+    from toolfactory.run.manifest import load_manifest
 
     try:
         plan = load_manifest(store, run_id).shard_plan()
@@ -340,9 +340,9 @@ def check_run(
     """Check, without changing anything, that a run's committed files are whole: exit 1 naming
     each missing, truncated or (with --checksums) changed file, 0 when every one is intact."""
     resolved = _config(config, overrides)
-    from toolfactory.integrity import check_run as check_files, pool_advice, shards_to_rebuild
-    from toolfactory.manifest import load_manifest
-    from toolfactory.outcome import rerun_command
+    from toolfactory.run.integrity import check_run as check_files, pool_advice, shards_to_rebuild
+    from toolfactory.run.manifest import load_manifest
+    from toolfactory.run.outcome import rerun_command
     from toolfactory.storage import ObjectStore
 
     store = ObjectStore.open(resolved.storage)
@@ -424,7 +424,7 @@ def _import_mcp(
     from toolfactory.executable.mcp import McpEnvironment, McpSourceSettings
     from toolfactory.executable.session import ExecutionFailed
     from toolfactory.stages.base import StageOutput
-    from toolfactory.stages.tools.definition import definition_problems
+    from toolfactory.definitions.validity import definition_problems
 
     def pairs(values: list[str], option: str) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -609,8 +609,8 @@ def report(
 ) -> None:
     """(Re)build a run's HTML report with its charts, next to the run's shards."""
     from toolfactory.report import build_report
-    from toolfactory.stats import StatsDB
-    from toolfactory.stats_sync import sync_stats
+    from toolfactory.run.stats import StatsDB
+    from toolfactory.run.stats_sync import sync_stats
     from toolfactory.storage import ObjectStore
 
     resolved = _config(config, overrides)

@@ -2,7 +2,7 @@
 
 One training record is one :class:`Dialogue` (docs/architecture.md §1). Tool parameters are JSON Schema
 objects, kept as plain dicts so that any schema keyword survives a round trip through Parquet
-(records are stored as JSON text in a column, see :mod:`toolfactory.shards`).
+(records are stored as JSON text in a column, see :mod:`toolfactory.storage.shards`).
 """
 
 from __future__ import annotations

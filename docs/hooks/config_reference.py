@@ -129,7 +129,7 @@ def page() -> str:
     lines = [
         "# Configuration reference",
         "",
-        "Generated from the pydantic models in `toolfactory/config.py` each time the site is built:",
+        "Generated from the pydantic models of `toolfactory/config/` (one module per section) each time the site is built:",
         "every section and field, with its type, constraints, default and documentation. "
         "The defaults are the ones a run gets when the field is not set. "
         "See [Configuration](../guide/configuration.md) for how a config is written and checked.",

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from toolfactory.config import load_config
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue
-from toolfactory.shards import ShardPaths, encode_records, write_rows
+from toolfactory.storage.shards import ShardPaths, encode_records, write_rows
 from toolfactory.stages import ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.curate.stage import CurateStage, dataset_inputs
 from toolfactory.stages.measure.stage import MeasureStage

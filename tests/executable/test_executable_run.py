@@ -13,7 +13,7 @@ from conftest import small_run_overrides
 
 from toolfactory.config import load_config
 from toolfactory.models import Dialogue
-from toolfactory.shards import dataset_parts, read_records
+from toolfactory.storage.shards import dataset_parts, read_records
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ import pytest
 from toolfactory.executable.confine import ProcessLimits
 from toolfactory.executable.mcp import McpEnvironment, McpSourceSettings
 from toolfactory.executable.session import ExecutionFailed, executable_source
-from toolfactory.stages.tools.definition import definition_problems
+from toolfactory.definitions.validity import definition_problems
 
 SERVER = str(Path(__file__).with_name("hostile_mcp_server.py"))
 

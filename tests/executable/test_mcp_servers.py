@@ -21,7 +21,7 @@ import pytest
 
 from toolfactory.executable.mcp import McpEnvironment, McpSourceSettings
 from toolfactory.executable.session import executable_source
-from toolfactory.stages.tools.definition import definition_problems
+from toolfactory.definitions.validity import definition_problems
 
 REPO = Path(__file__).resolve().parents[2]
 NPM_SERVERS = REPO / "build" / "mcp-servers" / "node_modules" / "@modelcontextprotocol"

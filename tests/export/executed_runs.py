@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolfactory.config import Config, validate_config
-from toolfactory.manifest import Manifest, write_manifest
+from toolfactory.run.manifest import Manifest, write_manifest
 from toolfactory.models import Dialogue, Message, Task, Tool, ToolCall, ToolRef
-from toolfactory.shards import write_rows
+from toolfactory.storage.shards import write_rows
 from toolfactory.stages.dialogues.execution import EXECUTION, DialogueExecution
 from toolfactory.stages.tools.executable import import_executable
 from toolfactory.storage import ObjectStore

@@ -12,7 +12,7 @@ from toolfactory.catalog import load_seed_catalog
 from toolfactory.config import StorageConfig
 from toolfactory.formats import toolalpaca, toolbench
 from toolfactory.models import Dialogue, Function, Tool, ToolRef
-from toolfactory.shards import write_rows
+from toolfactory.storage.shards import write_rows
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.storage import ObjectStore
 

@@ -14,7 +14,7 @@ import yaml
 
 from toolfactory.export import SPLITS, ExportOptions, SplitSpec, export_run, record_split
 from toolfactory.config import validate_config
-from toolfactory.manifest import Manifest, write_manifest
+from toolfactory.run.manifest import Manifest, write_manifest
 from toolfactory.models import Dialogue
 from toolfactory.storage import ObjectStore
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolfactory.export.names import openai_name, original_name
-from toolfactory.stages.tools.definition import OPENAI_NAME
+from toolfactory.definitions.validity import OPENAI_NAME
 
 
 def test_names_openai_accepts_are_kept() -> None:

@@ -20,8 +20,8 @@ from toolfactory.formats import toolbench as toolbench_reader
 from toolfactory.formats import xlam as xlam_reader
 from toolfactory.models import Dialogue, Message
 from toolfactory.render.calls_react import parse_turn
-from toolfactory.shards import write_rows
-from toolfactory.stages.tools.importers import normalize_schema
+from toolfactory.storage.shards import write_rows
+from toolfactory.definitions.convert import normalize_schema
 from toolfactory.storage import ObjectStore
 
 from .helpers import RUN, by_id, calls, final_answer, open_store, pool, read_jsonl, write_run

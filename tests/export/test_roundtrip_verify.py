@@ -25,7 +25,7 @@ from toolfactory.cli import app
 from toolfactory.config import StorageConfig
 from toolfactory.export import SPLITS, export_run
 from toolfactory.models import Dialogue
-from toolfactory.shards import dataset_parts, read_records, stage_parts, write_rows
+from toolfactory.storage.shards import dataset_parts, read_records, stage_parts, write_rows
 from toolfactory.stages.verify.policy import api_error
 from toolfactory.storage import ObjectStore
 

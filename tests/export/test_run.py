@@ -11,10 +11,10 @@ import pytest
 
 import toolfactory.export.run as run_module
 from toolfactory.export import FORMATS, SPLITS, ExportError, OutputDir, export_run
-from toolfactory.shards import dataset_parts
+from toolfactory.storage.shards import dataset_parts
 from toolfactory.export.openai import OpenAIExporter
 from toolfactory.models import Dialogue
-from toolfactory.shards import write_rows
+from toolfactory.storage.shards import write_rows
 from toolfactory.config import StorageConfig
 from toolfactory.storage import ObjectStore
 

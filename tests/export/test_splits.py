@@ -9,7 +9,7 @@ import pytest
 
 from toolfactory.export import SPLITS, ExportError, SplitSpec, export_run, record_split, unit_split
 from toolfactory.models import Dialogue, Function
-from toolfactory.stages.verify.corpus import FINISH_FUNCTION
+from toolfactory.definitions.finish import FINISH_FUNCTION
 
 from .helpers import RUN, corpus, open_store, read_jsonl, write_run
 

@@ -14,8 +14,8 @@ from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS,
 from toolfactory.formats import openai, toolalpaca, toolbench, xlam
 from toolfactory.formats import toolfactory as own
 from toolfactory.models import Dialogue
-from toolfactory.shards import encode_records, records_table
-from toolfactory.stages.tools.importers import functions_from_openapi
+from toolfactory.storage.shards import encode_records, records_table
+from toolfactory.definitions.convert import functions_from_openapi
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.rules import RULES, check
 

@@ -12,7 +12,7 @@ import pytest
 
 from toolfactory.errors import ConfigError
 from toolfactory.formats import NOT_APPLICABLE, UnreadableFile
-from toolfactory.shards import encode_records, records_table
+from toolfactory.storage.shards import encode_records, records_table
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.report import verify_file
 

@@ -16,7 +16,7 @@ from toolfactory.catalog import load_seed_catalog
 from toolfactory.formats.toolbench import load as load_toolbench
 from toolfactory.models import Function
 from toolfactory.render import PARSABLE_TOOL_FORMATS, TOOL_FORMATS, RenderError, ToolFormatError, parse_tools, render_tools
-from toolfactory.stages.tools.importers import convert
+from toolfactory.definitions.convert import convert
 
 from .cases import FUNCTIONS, TRIP
 

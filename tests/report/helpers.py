@@ -1,5 +1,5 @@
 """A small real run for the report tests, written without Prefect: the stats database through
-:class:`StatsDB`'s public methods, with shard metrics shaped as :mod:`toolfactory.execution`
+:class:`StatsDB`'s public methods, with shard metrics shaped as :mod:`toolfactory.run.execution`
 builds them, and the verify stage's accepted shards as Parquet files in a local store."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from toolfactory.config import StorageConfig
 from toolfactory.llm.usage import UsageMeter
 from toolfactory.models import Tool, ToolRef
 from toolfactory.config import validate_config
-from toolfactory.manifest import Manifest, write_manifest
+from toolfactory.run.manifest import Manifest, write_manifest
 from toolfactory.models import Rejected
-from toolfactory.shards import _parquet_bytes as _parquet
-from toolfactory.shards import rejected_table, write_rows
+from toolfactory.storage.shards import _parquet_bytes as _parquet
+from toolfactory.storage.shards import rejected_table, write_rows
 from toolfactory.stages.verify.corpus import valid_dialogues
-from toolfactory.stats import StatsDB
+from toolfactory.run.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
 RUN = "20261122-030000-report"
@@ -63,7 +63,7 @@ def metrics(
     rejected: int | None = None, layers: dict[str, list[int]] | None = None,
     profile: dict[str, dict[str, int]] | None = None, run_id: str = RUN,
 ) -> dict[str, Any]:
-    """A shard's metrics as `toolfactory.execution._run` returns them, its LLM use measured by a
+    """A shard's metrics as `toolfactory.run.execution._run` returns them, its LLM use measured by a
     real :class:`UsageMeter` from :data:`ROLES`."""
     meter = UsageMeter()
     for role, (calls, hits, prompt, completion) in ROLES.get(stage, {}).items():

@@ -12,7 +12,7 @@ import pytest
 
 from toolfactory.report import ReportError, build_report, report_dir
 from toolfactory.stages import STAGE_NAMES
-from toolfactory.stats import StatsDB
+from toolfactory.run.stats import StatsDB
 
 from .conftest import Built, Rebuilt
 from .helpers import EVIL, ROLES, RUN, modes, open_store, parse

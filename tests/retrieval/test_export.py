@@ -18,7 +18,7 @@ from toolfactory.retrieval import evaluate as evaluate_module
 from toolfactory.retrieval.data import build_dataset
 from toolfactory.retrieval.evaluate import embedding_scores, evaluate_retrieval
 from toolfactory.retrieval.export import retriever_export
-from toolfactory.shards import write_rows
+from toolfactory.storage.shards import write_rows
 from toolfactory.storage import ObjectStore
 
 from .helpers import tasks

@@ -14,7 +14,7 @@ from toolfactory.models import Task
 from toolfactory.retrieval.data import RetrievalDataset, build_dataset
 from toolfactory.retrieval.evaluate import bm25_scores, mean_ndcg, random_baseline
 from toolfactory.retrieval.metrics import ndcg_at_k
-from toolfactory.stages.tools.importers import convert, function_name
+from toolfactory.definitions.convert import convert, function_name
 from toolfactory.stages.tools.sources import split_source
 
 

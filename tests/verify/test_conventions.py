@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from toolfactory.models import Function
-from toolfactory.stages.tools import importers
-from toolfactory.stages.tools.definition import function_problems
-from toolfactory.stages.tools.importers import normalize_schema
+from toolfactory.definitions import convert
+from toolfactory.definitions.validity import function_problems
+from toolfactory.definitions.convert import normalize_schema
 from toolfactory.stages.verify.rules import check
 
 from .helpers import codes, dialogue, paths, with_schema
@@ -90,14 +90,14 @@ def test_normalizing_a_schema_visits_each_subschema_once(monkeypatch: pytest.Mon
     for _ in range(40):
         schema = {"type": "dict", "properties": {"x": schema, "y": {"type": "str"}}}
     calls = 0
-    original = importers.normalize_schema
+    original = convert.normalize_schema
 
     def counted(value: Any) -> Any:
         nonlocal calls
         calls += 1
         return original(value)
 
-    monkeypatch.setattr(importers, "normalize_schema", counted)
+    monkeypatch.setattr(convert, "normalize_schema", counted)
     out = counted(schema)
     assert calls < 10 * 40
     for _ in range(40):

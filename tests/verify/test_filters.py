@@ -7,7 +7,7 @@ import json
 import pytest
 
 from toolfactory.models import Message, ToolCall
-from toolfactory.stages.verify.corpus import FINISH_ANSWERED, FINISH_FUNCTION, FINISH_GAVE_UP
+from toolfactory.definitions.finish import FINISH_ANSWERED, FINISH_FUNCTION, FINISH_GAVE_UP
 from toolfactory.stages.verify.rules import check
 from toolfactory.stages.verify.rules.filters import MAX_STEPS
 

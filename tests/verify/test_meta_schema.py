@@ -14,7 +14,7 @@ from jsonschema.exceptions import SchemaError
 
 from toolfactory.formats import read
 from toolfactory.models import Dialogue
-from toolfactory.stages.tools.definition import (
+from toolfactory.definitions.validity import (
     _schema_error,
     plainly_valid,
     schema_error,

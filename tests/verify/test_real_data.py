@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from toolfactory.models import Dialogue, Message, ToolCall
-from toolfactory.stages.tools.importers import convert
+from toolfactory.definitions.convert import convert
 from toolfactory.stages.verify.rules import check
 
 from toolfactory.formats.toolbench import from_train_messages, from_tree, load

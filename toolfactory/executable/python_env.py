@@ -147,7 +147,7 @@ def read_function_docs(path: str) -> list[dict[str, Any]]:
 
 def doc_function(doc: dict[str, Any]) -> Function:
     """A BFCL function doc as a canonical function (BFCL type names mapped to JSON Schema)."""
-    from toolfactory.stages.tools.importers import normalize_schema
+    from toolfactory.definitions.convert import normalize_schema
 
     return Function(
         name=str(doc.get("name", "")),

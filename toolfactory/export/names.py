@@ -1,7 +1,7 @@
 """Function names for OpenAI's API, which accepts only ``^[A-Za-z0-9_-]{1,64}$``.
 
 Released data uses more (BFCL and xLAM: ``math.factorial``, ``requests.get``), and such a name is
-valid tool-use data (see :mod:`toolfactory.stages.tools.definition`). An OpenAI export must still
+valid tool-use data (see :mod:`toolfactory.definitions.validity`). An OpenAI export must still
 send names the API accepts, so a name outside the limit is mapped: its characters outside the
 alphabet become ``_``, it is cut to leave room, and ``-`` plus the first 8 hex digits of the
 SHA-256 of the original name is appended. The mapping is a pure function, names OpenAI accepts
@@ -15,7 +15,7 @@ import hashlib
 import re
 from typing import Iterable
 
-from toolfactory.stages.tools.definition import OPENAI_NAME
+from toolfactory.definitions.validity import OPENAI_NAME
 
 _OUTSIDE = re.compile(r"[^A-Za-z0-9_-]")
 _SUFFIX = 9  # "-" and 8 hex digits

@@ -41,7 +41,7 @@ from toolfactory.export.base import CALL_FORMAT_UNWRITABLE, JsonlExporter, Skip
 from toolfactory.export.names import openai_name
 from toolfactory.export.turns import FINISH, finished_path, uses_finish
 from toolfactory.models import Dialogue, Message
-from toolfactory.stages.verify.corpus import FINISH_FUNCTION
+from toolfactory.definitions.finish import FINISH_FUNCTION
 from toolfactory.render import CALL_FORMATS, TOOL_FORMATS, CallFormatError, chat_messages, render_dialogue
 
 

@@ -1,4 +1,4 @@
-"""Export a run's dataset (its ``curate`` shards, see :func:`toolfactory.shards.dataset_parts`) in one
+"""Export a run's dataset (its ``curate`` shards, see :func:`toolfactory.storage.shards.dataset_parts`) in one
 format, split by tool or category.
 
 Streaming, shard by shard: one shard's records are read, each is validated, given its split
@@ -27,11 +27,11 @@ from toolfactory.export.registry import EXPORTERS, FORMATS
 from toolfactory.export.splits import SPLITS, SplitSpec, record_split
 from toolfactory.export.stats import ExportStats
 from toolfactory.formats.base import validation_message
-from toolfactory.integrity import check_parts
+from toolfactory.run.integrity import check_parts
 from toolfactory.llm.identity import EndpointIdentity
-from toolfactory.manifest import load_manifest
+from toolfactory.run.manifest import load_manifest
 from toolfactory.models import Dialogue, Tool
-from toolfactory.shards import dataset_parts, read_records, stage_parts
+from toolfactory.storage.shards import dataset_parts, read_records, stage_parts
 from toolfactory.storage import ObjectStore
 
 

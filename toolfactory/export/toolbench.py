@@ -64,7 +64,7 @@ from toolfactory.export.output import JsonList, OutputDir
 from toolfactory.export.stats import ExportStats
 from toolfactory.export.turns import FINISH, all_calls, arguments_object, finished_path, function_dict, responses
 from toolfactory.models import Dialogue, Function, ToolCall, stable_id
-from toolfactory.stages.verify.corpus import FINISH_FUNCTION
+from toolfactory.definitions.finish import FINISH_FUNCTION
 
 STEP_PHRASE = "with a function call to actually excute your step."  # sic: ToolBench's prompt
 FORMAT_INSTRUCTION = " Your output should follow this format:\nThought:\nAction\nAction Input:\n"

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from toolfactory.models import Message
-from toolfactory.stages.verify.corpus import FINISH_ANSWERED
+from toolfactory.definitions.finish import FINISH_ANSWERED
 
 FINISH = "Finish"
 GIVE_ANSWER = "give_answer"

@@ -43,7 +43,7 @@ from toolfactory.formats.base import (
 )
 from toolfactory.formats.finish import closed_finish
 from toolfactory.models import Dialogue, Function, Message, ToolCall
-from toolfactory.stages.tools.importers import MalformedTool, convert
+from toolfactory.definitions.convert import MalformedTool, convert
 
 NAME = "openai"
 NOT_APPLICABLE_REASONS: dict[str, str] = dict(DERIVED_MODE)

@@ -6,7 +6,7 @@ The file is a JSON list of tools ``{Name, Documentation, Instructions, Golden_An
 ``<Name>/<k>``, numbered across the file:
 
 * tools: every operation of the OpenAPI ``Documentation`` (a JSON string, or an object) through
-  :func:`~toolfactory.stages.tools.importers.functions_from_openapi`, named as the file's
+  :func:`~toolfactory.definitions.convert.functions_from_openapi`, named as the file's
   ``Function_Projection`` (``{name: [path, method]}``) says: that is the name ToolAlpaca's agent
   and golden answers call, also for an operation without an ``operationId`` (which the importer
   alone would name after its method and path, ``get__current``);
@@ -64,7 +64,7 @@ from toolfactory.formats.base import (
     validation_message,
 )
 from toolfactory.models import Dialogue, Function, Message, ToolCall
-from toolfactory.stages.tools.importers import functions_from_openapi
+from toolfactory.definitions.convert import functions_from_openapi
 
 NAME = "toolalpaca"
 NOT_APPLICABLE_REASONS: dict[str, str] = dict(CALLS_ONLY)

@@ -58,8 +58,8 @@ from toolfactory.formats.base import (
 from toolfactory.formats.finish import closed_finish, finish_arguments
 from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, Message, ToolCall
 from toolfactory.render.parsed import standard_json
-from toolfactory.stages.tools.importers import MalformedTool, convert, normalize_schema
-from toolfactory.stages.verify.corpus import FINISH_FUNCTION
+from toolfactory.definitions.convert import MalformedTool, convert, normalize_schema
+from toolfactory.definitions.finish import FINISH_FUNCTION
 
 NAME = "toolbench"
 # (A path that never calls Finish is filter_search_not_finished, which does apply.)

@@ -45,8 +45,8 @@ from toolfactory.formats.base import (
     require_path,
 )
 from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, Message, ToolCall
-from toolfactory.stages.tools.importers import normalize_schema
-from toolfactory.stages.verify.corpus import FINISH_ANSWERED
+from toolfactory.definitions.convert import normalize_schema
+from toolfactory.definitions.finish import FINISH_ANSWERED
 
 NAME = "tooleval"
 _TRUNCATED = "ToolEval's converter keeps the first 100 characters of each message, so arguments and responses are cut"

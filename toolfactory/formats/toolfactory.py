@@ -1,7 +1,7 @@
 """Our own records: a Parquet shard written by the pipeline, or JSONL of Dialogue objects.
 
 * Parquet (recognised by its ``PAR1`` magic, whatever the file name): the ``record`` column holds
-  each Dialogue as JSON text (:mod:`toolfactory.shards`). Accepted shards (``id``, ``record``)
+  each Dialogue as JSON text (:mod:`toolfactory.storage.shards`). Accepted shards (``id``, ``record``)
   and rejected shards (``id``, ``stage``, ``reasons``, ``detail``, ``record``) both qualify.
 * JSONL: one Dialogue JSON object a line (a JSON list of them is accepted too).
 * A directory: its ``*.parquet`` and ``*.jsonl`` files (not subdirectories, so a stage folder's

@@ -49,7 +49,7 @@ from toolfactory.formats.base import (
     parse_json_field,
 )
 from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, JsonSchema, Message, ToolCall
-from toolfactory.stages.tools.importers import normalize_schema
+from toolfactory.definitions.convert import normalize_schema
 
 NAME = "xlam"
 NOT_APPLICABLE_REASONS: dict[str, str] = dict(CALLS_ONLY)

@@ -19,8 +19,8 @@ from toolfactory.report.data import DialogueMix, RunStats, load_run_stats, scan_
 from toolfactory.report.page import render_page
 from toolfactory.report.samples import rejected_examples
 from toolfactory.report.sections import sections
-from toolfactory.stats import StatsDB
-from toolfactory.stats_sync import sync_stats
+from toolfactory.run.stats import StatsDB
+from toolfactory.run.stats_sync import sync_stats
 from toolfactory.storage import ObjectStore
 
 
@@ -49,7 +49,7 @@ def build_report(store: ObjectStore, stats_path: str | Path, run_id: str) -> dic
     files of the store the stats skipped}``.
 
     The stats database is brought up to date from the store first (every run's record for the
-    trend, this run's shard detail: :mod:`toolfactory.stats_sync`), so it may be a cache made on
+    trend, this run's shard detail: :mod:`toolfactory.run.stats_sync`), so it may be a cache made on
     any machine, or none. Raises :class:`toolfactory.report.ReportError` when the stats have no
     such run."""
     synced = sync_stats(store, StatsDB(stats_path), run_id)

@@ -16,10 +16,10 @@ from typing import Any
 
 from toolfactory.errors import RunNotFound
 from toolfactory.llm.identity import EndpointIdentity
-from toolfactory.manifest import load_manifest
-from toolfactory.outcome import rerun_command
+from toolfactory.run.manifest import load_manifest
+from toolfactory.run.outcome import rerun_command
 from toolfactory.stages import DATASET_STAGE
-from toolfactory.stats import StatsDB, iso_time
+from toolfactory.run.stats import StatsDB, iso_time
 from toolfactory.storage import ObjectStore
 
 # Settings shown in the config summary: (label, path in the manifest's config snapshot).

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from toolfactory.errors import TerminalError
-from toolfactory.shards import dataset_parts, read_records
+from toolfactory.storage.shards import dataset_parts, read_records
 from toolfactory.stages import DATASET_STAGE
 from toolfactory.stages import STAGE_NAMES
-from toolfactory.stats import StatsDB
+from toolfactory.run.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
 
@@ -241,7 +241,7 @@ def _cluster_label(value: Any) -> str:
 
 
 def accepted_shards(store: ObjectStore, run_id: str) -> list[str]:
-    """The parts of the run's dataset, in shard order (see :func:`toolfactory.shards.dataset_parts`)."""
+    """The parts of the run's dataset, in shard order (see :func:`toolfactory.storage.shards.dataset_parts`)."""
     return dataset_parts(store, run_id)
 
 

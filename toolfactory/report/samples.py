@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolfactory.report.data import RunStats
-from toolfactory.shards import read_rejected, stage_parts
+from toolfactory.storage.shards import read_rejected, stage_parts
 from toolfactory.storage import ObjectStore
 
 MAX_TEXT = 1_500  # characters of one message shown; the rest is cut with a mark

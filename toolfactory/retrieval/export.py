@@ -17,7 +17,7 @@ from toolfactory.models import Task
 from toolfactory.retrieval.data import build_dataset
 from toolfactory.retrieval.evaluate import evaluate_retrieval, markdown_table
 from toolfactory.retrieval.layout import write_dataset
-from toolfactory.shards import dataset_parts, read_records, stage_parts
+from toolfactory.storage.shards import dataset_parts, read_records, stage_parts
 from toolfactory.storage import ObjectStore
 
 if TYPE_CHECKING:

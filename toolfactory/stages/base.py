@@ -97,15 +97,15 @@ class ShardContext:
 
     def read(self, path: str) -> list[dict[str, Any]]:
         """The records of a shard file named in the spec's params (immutable pool files)."""
-        from toolfactory.shards import read_records
+        from toolfactory.storage.shards import read_records
 
         if self.store is None:
             raise RuntimeError("this shard context has no storage")
         return read_records(self.store, path)
 
     def iter(self, path: str) -> Iterator[dict[str, Any]]:
-        """The records of a shard file one at a time (see :func:`toolfactory.shards.iter_records`)."""
-        from toolfactory.shards import iter_records
+        """The records of a shard file one at a time (see :func:`toolfactory.storage.shards.iter_records`)."""
+        from toolfactory.storage.shards import iter_records
 
         if self.store is None:
             raise RuntimeError("this shard context has no storage")
@@ -125,7 +125,7 @@ class Planning:
 
     def outputs(self, stage: str) -> tuple[str, ...]:
         """The main files of every shard of `stage`."""
-        from toolfactory.shards import ShardPaths
+        from toolfactory.storage.shards import ShardPaths
 
         return tuple(ShardPaths(self.run_id, stage, spec.index).main for spec in self.plans.get(stage, []))
 
@@ -148,7 +148,7 @@ class Stage(Protocol):
 
 def one_to_one(stage: str, planning: Planning, upstream: str) -> list[ShardSpec]:
     """Shard i of `stage` reads shard i of the `upstream` stage."""
-    from toolfactory.shards import ShardPaths
+    from toolfactory.storage.shards import ShardPaths
 
     return [
         ShardSpec(stage, spec.index, (ShardPaths(planning.run_id, spec.stage, spec.index).main,))

@@ -26,7 +26,7 @@ from toolfactory.curation.measures import Measure
 from toolfactory.curation.selection import Selection, Verdict, curation_of
 from toolfactory.executable.counts import count_executed
 from toolfactory.models import Dialogue
-from toolfactory.shards import ShardPaths
+from toolfactory.storage.shards import ShardPaths
 from toolfactory.stages.base import RECIPES, Planning, ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.select.stage import record_key
 

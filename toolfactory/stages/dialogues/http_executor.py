@@ -38,7 +38,7 @@ from urllib.parse import quote, urljoin, urlsplit
 import httpx
 
 from toolfactory.errors import ToolfactoryError
-from toolfactory.allowlist import DEFAULT_PORTS, HttpExecutorSettings, allowlisted
+from toolfactory.config.allowlist import DEFAULT_PORTS, HttpExecutorSettings, allowlisted
 from toolfactory.models import Function, Tool, ToolCall
 
 __all__ = [

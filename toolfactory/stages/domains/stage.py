@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from toolfactory.models import DomainNode
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.domains.tree import DEPTH, ContextTree
-from toolfactory.stages.tools.importers import MalformedTool, convert
+from toolfactory.definitions.convert import MalformedTool, convert
 from toolfactory.stages.tools.sources import SourceItem
 
 EXTRACT_PROMPT = """\

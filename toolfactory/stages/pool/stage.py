@@ -51,7 +51,7 @@ class PoolStage:
                 index.add(f"{KNOWN}:{path}:{k}", KNOWN, signature(Tool.model_validate(record)))
         out = StageOutput(items_in=len(inputs))
         names: dict[str, str] = {}
-        # A supplement shard (toolfactory/fan_in.py): the run's tools already in its earlier pool
+        # A supplement shard (toolfactory/run/fan_in.py): the run's tools already in its earlier pool
         # parts count as kept before these.
         for path in shard.params.get("prior", []):
             for k, record in enumerate(ctx.read(path)):

@@ -4,7 +4,7 @@ One shard reads every measure shard (fan-in), record by record, into DuckDB tabl
 memory limit (never the run's dialogues, nor its signatures in memory at once), plus the dialogue
 signatures of earlier runs (`<root>/pool/dialogues`, the files that existed when the run was
 planned) and, in a supplement shard, the records of the dataset's earlier parts
-(`params.prior`, toolfactory/fan_in.py). It decides
+(`params.prior`, toolfactory/run/fan_in.py). It decides
 
 * exact and near-duplicates (MinHash LSH as SQL, :mod:`toolfactory.curation.duplicate_pairs`):
   of duplicates the record indexed first is kept, earlier runs' and earlier parts' first, then the

@@ -53,7 +53,7 @@ class TasksStage:
         settings = ctx.config.tasks
         pool = [Tool.model_validate(data) for data in inputs]
         hierarchy = PoolHierarchy(pool)
-        # A supplement shard (toolfactory/fan_in.py) anchors on the tools of one later pool part
+        # A supplement shard (toolfactory/run/fan_in.py) anchors on the tools of one later pool part
         # and samples tool sets from the whole pool.
         anchoring = [Tool.model_validate(data) for data in ctx.read(shard.params["anchors"])] if "anchors" in shard.params else pool
         anchors = anchoring[shard.params["part"] :: shard.params["parts"]]

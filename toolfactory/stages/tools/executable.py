@@ -16,7 +16,7 @@ from toolfactory.executable.registry import environments, source_settings
 from toolfactory.executable.session import EXEC_START_FAILED, ExecutionFailed
 from toolfactory.models import Tool, stable_id
 from toolfactory.stages.base import StageOutput
-from toolfactory.stages.tools.definition import definition_problems
+from toolfactory.definitions.validity import definition_problems
 
 #: A function its source's documentation names but the source cannot run.
 FUNCTION_MISSING = "exec_function_missing"

@@ -23,9 +23,9 @@ from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
 from toolfactory.models import Rejected, Tool
 from toolfactory.stages.base import ShardContext
-from toolfactory.stages.tools.definition import definition_problems, lookup_problems
+from toolfactory.definitions.validity import definition_problems, lookup_problems
 from toolfactory.stages.tools.fields import fields_schema, object_schema, with_field_defs
-from toolfactory.stages.tools.importers import functions_from_openapi
+from toolfactory.definitions.convert import functions_from_openapi
 from toolfactory.stages.tools.sources import SourceItem
 
 STAGE = "tools"

@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 from toolfactory.config import executable_source_lists
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.records import map_records
-from toolfactory.stages.tools.definition import definition_problems
+from toolfactory.definitions.validity import definition_problems
 from toolfactory.stages.tools.executable import import_executable
-from toolfactory.stages.tools.importers import MalformedTool, convert
+from toolfactory.definitions.convert import MalformedTool, convert
 from toolfactory.stages.tools.introductions import document_entry
 from toolfactory.stages.tools.sources import SourceItem
 from toolfactory.stages.tools.synthesis import synthesize

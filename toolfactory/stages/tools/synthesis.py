@@ -30,7 +30,7 @@ from toolfactory.models import DomainNode, Function, Rejected, Tool, stable_id
 from toolfactory.stages.base import ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.domains.tree import ContextTree
 from toolfactory.stages.records import map_records
-from toolfactory.stages.tools.definition import definition_problems, lookup_problems
+from toolfactory.definitions.validity import definition_problems, lookup_problems
 from toolfactory.stages.tools.fields import fields_schema, object_schema, parameter_types, with_field_defs
 
 STAGE = "tools"

@@ -19,6 +19,7 @@ import random
 from typing import Any, Sequence
 
 from toolfactory.catalog import load_seed_catalog
+from toolfactory.definitions.finish import FINISH_ANSWERED, FINISH_FUNCTION
 from toolfactory.models import Dialogue, Function, Message, Tool, ToolCall
 from toolfactory.simulator.schema_instance import instance_for, is_valid_instance
 
@@ -29,26 +30,6 @@ SYSTEM_PROMPT = (
     "You are a helpful assistant that can use the functions provided. Call a function when it "
     "helps to answer the request, with argument values taken from the conversation."
 )
-
-# ToolLLM's terminal function and the observation its environment returns (as recorded in the
-# DFSDT trees of ToolBench's released answers).
-FINISH_FUNCTION = Function(
-    name="Finish",
-    description=(
-        "If you think you get the result which can answer the task, call this function to give the final answer. "
-        "Or, if you think you can't handle the task from this status, call this function to restart."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "return_type": {"type": "string", "enum": ["give_answer", "give_up_and_restart"]},
-            "final_answer": {"type": "string", "description": "The final answer you want to give the user."},
-        },
-        "required": ["return_type"],
-    },
-)
-FINISH_ANSWERED = '{"response":"successfully giving the final answer."}'
-FINISH_GAVE_UP = '{"response":"chose to give up and restart"}'
 
 _USER_EN = (
     "Hi, could you help me with {tool}? {description} Please use sensible values for the details.",
@@ -228,4 +209,4 @@ def _dialogue(shape: str, rng: random.Random, catalog: list[Tool], seed: int, in
     )
 
 
-__all__ = ["FINISH_ANSWERED", "FINISH_FUNCTION", "FINISH_GAVE_UP", "MAX_CALLS", "SHAPES", "valid_dialogues"]
+__all__ = ["MAX_CALLS", "SHAPES", "valid_dialogues"]

@@ -32,7 +32,7 @@ from jsonschema import Draft202012Validator
 
 from toolfactory.models import Dialogue, Function, Message, ToolCall, Verdict, canonical_json
 from toolfactory.stages.dialogues.modes import shown_mode
-from toolfactory.stages.verify.corpus import FINISH_GAVE_UP
+from toolfactory.definitions.finish import FINISH_GAVE_UP
 from toolfactory.stages.verify.rules import RULES, check, record_rules
 from toolfactory.stages.verify.rules.dialogue import MAX_ANSWER_CHARS
 from toolfactory.stages.verify.rules.filters import FINISH, MAX_STEPS

@@ -13,7 +13,7 @@ from typing import Iterator
 
 from toolfactory.models import Function
 
-from toolfactory.stages.tools.definition import NAME_NOT_OPENAI
+from toolfactory.definitions.validity import NAME_NOT_OPENAI
 from toolfactory.stages.verify.rules.registry import Finding, Sample, rule
 
 

@@ -17,7 +17,7 @@ from functools import cached_property
 from pydantic_core import PydanticSerializationError
 
 from toolfactory.models import Function
-from toolfactory.stages.tools.definition import uncached_function_problems
+from toolfactory.definitions.validity import uncached_function_problems
 from toolfactory.stages.verify.rules.arguments_schema import ArgumentsSchema, arguments_schema
 
 CACHED = 16384  # distinct definitions kept
@@ -37,7 +37,7 @@ class FunctionFacts:
     @cached_property
     def problems(self) -> tuple[tuple[str, str], ...]:
         """(reason code, message) of each definition problem
-        (:func:`~toolfactory.stages.tools.definition.function_problems`; kept here, once per definition)."""
+        (:func:`~toolfactory.definitions.validity.function_problems`; kept here, once per definition)."""
         return uncached_function_problems(self.function)
 
     @cached_property

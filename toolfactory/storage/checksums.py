@@ -9,7 +9,7 @@ size and checksum tell a damaged file from a good one without trusting the file:
   sums are known before either reaches storage, and the commit marker stays the main part;
 * a pool file (``pool/<kind>/<name>.parquet``): in ``pool/<kind>/_sums/<name>.parquet.json``,
   written before the file, so a pool file never exists without its record (files written before
-  sums were recorded have none: they are checked by opening them, see :mod:`toolfactory.integrity`).
+  sums were recorded have none: they are checked by opening them, see :mod:`toolfactory.run.integrity`).
 """
 
 from __future__ import annotations

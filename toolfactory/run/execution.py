@@ -2,7 +2,7 @@
 
 This is the unit of work a Prefect task runs on a Ray worker; it knows nothing of either.
 It is idempotent: a shard whose output is already committed is not run again, and an
-interrupted shard, run again, overwrites its own files (see :mod:`toolfactory.shards`).
+interrupted shard, run again, overwrites its own files (see :mod:`toolfactory.storage.shards`).
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from toolfactory.attempts import COMPLETED, AttemptLog
+from toolfactory.run.attempts import COMPLETED, AttemptLog
 from toolfactory.config import Config, LLMConfig
 from toolfactory.errors import BudgetExhausted, DriverGone, ShardIncomplete
-from toolfactory.lifetime import Driver
+from toolfactory.run.lifetime import Driver
 from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
 from toolfactory.llm.cost import priced_usage, total_cost
 from toolfactory.llm.limits import SharedLimit
 from toolfactory.llm.usage import UsageMeter
-from toolfactory.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records
+from toolfactory.storage.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records
 from toolfactory.stages import ShardContext, ShardSpec, stage_named
 from toolfactory.storage import ObjectStore
 

@@ -6,7 +6,7 @@ settings without importing the stages.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 import httpx

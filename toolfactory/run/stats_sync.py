@@ -1,6 +1,6 @@
 """The stats database as a cache of the storage root.
 
-The storage root is the record of every run: its run record (:mod:`toolfactory.run_record`), the
+The storage root is the record of every run: its run record (:mod:`toolfactory.run.record`), the
 metrics sidecar of each committed shard and the usage file of each attempt
 (docs/architecture.md §3). A local DuckDB file holds what was read of them, and is brought up to
 date from the root before it is read:
@@ -32,11 +32,11 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import duckdb
 
-from toolfactory.attempts import INTERRUPTED, RUNNING
-from toolfactory.manifest import manifest_path
-from toolfactory.run_record import REQUIRED, STAGE_TOTALS, record_path, replace_stages
+from toolfactory.run.attempts import INTERRUPTED, RUNNING
+from toolfactory.run.manifest import manifest_path
+from toolfactory.run.record import REQUIRED, STAGE_TOTALS, record_path, replace_stages
 from toolfactory.stages import STAGE_NAMES
-from toolfactory.stats import StatsDB, _timestamp
+from toolfactory.run.stats import StatsDB, _timestamp
 from toolfactory.storage import ObjectStore
 
 T = TypeVar("T")

@@ -11,7 +11,7 @@ A shard is done exactly when its main part exists. Every file name is a function
 never duplicate a record; the metrics sidecar lets the stats database be rebuilt from storage
 if the flow died before recording them. The sidecar also records the size and SHA-256 of the
 rejected and main parts (``files``), serialized before either is written, so a part damaged
-after its commit is told from a good one (:mod:`toolfactory.integrity`).
+after its commit is told from a good one (:mod:`toolfactory.run.integrity`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from toolfactory.checksums import FileSum, write_summed
+from toolfactory.storage.checksums import FileSum, write_summed
 from toolfactory.models import Record, Rejected
 from toolfactory.storage import ObjectStore
 
@@ -137,7 +137,7 @@ def write_rows(store: ObjectStore, path: str, rows: list[tuple[str, str]]) -> No
 
 def write_summed_rows(store: ObjectStore, path: str, rows: list[tuple[str, str]]) -> None:
     """Write (id, JSON) rows as one records file, atomically, its size and checksum recorded
-    beside it first (pool files, which later runs read: :mod:`toolfactory.checksums`)."""
+    beside it first (pool files, which later runs read: :mod:`toolfactory.storage.checksums`)."""
     write_summed(store, path, _parquet_bytes(records_table(rows)))
 
 

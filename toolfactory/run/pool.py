@@ -3,14 +3,14 @@
     pool/tools/<run_id>.parquet   the tools that run added (none already in the pool)
     pool/tree/<run_id>.parquet    the context-tree nodes that run added
     pool/dialogues/<run_id>.parquet  MinHash signatures of the dialogues that run kept (dedup)
-    pool/<kind>/<run_id>.<k>.parquet what supplement shard k of a run added (toolfactory/fan_in.py)
+    pool/<kind>/<run_id>.<k>.parquet what supplement shard k of a run added (toolfactory/run/fan_in.py)
 
 Files are immutable and named by the run that wrote them; the pool is their union. A run plans
 against the files that exist when it is planned (recorded in its shard plan), so its shards see
 the same pool on a re-run, and a file is written whole (atomically) from the run's committed
 shards, so a killed run leaves no partial file and publishing again writes the same bytes. Each
 file's size and checksum are recorded beside it before it is written (``pool/<kind>/_sums/``,
-:mod:`toolfactory.checksums`); a file found damaged is left out of the runs planned after it
+:mod:`toolfactory.storage.checksums`); a file found damaged is left out of the runs planned after it
 (:func:`pool_files`), and a re-run of the run that wrote it writes it again.
 """
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 
-from toolfactory.checksums import check_file, read_sum
+from toolfactory.storage.checksums import check_file, read_sum
 from toolfactory.models import Dialogue, DomainNode, Tool
-from toolfactory.shards import ShardPaths, iter_records, read_ids, read_records, write_summed_rows
+from toolfactory.storage.shards import ShardPaths, iter_records, read_ids, read_records, write_summed_rows
 from toolfactory.storage import ObjectStore
 
 TOOLS = "pool/tools"
@@ -31,7 +31,7 @@ DIALOGUES = "pool/dialogues"
 def pool_files(store: ObjectStore, kind: str) -> tuple[str, ...]:
     """The pool's intact files of `kind` (TOOLS, TREE or DIALOGUES), in run order: a file whose
     size is not the one recorded, or that does not open, is left out (a later run must not break
-    on it; :func:`toolfactory.integrity.pool_damage` names it)."""
+    on it; :func:`toolfactory.run.integrity.pool_damage` names it)."""
     sizes = store.sizes(f"{kind}/")
     return tuple(
         path for path in sorted(sizes)

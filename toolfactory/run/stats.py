@@ -4,7 +4,7 @@ Workers return metrics; during a run its flow is the only writer of the run's ro
 opens the file, writes one transaction and closes it, so `toolfactory stats` can read while a
 run goes on. Everything in it is derived from the storage root (run records, shard metrics
 sidecars, attempt usage files): the file is a local cache, rebuilt or brought up to date from
-the root by :mod:`toolfactory.stats_sync` wherever it is read.
+the root by :mod:`toolfactory.run.stats_sync` wherever it is read.
 
 Times are ``TIMESTAMP`` columns in UTC, so a run's wall time, a stage's span or a trend over
 nights is one query (``finished_at - started_at``). Files written before that kept them as ISO
@@ -85,14 +85,14 @@ ALTER TABLE shard_attempts ADD COLUMN IF NOT EXISTS cached_prompt_tokens BIGINT;
 ALTER TABLE llm_usage ADD COLUMN IF NOT EXISTS cached_prompt_tokens BIGINT;
 -- Why a run that did not complete stopped (e.g. its LLM budget), in the operator's words.
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS message VARCHAR;
--- A run's stage totals as its run record in storage states them (toolfactory/run_record.py):
+-- A run's stage totals as its run record in storage states them (toolfactory/run/record.py):
 -- the trend across runs reads them, so a cache needs no shard detail of every run it lists.
 CREATE TABLE IF NOT EXISTS run_stages (
     run_id VARCHAR, stage VARCHAR, shards_total INTEGER, shards_failed INTEGER, items_in BIGINT,
     items_out BIGINT, rejected BIGINT, llm_calls BIGINT, prompt_tokens BIGINT, completion_tokens BIGINT,
     cost_usd DOUBLE, PRIMARY KEY (run_id, stage)
 );
--- What this file has read of the storage root (toolfactory/stats_sync.py): the version of each
+-- What this file has read of the storage root (toolfactory/run/stats_sync.py): the version of each
 -- run record, and of each sidecar, so that only what changed is read again; `source` 'driver'
 -- when the run's own driver wrote the record from this file.
 CREATE TABLE IF NOT EXISTS storage_runs (
@@ -346,7 +346,7 @@ class StatsDB:
             con.execute("COMMIT")
 
     def record_attempts(self, attempts: Iterable[dict[str, Any]]) -> int:
-        """Add attempts read from their usage files (:mod:`toolfactory.attempts`): those the
+        """Add attempts read from their usage files (:mod:`toolfactory.run.attempts`): those the
         database lacks, the killed ones among them. An attempt already recorded is left as it is,
         so reading the files again never counts an attempt twice. Returns how many were added."""
         added = 0
@@ -412,7 +412,7 @@ class StatsDB:
 
     def run_facts(self, run_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """The run's row (None if unknown) and its shards that did not complete, as a run record
-        keeps them (:mod:`toolfactory.run_record`)."""
+        keeps them (:mod:`toolfactory.run.record`)."""
         with self._connect(read_only=True) as con:
             con.execute(f"""SELECT run_id, {_ts('created_at')} AS created_at, {_ts('started_at')} AS started_at,
                                    {_ts('finished_at')} AS finished_at, status, reason, message, storage, config,

@@ -29,7 +29,7 @@ from toolfactory.config import LLMConfig
 from toolfactory.errors import DriverGone
 from toolfactory.llm.cost import priced_usage, total_cost
 from toolfactory.llm.usage import UsageMeter
-from toolfactory.shards import ShardPaths
+from toolfactory.storage.shards import ShardPaths
 from toolfactory.storage import ObjectStore
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ agents and workers they start would otherwise outlive them). The guard blocks on
 it died, and the guard then terminates every child still alive and exits. The guard ignores the
 terminal's Ctrl-C (it lives in its own session) so that it always outlives the driver.
 
-    python -m toolfactory.lifetime        (reads `pid` or `tree pid` to watch, `-pid` to forget, a line each, from stdin)
+    python -m toolfactory.run.lifetime        (reads `pid` or `tree pid` to watch, `-pid` to forget, a line each, from stdin)
 
 The same holds for the work a driver hands out: a shard commits only while the driver that
 submitted it lives (:class:`Driver`), so no shard of a dead driver becomes visible after it died.
@@ -66,7 +66,7 @@ class Guard:
 
     def __init__(self) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "toolfactory.lifetime"], stdin=subprocess.PIPE, start_new_session=True,
+            [sys.executable, "-m", "toolfactory.run.lifetime"], stdin=subprocess.PIPE, start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         self._lock = threading.Lock()

@@ -4,7 +4,7 @@ shards a re-run builds again for them (docs/architecture.md §4, rule 10).
 A shard is done when its main part exists (rule 2), but a part that exists is not necessarily
 whole: a disk that filled up, a copy cut short or a faulty tool can damage it after its commit.
 Each committed file's size and SHA-256 are recorded before it is written
-(:mod:`toolfactory.checksums`); :func:`check_run` compares what storage holds with them:
+(:mod:`toolfactory.storage.checksums`); :func:`check_run` compares what storage holds with them:
 
 * a planned shard's main and rejected parts against its metrics sidecar, and the sidecar itself
   (one that is not JSON is damage too); a main part that is gone while a committed shard read it;
@@ -28,11 +28,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from toolfactory.checksums import MISSING, Damage, FileSum, check_file, read_sum
-from toolfactory.manifest import manifest_path
-from toolfactory.outcome import rerun_command
-from toolfactory.pool import DIALOGUES, TOOLS, TREE
-from toolfactory.shards import FILES, METRICS_UNREADABLE, ShardPaths, read_sidecar
+from toolfactory.storage.checksums import MISSING, Damage, FileSum, check_file, read_sum
+from toolfactory.run.manifest import manifest_path
+from toolfactory.run.outcome import rerun_command
+from toolfactory.run.pool import DIALOGUES, TOOLS, TREE
+from toolfactory.storage.shards import FILES, METRICS_UNREADABLE, ShardPaths, read_sidecar
 from toolfactory.stages import ShardSpec
 from toolfactory.storage import ObjectStore
 

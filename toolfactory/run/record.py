@@ -8,7 +8,7 @@ driver writes it from its stats database, whole or not at all like every object
 (:mod:`toolfactory.storage`), when the run starts, after each group of stages and at the end.
 With the shards' metric sidecars and the attempts' usage files it holds everything the stats
 database holds, so any machine that reads the root can rebuild the stats
-(:mod:`toolfactory.stats_sync`); the stage totals alone give the trend across runs.
+(:mod:`toolfactory.run.stats_sync`); the stage totals alone give the trend across runs.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import duckdb
 
-from toolfactory.stats import StatsDB
+from toolfactory.run.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
 FORMAT = 1
@@ -55,7 +55,7 @@ def write_run_record(store: ObjectStore, record: dict[str, Any]) -> str | None:
 
 def publish_run_record(store: ObjectStore, db: StatsDB, run_id: str, stage_order: Sequence[str]) -> None:
     """Write the run's record from `db`, the database its driver writes, and note in `db` that it
-    holds that version already (nothing of it is read back: :mod:`toolfactory.stats_sync`)."""
+    holds that version already (nothing of it is read back: :mod:`toolfactory.run.stats_sync`)."""
     record = run_record(db, run_id, stage_order)
     if record is None:
         return

@@ -3,7 +3,7 @@
 The tools stage's inputs are the raw entries of the tool sources, shuffled with the run seed,
 cut to `tools.max_tools` and stored with the run in shards of `tools.tools_per_shard`; the
 synthesis documents are stored with it too. Every stage plans its shards from the plans before
-it and from the pool files that exist now (see :mod:`toolfactory.pool`), so the plan, kept in
+it and from the pool files that exist now (see :mod:`toolfactory.run.pool`), so the plan, kept in
 the manifest, fixes what a re-run reads.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 from toolfactory.config import Config
 from toolfactory.errors import ConfigError
 from toolfactory.models import Record, canonical_json, stable_id
-from toolfactory.pool import DIALOGUES, TOOLS, TREE, pool_files
-from toolfactory.shards import ShardPaths, commit_shard, encode_records
+from toolfactory.run.pool import DIALOGUES, TOOLS, TREE, pool_files
+from toolfactory.storage.shards import ShardPaths, commit_shard, encode_records
 from toolfactory.stages import STAGE_NAMES, STAGES, Planning, ShardSpec
 from toolfactory.stages.tools.sources import read_sources
 from toolfactory.storage import ObjectStore

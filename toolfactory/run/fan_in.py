@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from toolfactory.shards import ShardPaths, read_metrics
+from toolfactory.storage.shards import ShardPaths, read_metrics
 from toolfactory.stages import ShardSpec
 from toolfactory.storage import ObjectStore
 

@@ -1,0 +1,43 @@
+"""The `verify` section: rules, judges, policy and the limits of a record."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from toolfactory.config.section import Section
+
+
+class VerifyConfig(Section):
+    """The verify stage."""
+
+    disabled_rules: list[str] = Field(default_factory=list)
+    """Rule codes to skip."""
+    judges: list[Literal["hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"]] = Field(
+        default_factory=lambda: ["hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"]
+    )
+    """LLM judge aspects of the model layer, run on records that pass the rules; [] turns it off."""
+    judge_votes: int = Field(3, ge=1, le=15)
+    """Votes per judge aspect (the `judge` role's model); the majority decides, a tie fails."""
+    judge_stop: Literal["decided", "all"] = "decided"
+    """`decided`: votes are cast in waves and stop as soon as the majority is decided (the same
+    decision as casting them all, since vote i is always sample i); `all`: every vote is cast."""
+    judge_call: Literal["per_aspect", "combined"] = "per_aspect"
+    """`per_aspect`: one judge request per aspect and vote (ToolACE §3.2); `combined`: one
+    structured request per vote that answers every aspect at once (`benchmarks.judges` measures
+    how often the two agree)."""
+    max_steps: dict[Literal["toolalpaca", "toolllm", "toolace"], int] = Field(default_factory=lambda: {"toolalpaca": 5})
+    """Policy: the most function calls a dialogue of each recipe may make (`filter_too_many_steps`);
+    a recipe not listed has no step limit (ToolLLM's search has its own max_depth)."""
+    keep_error_recovery: list[Literal["toolalpaca", "toolllm", "toolace"]] = Field(default_factory=lambda: ["toolalpaca"])
+    """Policy: recipes that keep a call answered with an error and then made correctly."""
+    execution: bool = True
+    """Replay the calls that ran on executable sources (`tools.environments`, `tools.mcp`) in fresh
+    environments, between the rules and the judges (`exec_*` rules); records without such calls
+    pass it untouched."""
+    max_depth: int = Field(64, ge=1, le=200)
+    """Deepest nesting of a schema, call arguments or JSON tool response; deeper is `record_too_deep`.
+    At most 200: the libraries the rules use stop at about 255 levels."""
+    max_record_chars: int = Field(2_000_000, ge=1)
+    """Most characters of a record's texts, arguments and tool definitions; more is `record_too_large`."""
