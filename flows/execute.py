@@ -5,12 +5,12 @@ output is committed is never run again, a shard whose input is missing is record
 and every other shard is submitted, one task per (stage, shard). Stages run in order, except
 that a chain of one-to-one stages runs at once, shard i of each starting when its input shard
 commits (:mod:`flows.overlap`); within a stage all shards run in parallel on Ray. Metrics go to
-DuckDB from the driver only.
+DuckDB from the driver only: what it records on the way (stats, run record, the manifest's growth,
+damaged files, the pool) is kept by :mod:`toolfactory.run.bookkeeping`, which this flow calls.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any, Callable
 
 from prefect import flow, get_run_logger, task
@@ -26,112 +26,68 @@ from flows.overlap import Group, Settled, StageFlows, StageWork, current_link
 from flows.progress import StageProgress, shared_display
 from flows.runtime import ray_session, run_ledger
 from tasks.shard import configured
-from toolfactory.run.attempts import attempt_usage
-from toolfactory.run.execution import ShardJob
-from toolfactory.run.lifetime import Driver
 from toolfactory.config import Config
 from toolfactory.errors import EndpointRefused, RunFailed
-from toolfactory.run.floors import below_floors
-from toolfactory.run.integrity import check_run, pool_advice, shards_to_rebuild, uncommit
 from toolfactory.export import OutputDir, SplitSpec, export_run
-from toolfactory.run.fan_in import FAN_IN, ONE_TO_ONE, available, chains, grown, supplements
-from toolfactory.run.manifest import Manifest, write_manifest
-from toolfactory.run.outcome import budget_message, failure_message, rerun_command, with_larger_budget
-from toolfactory.run.pool import publish, publish_dialogues
 from toolfactory.report import build_report
-from toolfactory.storage.shards import ShardPaths, read_metrics
-from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
-from toolfactory.run.record import publish_run_record
+from toolfactory.run.bookkeeping import RunBook, ShardBook
+from toolfactory.run.execution import ShardJob
+from toolfactory.run.fan_in import ONE_TO_ONE, chains
+from toolfactory.run.lifetime import Driver
+from toolfactory.run.manifest import Manifest
+from toolfactory.run.outcome import failure_message, rerun_command
 from toolfactory.run.stats import StatsDB
-from toolfactory.run.stats_sync import sync_stats
+from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
 from toolfactory.storage import ObjectStore, disk_full
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
 
 def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None, checksums: bool = False) -> dict[str, Any]:
     """Run what is left of `manifest`'s run, sending LLM requests to `base_url` (None: the
     configured `llm.base_url`); the run's summary (see :meth:`StatsDB.run_summary`). Committed
     shards found damaged (sizes; with `checksums`, every file's checksum too) are built again,
-    with every shard that read them."""
-    config = manifest.run_config()
-    stats = StatsDB(config.stats_path())
-    sync_stats(store, stats, manifest.run_id)  # a re-run on another machine goes on from what storage holds
-    made_by = manifest.endpoint()
-    stats.start_run(manifest.run_id, manifest.created_at, store.url, manifest.config, manifest.versions, _now(),
-                    made_by.label, made_by.simulated)
-    publish_run_record(store, stats, manifest.run_id, STAGE_NAMES)
-    plan = manifest.shard_plan()
-    store.remove_temporary(f"runs/{manifest.run_id}")  # left by a killed run; never read
-    store.abort_uploads(f"runs/{manifest.run_id}/")  # likewise, on S3
-    _rebuild_damaged(store, manifest.run_id, plan, config, checksums)
+    with every shard that read them. What the run records on the way is kept by its
+    :class:`~toolfactory.run.bookkeeping.RunBook`."""
+    book = RunBook(manifest, store, get_run_logger())
+    book.start(checksums)
+    config, run_id = book.config, book.run_id
     stopped: str | None = None  # why the run stopped early: an endpoint's repeated refusals
     stop: str | None = None  # the budget is spent
     driver = Driver()
-    widest = max((len(specs) for specs in plan.values()), default=0)
-    with (ray_session(config, warm=widest), run_ledger(config, manifest.run_id, stats) as ledger, shared_display() as display,
-          StageFlows() as flows):
+    with (ray_session(config, warm=book.widest_stage()), run_ledger(config, run_id, book.stats) as ledger,
+          shared_display() as display, StageFlows() as flows):
         limits = ledger.ref if ledger is not None else None
         for stages in chains(STAGE_NAMES):  # a chain of one-to-one stages runs at once (flows/overlap.py)
             stop = ledger.stop_reason() if ledger is not None else None
             work: list[StageWork] = []
             for stage in stages:
-                added = supplements(stage, plan, store, manifest.run_id)
-                if added:  # inputs a fan-in stage ran without have arrived: the plan grows (fan_in.py)
-                    plan[stage] = grown(plan[stage], added)
-                    manifest = _grown(manifest, store, plan)
-                    get_run_logger().info("%s: %d supplement shard(s) for inputs that arrived late", stage, len(added))
-                pending = _record_done(store, stats, manifest.run_id, plan[stage])
+                pending = book.pending(stage)  # the plan grows first by supplements (fan_in.py)
                 if stop is not None:  # the budget is spent: no stage starts any more
-                    _record_not_started(stats, manifest.run_id, pending, stop)
+                    book.not_started(pending, stop)
                     continue
                 if pending:
                     work.append(_stage_work(
-                        stage, pending, work, store, stats, manifest.run_id, config.run.fan_in == "proceed",
-                        lambda spec: ShardJob(manifest.run_id, config, spec, base_url, driver, limits),
+                        stage, pending, work, book, config.run.fan_in == "proceed",
+                        lambda spec: ShardJob(run_id, config, spec, base_url, driver, limits),
                     ))
             group = Group(ledger.stop_reason if ledger is not None else lambda: None, display)
             running = flows.start(work, group, lambda item: stage_flow.with_options(
-                flow_run_name=f"{manifest.run_id}/{item.stage}",
+                flow_run_name=f"{run_id}/{item.stage}",
                 task_runner=RayTaskRunner(),
-            )(config, item.stage, item.ready, item.blocked, str(stats.path), return_state=True))
+            )(config, item.stage, item.ready, item.blocked, str(book.stats.path), return_state=True))
             running.settled()  # the next group needs the shards, not the flows' ends
-            for item in work:
-                partial = [job.spec for job in item.ready if job.spec.params.get("missing_inputs")]
-                manifest = _record_partial(manifest, store, partial)
-            for stage in stages:
-                # Every attempt's LLM use, killed ones included (their task never returned metrics).
-                stats.record_attempts(attempt_usage(store, manifest.run_id, stage))
-            publish_run_record(store, stats, manifest.run_id, STAGE_NAMES)
+            book.settled(stages, [job.spec for item in work for job in item.ready])
             if group.refused is not None:  # every later request of that shape would be refused alike
                 stage, stopped = group.refused
                 get_run_logger().error("run stopped at the %s stage: %s", stage, stopped)
                 break
             for stage in stages:
-                _grow_pool(stage, store, manifest.run_id, plan)
+                book.grow_pool(stage)
         if ledger is not None:
             stop = ledger.stop_reason()
-    failed = _not_completed(plan, store, manifest.run_id)
-    reasons = [stopped] if stopped else [] if failed else below_floors(config.run, stats.run_summary(manifest.run_id, STAGE_NAMES))
-    status = "budget_exhausted" if failed and stop is not None else "failed" if failed or reasons else "completed"
-    stats.finish_run(manifest.run_id, status, _now(), "; ".join(reasons) or None)
-    summary = stats.run_summary(manifest.run_id, STAGE_NAMES)
-    if failed:
-        rerun = rerun_command(manifest.run_id, store, config.storage.endpoint_url, config.storage.region)
-        if stop is not None:
-            summary["rerun"] = with_larger_budget(rerun, config.llm.budget)
-            summary["message"] = budget_message(summary, stop, summary["rerun"])
-        else:
-            summary["rerun"] = rerun
-            summary["message"] = failure_message(summary, rerun)
-        stats.record_message(manifest.run_id, summary["message"])
-    publish_run_record(store, stats, manifest.run_id, STAGE_NAMES)
+    summary = book.finish(stopped, stop)
     # A run below its floors is not exported either (see toolfactory.run.floors).
-    exported = export_dataset(config, store, manifest.run_id) if summary["status"] == "completed" else {}
-    report = _report(store, str(stats.path), manifest.run_id)
-    _publish(manifest, store, summary, report, exported)
+    exported = export_dataset(config, store, run_id) if summary["status"] == "completed" else {}
+    report = _report(store, str(book.stats.path), run_id)
+    _publish(book.manifest, store, summary, report, exported)
     return summary
 
 
@@ -213,7 +169,7 @@ def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[i
 def _stage(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
     link = current_link(stage)
     link.started.set()
-    stats = StatsDB(stats_path)
+    book = ShardBook(StatsDB(stats_path))
     shard = configured(config)
     logger = get_run_logger()
     for index in blocked:
@@ -237,7 +193,7 @@ def _stage(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int],
             event = link.inbox.get()
             if isinstance(event, Settled):
                 job = link.awaited.pop(event.index)
-                why = _not_starting(job, event.committed, link.group, stats)
+                why = _not_starting(job, event.committed, link.group, book)
                 if why is None:
                     submit(job)
                     continue
@@ -249,7 +205,7 @@ def _stage(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int],
             event.wait()  # done: this only fetches its final state
             if event.state.is_completed():
                 metrics = event.result()
-                stats.record_shard(metrics, metrics.get("attempts", 1))
+                book.committed(metrics)
                 progress.shard_done(metrics)
                 link.settle(job.spec.index, True)
                 logger.info(
@@ -260,7 +216,7 @@ def _stage(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int],
                 continue
             progress.shard_done(None)
             failed.append(job.spec.index)
-            exception = _record_failure(stats, job, event)
+            exception = _record_failure(book, job, event)
             if isinstance(exception, EndpointRefused):
                 link.group.refuse(stage, str(exception))
             link.settle(job.spec.index, False)
@@ -284,7 +240,7 @@ def stage_failure(stage: str, total: int, failed: list[int], blocked: list[int],
     return f"{stage}: {', '.join(parts)} of {total} shard(s) ({done} completed)"
 
 
-def _not_starting(job: ShardJob, committed: bool, group: Group, stats: StatsDB) -> str | None:
+def _not_starting(job: ShardJob, committed: bool, group: Group, book: ShardBook) -> str | None:
     """Why a shard that waited for its input does not start now (recorded, unless the run was
     stopped by a refusal: then it never started, as the stages after one); None: it starts."""
     spec = job.spec
@@ -292,16 +248,15 @@ def _not_starting(job: ShardJob, committed: bool, group: Group, stats: StatsDB) 
         return "stopped"
     stop = group.budget_stop()
     if stop is not None:  # the budget is spent: no shard starts any more
-        _record_not_started(stats, job.run_id, [spec], stop)
+        book.not_started(job.run_id, [spec], stop)
         return "budget"
     if not committed:
-        error = f"input shard missing (its shard failed): {', '.join(spec.inputs)}"
-        stats.record_shard_status(job.run_id, spec.stage, spec.index, "blocked", 0, error, spec.fingerprint())
+        book.blocked(job.run_id, spec, list(spec.inputs))
         return "blocked"
     return None
 
 
-def _record_failure(stats: StatsDB, job: ShardJob, future: Any) -> BaseException | None:
+def _record_failure(book: ShardBook, job: ShardJob, future: Any) -> BaseException | None:
     """Record a failed shard with its error and attempts (and what it spent, if it says); its
     exception."""
     logger = get_run_logger()
@@ -309,26 +264,8 @@ def _record_failure(stats: StatsDB, job: ShardJob, future: Any) -> BaseException
     error = f"{type(exception).__name__}: {exception}"[:2000] if exception else str(future.state.message)
     attempts = _attempts(future.task_run_id)
     logger.warning("%s shard %d failed after %d attempt(s): %s", job.spec.stage, job.spec.index, attempts, error)
-    stats.record_shard_status(
-        job.run_id, job.spec.stage, job.spec.index, "failed", attempts, error, job.spec.fingerprint(),
-        metrics=getattr(exception, "metrics", None),
-    )
+    book.failed(job.run_id, job.spec, attempts, error, getattr(exception, "metrics", None))
     return exception
-
-
-def _grow_pool(stage: str, store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]]) -> None:
-    """Publish what a finished stage adds to `<root>/pool` (idempotent, so a re-run may repeat it);
-    a supplement shard (fan_in.py) publishes a file of its own."""
-    if stage == "pool":
-        for spec in plan["pool"]:
-            domains = [ShardPaths(run_id, s.stage, s.index) for s in plan.get("domains", [])] if spec.index == 0 else []
-            added = publish(store, run_id, ShardPaths(run_id, "pool", spec.index), domains)
-            get_run_logger().info("pool: %d new tools and %d context-tree nodes published", added["tools"], added["nodes"])
-    elif stage == DATASET_STAGE:
-        for spec in plan[DATASET_STAGE]:
-            count = publish_dialogues(store, run_id, ShardPaths(run_id, DATASET_STAGE, spec.index),
-                                      ShardPaths(run_id, "measure", spec.index))
-            get_run_logger().info("pool: signatures of %d dialogues published", count)
 
 
 def _exception_of(state: Any) -> BaseException | None:
@@ -349,98 +286,16 @@ def _attempts(task_run_id: Any) -> int:
             return 0
 
 
-def _rebuild_damaged(store: ObjectStore, run_id: str, plan: dict[str, list[ShardSpec]], config: Config, checksums: bool) -> None:
-    """Name each damaged file of the run, and make its shard and every shard that read it not
-    done, so that this execution builds them again (see :mod:`toolfactory.run.integrity`)."""
-    check = check_run(store, run_id, plan, checksums)
-    if check.ok:
-        return
-    logger = get_run_logger()
-    for damage in check.damaged:
-        if damage in check.beyond and damage.path.startswith("pool/"):
-            advice = pool_advice(store, damage.path, config.storage.endpoint_url, config.storage.region)
-            logger.error("damaged pool file: %s; a shard of this run that reads it fails until %s", damage.line(store), advice)
-        elif damage in check.beyond:
-            logger.error("damaged input of the run: %s; it was stored when the run was planned and cannot be rebuilt: "
-                         "start a new run", damage.line(store))
-        else:
-            logger.warning("damaged: %s", damage.line(store))
-    rebuild = shards_to_rebuild(check, plan, run_id)
-    if rebuild:
-        uncommit(store, run_id, rebuild)
-        logger.warning("%d shard(s) to build again, with those that read a damaged one: %s", len(rebuild),
-                       ", ".join(f"{spec.stage}/part-{spec.index:05d}" for spec in rebuild))
-
-
-def _record_done(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec]) -> list[ShardSpec]:
-    """Record shards already committed (from their metrics sidecar); return the others."""
-    pending = []
-    for spec in specs:
-        paths = ShardPaths(run_id, spec.stage, spec.index)
-        metrics = read_metrics(store, paths) if store.exists(paths.main) else None
-        if metrics is None:
-            pending.append(spec)
-        else:
-            stats.record_shard(metrics, metrics.get("attempts", 1))
-    return pending
-
-
-def _grown(manifest: Manifest, store: ObjectStore, plan: dict[str, list[ShardSpec]]) -> Manifest:
-    """The manifest with the grown plan, written, so that a re-run of a killed re-run finds it."""
-    grown = manifest.model_copy(update={"plan": {stage: [spec.to_dict() for spec in specs] for stage, specs in plan.items()}})
-    write_manifest(store, grown)
-    return grown
-
-
-def _record_partial(manifest: Manifest, store: ObjectStore, partial: list[ShardSpec]) -> Manifest:
-    """Keep in the manifest which fan-in shards were committed without some inputs."""
-    entries = [
-        {"stage": spec.stage, "shard": spec.index, "missing": spec.params["missing_inputs"], "at": _now()}
-        for spec in partial if store.exists(ShardPaths(manifest.run_id, spec.stage, spec.index).main)
-    ]
-    if not entries:
-        return manifest
-    grown = manifest.model_copy(update={"partial": [*manifest.partial, *entries]})
-    write_manifest(store, grown)
-    return grown
-
-
-def _record_not_started(stats: StatsDB, run_id: str, specs: list[ShardSpec], reason: str) -> None:
-    for spec in specs:
-        stats.record_shard_status(run_id, spec.stage, spec.index, "blocked", 0, f"not started: {reason}", spec.fingerprint())
-
-
-def _stage_work(stage: str, pending: list[ShardSpec], before: list[StageWork], store: ObjectStore, stats: StatsDB,
-                run_id: str, proceed: bool, job: Callable[[ShardSpec], ShardJob]) -> StageWork:
+def _stage_work(stage: str, pending: list[ShardSpec], before: list[StageWork], book: RunBook, proceed: bool,
+                job: Callable[[ShardSpec], ShardJob]) -> StageWork:
     """A stage's part in its group: a shard whose input shard is still to run in the stage before
     it in the group waits for that; any other runs if its inputs exist, else is recorded blocked."""
     upstream = before[-1].indices() if before and ONE_TO_ONE.get(stage) == before[-1].stage else set()
     waiting = [spec for spec in pending if spec.index in upstream]
-    runnable = _runnable(store, stats, run_id, [spec for spec in pending if spec.index not in upstream], proceed)
+    runnable = book.runnable([spec for spec in pending if spec.index not in upstream], proceed)
     blocked = {spec.index for spec in pending} - {spec.index for spec in (*runnable, *waiting)}
     # A stage whose shards are all blocked still shows, as failed.
     return StageWork(stage, [job(spec) for spec in runnable], [job(spec) for spec in waiting], sorted(blocked))
-
-
-def _runnable(store: ObjectStore, stats: StatsDB, run_id: str, specs: list[ShardSpec], proceed: bool) -> list[ShardSpec]:
-    """The shards whose inputs exist; with `proceed`, fan-in shards on the inputs that exist."""
-    runnable = []
-    for spec in specs:
-        missing = [path for path in spec.inputs if not store.exists(path)]
-        if missing and proceed and spec.stage in FAN_IN and (partial := available(spec, store)) is not None:
-            get_run_logger().warning("%s shard %d proceeds without %d missing input(s): %s", spec.stage, spec.index,
-                                     len(missing), ", ".join(missing))
-            runnable.append(partial)
-        elif missing:
-            error = f"input shard missing (its shard failed): {', '.join(missing)}"
-            stats.record_shard_status(run_id, spec.stage, spec.index, "blocked", 0, error, spec.fingerprint())
-        else:
-            runnable.append(spec)
-    return runnable
-
-
-def _not_completed(plan: dict[str, list[ShardSpec]], store: ObjectStore, run_id: str) -> list[ShardSpec]:
-    return [s for specs in plan.values() for s in specs if not store.exists(ShardPaths(run_id, s.stage, s.index).main)]
 
 
 def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], report: str | None, exported: dict[str, str]) -> None:
