@@ -40,6 +40,7 @@ from toolfactory.run.stats import StatsDB
 from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
 from toolfactory.storage import ObjectStore, disk_full
 
+
 def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None, checksums: bool = False) -> dict[str, Any]:
     """Run what is left of `manifest`'s run, sending LLM requests to `base_url` (None: the
     configured `llm.base_url`); the run's summary (see :meth:`StatsDB.run_summary`). Committed
