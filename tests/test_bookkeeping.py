@@ -92,3 +92,18 @@ def test_late_inputs_grow_the_plan_and_the_stored_manifest_before_they_run(tmp_p
     assert (supplement.index, supplement.inputs) == (1, (_part("tools", 1),))
     stored = load_manifest(book.store, RUN).shard_plan()["pool"]
     assert [spec.index for spec in stored] == [0, 1]
+
+
+def test_a_fan_in_shard_committed_without_an_input_is_kept_partial_in_the_manifest(tmp_path: Path) -> None:
+    plan = {
+        "tools": [ShardSpec("tools", i, (f"runs/{RUN}/sources/part-{i:05d}.parquet",)) for i in range(2)],
+        "pool": [ShardSpec("pool", 0, (_part("tools", 0), _part("tools", 1)))],
+    }
+    book = _book(tmp_path, plan, "run.fan_in=proceed")
+    _commit(book.store, "tools", 0, [])
+    [ran] = book.runnable(plan["pool"], proceed=True)  # runs on tools part 0 alone
+    _commit(book.store, "pool", 0, [_part("tools", 0)])
+
+    book.settled(("pool",), [ran])
+    [entry] = load_manifest(book.store, RUN).partial
+    assert (entry["stage"], entry["shard"], entry["missing"]) == ("pool", 0, [_part("tools", 1)])
