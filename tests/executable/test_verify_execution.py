@@ -153,6 +153,17 @@ def test_the_verify_stage_counts_the_execution_layer_and_its_rejections() -> Non
     assert out.layers["execution"] == (2, 1)
 
 
+def test_a_verify_shard_that_replays_nothing_still_reports_the_execution_layer_of_a_run_with_sources() -> None:
+    plain = recorded([("add", {"amount": 5})])
+    plain.generation = {}  # no call ran on a source: nothing to replay
+    environment = settings().model_dump(mode="json", exclude_none=True)
+    config = Config.model_validate({"tools": {"environments": [environment]}, "verify": {"judges": []}})
+    ctx = ShardContext(config=config, run_id="r", gateway=None)  # type: ignore[arg-type]
+    out = asyncio.run(VerifyStage().run(ShardSpec("verify", 0, ("in",)), [plain.model_dump()], ctx))
+    assert out.layers["execution"] == (1, 1)
+    assert out.profile["execution_replayed"] == {"dialogues": 0}
+
+
 def test_the_exec_codes_are_rules_of_the_execution_kind_which_disabled_rules_accepts() -> None:
     from toolfactory.stages.verify.rules import RULES
 

@@ -235,6 +235,11 @@ class ExecutionLayer:
                          for name, (env, settings) in configured.items()}
         self._disabled = disabled
 
+    @property
+    def configured(self) -> bool:
+        """Whether the run configures any executable source."""
+        return bool(self._sources)
+
     def _sources_of(self, dialogue: Dialogue) -> dict[str, Source]:
         own = record_sources(dialogue)
         if not own:
