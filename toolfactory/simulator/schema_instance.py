@@ -34,6 +34,7 @@ from jsonschema.protocols import Validator  # type: ignore[import-untyped,unused
 from jsonschema.validators import validator_for  # type: ignore[import-untyped,unused-ignore]
 
 from . import lexicon
+from .documented import documented_examples, documented_format, wants_bare_name
 from .patterns import matching_string
 from .seeding import canonical_json
 from .text import identifier_words
@@ -567,8 +568,26 @@ class _Generator:
         elif isinstance(fmt, str) and fmt in _FORMATS:
             text = _FORMATS[fmt](rng, self.context)
         else:
-            text = self.free_text(name)
+            text = self.documented(schema, name) or self.free_text(name)
+            if wants_bare_name(schema):
+                text = text.rstrip("/").rsplit("/", 1)[-1] or text
         return self.fit_length(text, min_len, max_len)
+
+    def documented(self, schema: JsonSchema, name: list[str]) -> str | None:
+        """A value of the form the description documents (:mod:`.documented`), or None.
+
+        A format the description spells out ("HH:MM") wins over the property's name; a quoted
+        example ("e.g. 'America/New_York'") fills only a property the lexicon knows nothing
+        about, which would otherwise get the prompt's words: a `city` keeps drawing from the
+        known cities, so the documentation's one example does not become every call's city.
+        """
+        maker = documented_format(schema)
+        if maker is not None:
+            return maker(self.rng)
+        if lexicon.string_hint(name) is not None:
+            return None
+        fitting = [value for value in documented_examples(schema) if _is_valid_string(schema, value)]
+        return self.rng.choice(fitting) if fitting else None
 
     def fit_length(self, text: str, min_len: int, max_len: int | None) -> str:
         pool = [w for w in self.context if w.isalpha()] or list(_FALLBACK_WORDS)
@@ -622,6 +641,12 @@ class _Generator:
             if inside(value):
                 return value
         return float(lo)
+
+
+def _is_valid_string(schema: JsonSchema, value: str) -> bool:
+    """Whether `value` fits the string keywords of `schema` (its length, pattern and format)."""
+    kept = {key: schema[key] for key in ("type", "minLength", "maxLength", "pattern", "format") if key in schema}
+    return is_valid_instance(kept, value)
 
 
 def _bound(schema: JsonSchema, inclusive: str, exclusive: str) -> tuple[float | None, bool]:
