@@ -41,7 +41,7 @@ from .text import identifier_words
 
 JsonSchema = dict[str, Any]
 
-SOFT_DEPTH = 4  # past this nesting depth only required properties and minItems are generated
+SOFT_DEPTH = 4  # past this nesting depth only required properties and minItems (one item for a required list) are generated
 HARD_DEPTH = 12  # past this depth generation gives up (returns null) to stop runaway recursion
 NODE_BUDGET = 4000  # at most this many schema nodes are expanded per candidate
 OPTIONAL_PROBABILITY = 0.5  # chance that an optional property is included
@@ -311,8 +311,9 @@ class _Generator:
 
     # -- dispatch ----------------------------------------------------------------------
 
-    def value(self, schema: Any, name: list[str], depth: int) -> Any:
-        """A value for `schema`; `name` are the words of the property it is for."""
+    def value(self, schema: Any, name: list[str], depth: int, required: bool = False) -> Any:
+        """A value for `schema`; `name` are the words of the property it is for, which its
+        object requires when `required`."""
         self.budget -= 1
         if self.budget < 0 or depth > HARD_DEPTH:
             return None
@@ -336,7 +337,7 @@ class _Generator:
                 branch = self.resolve(rng.choice(options))
                 if branch is False:
                     return MISSING
-                return self.value(merge_schemas(base, branch), name, depth)
+                return self.value(merge_schemas(base, branch), name, depth, required)
         if "if" in schema:
             base = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
             condition = self.resolve(schema["if"])
@@ -347,7 +348,7 @@ class _Generator:
             else:
                 other = self.resolve(schema.get("else", {}))
                 merged = merge_schemas(base, other) if isinstance(other, dict) else base
-            return self.value(merged, name, depth)
+            return self.value(merged, name, depth, required)
         if "default" in schema and rng.random() < 0.25:
             return copy.deepcopy(schema["default"])
         examples = schema.get("examples")
@@ -357,7 +358,7 @@ class _Generator:
         if kind == "object":
             return self.object(schema, depth)
         if kind == "array":
-            return self.array(schema, name, depth)
+            return self.array(schema, name, depth, required)
         if kind == "integer":
             return self.number(schema, name, integer=True)
         if kind == "number":
@@ -445,7 +446,7 @@ class _Generator:
             words = identifier_words(key)
             if words == ["name"] and not person:
                 words = [lexicon.NAMED_THING]
-            value = self.value(sub, words, depth + 1)
+            value = self.value(sub, words, depth + 1, key in required)
             if value is not MISSING:
                 result[key] = value
         pattern_props = schema.get("patternProperties") or {}
@@ -484,7 +485,7 @@ class _Generator:
 
     # -- arrays ------------------------------------------------------------------------
 
-    def array(self, schema: JsonSchema, name: list[str], depth: int) -> list[Any]:
+    def array(self, schema: JsonSchema, name: list[str], depth: int, required: bool = False) -> list[Any]:
         rng = self.rng
         items = schema.get("items", {})
         prefix = schema.get("prefixItems")
@@ -494,7 +495,9 @@ class _Generator:
         minimum = max(0, int(schema.get("minItems", 0)))
         maximum = schema.get("maxItems")
         if depth >= SOFT_DEPTH:
-            count = minimum
+            # A required list holds something, however deep: the entities a call creates, nested
+            # in a designer's answer under its tasks, turns and calls, are not an empty list.
+            count = max(minimum, 1) if required and depth < HARD_DEPTH - 2 and maximum != 0 else minimum
         else:
             low = max(minimum, 1)
             high = low + 2 if maximum is None else min(int(maximum), low + 2)
