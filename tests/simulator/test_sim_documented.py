@@ -92,3 +92,8 @@ def test_after_a_plain_text_error_the_call_is_made_again_without_the_value_it_re
     [call] = answer.choices[0].message.tool_calls or []
     assert call.function.name == "get_current_time"
     assert json.loads(call.function.arguments)["timezone"] != refused
+
+
+def test_apostrophes_inside_words_quote_nothing() -> None:
+    assert documented_examples({"description": "The owner's label, shown in the owner's list"}) == []
+    assert documented_examples({"description": "Sort order: 'asc' or 'desc'."}) == ["asc", "desc"]

@@ -27,7 +27,9 @@ from typing import Any
 
 from . import lexicon
 
-_QUOTED = re.compile(r"'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"|`([^`\n]{1,80})`")
+# A quote opens and closes outside a word: the apostrophes of "the user's name and the user's
+# email" quote nothing.
+_QUOTED = re.compile(r"(?<!\w)'([^'\n]{1,80})'(?!\w)|(?<!\w)\"([^\"\n]{1,80})\"(?!\w)|(?<!\w)`([^`\n]{1,80})`(?!\w)")
 _LEAD = re.compile(r"\b(?:e\.g\.|eg\.|for example|for instance|such as|like)[:,]?\s+", re.I)
 _LIST_END = re.compile(r"[)\];\n]|\.(?:\s|$)")
 _ITEM_SPLIT = re.compile(r",\s*|\s+or\s+|\s+and\s+")
