@@ -1,9 +1,16 @@
 """Whole runs over executable tool sources, against the same tools played by an LLM.
 
-    python -m benchmarks.executable_runs [--sources files,time,memory,everything] [--instructions 6] [--out PATH]
+    python -m benchmarks.executable_runs [--sources files,time,memory,everything] [--instructions 12] [--obedience 1.0] [--out PATH]
 
 Each source is imported as the run's only tools, and two runs are made with the same
 configuration (the quickstart's recipes, judges and simulator faults, with no simulated latency).
+The simulator follows the request-writing prompts (`llm.simulator.obedience`, 1.0 here, 0 in the
+quickstart): a request then states the values its functions need, as a model asked for "concrete
+values" writes them. With 0 it writes a few of the prompt's words instead, and over BFCL's file
+system, whose 18 functions share one preamble in their descriptions, the three samples of each
+assistant decision then pick different functions and invent different file names: ToolACE's
+self-consistency rejects nearly every dialogue (`dialogue_inconsistent_decision`) in both modes,
+and the run says nothing about execution.
 In the *executed* run the tools come from the source and every call goes to a fresh copy of the
 real tool. In the *played* run the same tools, written to a catalog file without their executable
 marker, are answered by the tool-executor LLM (the simulator). The sources:
@@ -79,8 +86,9 @@ def played_catalog(field: str, entry: dict[str, Any], path: Path) -> int:
     return sum(len(tool.functions) for tool in listed)
 
 
-def overrides(root: Path, instructions: int, tools: dict[str, Any]) -> list[str]:
+def overrides(root: Path, instructions: int, tools: dict[str, Any], obedience: float = 1.0) -> list[str]:
     values: dict[str, Any] = {
+        "llm.simulator.obedience": obedience,
         "storage.root": str(root),
         "tools.builtin_catalog": False,
         "tools.builtin_introductions": False,
@@ -144,7 +152,8 @@ def run(argv: list[str]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.executable_runs", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sources", default=",".join(SOURCES), help="comma-separated, of: " + ", ".join(SOURCES))
-    parser.add_argument("--instructions", type=int, default=6, help="tasks.instructions_per_tool of every run")
+    parser.add_argument("--instructions", type=int, default=12, help="tasks.instructions_per_tool of every run")
+    parser.add_argument("--obedience", type=float, default=1.0, help="llm.simulator.obedience of every run (see above)")
     parser.add_argument("--out", default=str(RESULTS_DIR / "executable_runs.json"))
     args = parser.parse_args(argv)
     names = [n for n in args.sources.split(",") if n]
@@ -153,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENAI_API_KEY", "sk-simulator")  # the simulator takes any key
     rows: list[dict[str, Any]] = []
     load_before = [round(x, 2) for x in os.getloadavg()]
-    data: dict[str, Any] = {"load_before": load_before, "instructions_per_tool": args.instructions, "runs": rows}
+    data: dict[str, Any] = {"load_before": load_before, "instructions_per_tool": args.instructions,
+                            "obedience": args.obedience, "runs": rows}
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="tf-exec-runs-") as tmp:
         url = stack.enter_context(everything_over_http()) if "everything" in names else None
         stack.enter_context(prefect_and_ray())
@@ -163,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             functions = played_catalog(field, entry, catalog)
             for mode, tools in (("executed", {field: [entry]}),
                                 ("played", {"files": [{"path": str(catalog), "format": "catalog"}]})):
-                summary = run(overrides(Path(tmp) / f"{name}-{mode}", args.instructions, tools))
+                summary = run(overrides(Path(tmp) / f"{name}-{mode}", args.instructions, tools, args.obedience))
                 rows.append({"source": name, "mode": mode, "functions": functions, "wall_s": summary["wall_s"],
                              **figures(summary, name)})
                 print(f"{name} {mode}: {summary.get('status')} in {summary['wall_s']} s", flush=True)

@@ -76,6 +76,18 @@ def test_the_executor_answers_a_valid_request_with_a_response_in_the_documented_
     assert not list(Draft202012Validator(FORECAST.returns).iter_errors(body["response"]))
 
 
+def test_the_executor_answers_a_function_whose_returns_refer_to_their_own_definitions(sim: Any) -> None:
+    # An MCP server's output schema (pydantic) keeps its parts in $defs and refers to them from the root.
+    place = {"type": "object", "properties": {"city": {"type": "string"}, "hour": {"type": "string"}}, "required": ["city", "hour"]}
+    returns = {"$defs": {"Place": place}, "type": "object", "required": ["source", "target"],
+               "properties": {"source": {"$ref": "#/$defs/Place"}, "target": {"$ref": "#/$defs/Place"}}}
+    convert = FORECAST.model_copy(update={"name": "convertHour", "returns": returns})
+    call = ToolCall(id="c1", name="convertHour", arguments=json.dumps({"city": "Lyon", "days": 3}))
+    body, _ = run(sim, lambda ctx: execute(convert, call, ctx, WEATHER, api_errors=True))
+    assert body["status_code"] == 200
+    assert not list(Draft202012Validator(returns).iter_errors(body["response"]))
+
+
 @pytest.mark.parametrize("arguments, named", [({"city": "Lyon"}, "days"), ({"city": "Lyon", "days": 40}, "days"),
                                               ({"city": 7, "days": 2}, "city")])
 def test_the_executor_answers_a_bad_request_with_the_apis_error(sim: Any, arguments: dict[str, Any], named: str) -> None:

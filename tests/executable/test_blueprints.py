@@ -163,3 +163,63 @@ def test_rejections_keep_their_blueprint_for_inspection(sim: Any) -> None:
     [rejected, *_] = tasks(sim, config(["count"])).rejected
     assert isinstance(rejected, Rejected)
     assert rejected.record["turns"] and rejected.record["turns"][0]["calls"][0]["name"] == "count"
+
+
+# Blueprints over sources nobody here wrote: BFCL's file system (a Python environment preset) and
+# `@modelcontextprotocol/server-memory` from npm (an MCP server whose state is its `read_graph`).
+FILES = {"root": {"alex": {"type": "directory", "contents": {"notes.txt": {"type": "file", "content": "meeting at noon"}}}}}
+
+
+def source_config(field: str, source: dict[str, Any]) -> Config:
+    return validate_config({
+        "tools": {field: [source]},
+        "tasks": {"instructions_per_tool": 3, "recipes": {"toolalpaca": 1.0}, "blueprints": {"enabled": True, "multi_turn": 0.0}},
+        "dialogues": {"reject_early": False},
+    })
+
+
+def blueprints_then_dialogues(sim: Any, cfg: Config, name: str) -> tuple[list[Task], StageOutput]:
+    """The kept blueprint tasks of source `name`, each checked against a fresh session that runs
+    its calls again, and the dialogues stage's output over them."""
+    [tool] = asyncio.run(import_executable(name, cfg.tools)).records
+    out, _ = run_stage(sim, cfg, TasksStage(), ShardSpec("tasks", 0, (), {"part": 0, "parts": 1}), [tool.model_dump()])
+    made = [t for t in out.records if isinstance(t, Task)]
+
+    async def replayed(task: Task) -> Any:
+        async with environments(cfg.tools)[name].session() as session:
+            for turn in task.blueprint.turns if task.blueprint else []:
+                for call in turn.calls:
+                    assert not (await session.call(call.name, call.arguments)).is_error
+            return await session.state()
+
+    for task in made:
+        assert task.blueprint is not None and task.blueprint.target_state[name] == asyncio.run(replayed(task))
+    dialogues, _ = run_stage(sim, cfg, DialoguesStage(), ShardSpec("dialogues", 0, ()), [t.model_dump() for t in made])
+    return made, dialogues
+
+
+def test_blueprints_over_bfcl_s_file_system_target_the_state_its_calls_leave(sim: Any) -> None:
+    cfg = source_config("environments", {"name": "files", "preset": "GorillaFileSystem", "initial_state": FILES,
+                                         "allow": ["mkdir", "touch"]})
+    made, dialogues = blueprints_then_dialogues(sim, cfg, "files")
+    assert made
+    for task in made:
+        created = task.blueprint.target_state["files"]["root"]["contents"]  # type: ignore[union-attr]
+        assert "notes.txt" in created and len(created) > 1  # what the calls made, beside what was there
+    assert dialogues.records
+    for dialogue in dialogues.records:
+        assert isinstance(dialogue, Dialogue) and dialogue.generation["execution"]["target_state"]["files"]
+
+
+def test_blueprints_over_an_mcp_server_from_npm_target_the_graph_its_calls_leave(sim: Any, npm_servers: Path) -> None:
+    cfg = source_config("mcp", {"name": "memory", "command": "node", "args": [str(npm_servers / "server-memory" / "dist" / "index.js")],
+                                "env": {"MEMORY_FILE_PATH": "${TOOLFACTORY_WORKDIR}/memory.jsonl"}, "state_tool": "read_graph",
+                                "allow": ["create_entities"]})
+    made, dialogues = blueprints_then_dialogues(sim, cfg, "memory")
+    assert made
+    for task in made:
+        assert task.blueprint is not None
+        created = [e["name"] for turn in task.blueprint.turns for call in turn.calls for e in call.arguments["entities"]]
+        graph = task.blueprint.target_state["memory"]["tool"]
+        assert created and sorted(e["name"] for e in graph["entities"]) == sorted(set(created))
+    assert dialogues.records

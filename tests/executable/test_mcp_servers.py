@@ -23,27 +23,6 @@ from toolfactory.executable.mcp import McpEnvironment, McpSourceSettings
 from toolfactory.executable.session import executable_source
 from toolfactory.definitions.validity import definition_problems
 
-REPO = Path(__file__).resolve().parents[2]
-NPM_SERVERS = REPO / "build" / "mcp-servers" / "node_modules" / "@modelcontextprotocol"
-
-
-def _ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-@pytest.fixture(scope="module")
-def npm_servers() -> Path:
-    """The folder of the npm MCP servers; skipped (failed under CI) without node or the install."""
-    if shutil.which("node") is None:
-        reason = "needs node (the npm MCP servers run on it)"
-    elif not (NPM_SERVERS / "server-memory" / "dist" / "index.js").is_file() or not (NPM_SERVERS / "server-everything" / "dist" / "index.js").is_file():
-        reason = f"needs the npm MCP servers in {NPM_SERVERS.parents[1]}: run `make mcp-servers`"
-    else:
-        return NPM_SERVERS
-    if _ci():
-        pytest.fail(reason)
-    pytest.skip(reason)
-
 
 def time_server() -> McpEnvironment:
     return McpEnvironment(McpSourceSettings(

@@ -105,6 +105,13 @@ def test_the_target_state_is_what_the_replay_must_reach_when_the_task_has_one() 
     assert codes(dialogue) == ["exec_state_mismatch"]
 
 
+def test_a_call_that_ran_is_replayed_even_where_its_arguments_break_the_documented_parameters() -> None:
+    # BFCL's ground truths do this (a string `ticket_id` documented as an integer) and BFCL runs them.
+    dialogue = recorded([("add", {"amount": 2.5})])
+    dialogue.generation["execution"]["target_state"] = json.loads(json.dumps(dialogue.generation["execution"]["states"]))
+    assert codes(dialogue) == []
+
+
 def test_calls_of_abandoned_branches_make_the_recorded_state_unreproducible_so_only_the_target_counts() -> None:
     # The session ran add(3) on a branch the search abandoned: the recorded state includes it.
     branchy = recorded([("add", {"amount": 3}), ("add", {"amount": 5})])
@@ -144,6 +151,17 @@ def test_the_verify_stage_counts_the_execution_layer_and_its_rejections() -> Non
     assert [d.id for d in out.records] == ["d"]  # type: ignore[attr-defined]
     assert [(r.id, r.reasons) for r in out.rejected] == [("bad", ["exec_state_mismatch"])]
     assert out.layers["execution"] == (2, 1)
+
+
+def test_a_verify_shard_that_replays_nothing_still_reports_the_execution_layer_of_a_run_with_sources() -> None:
+    plain = recorded([("add", {"amount": 5})])
+    plain.generation = {}  # no call ran on a source: nothing to replay
+    environment = settings().model_dump(mode="json", exclude_none=True)
+    config = Config.model_validate({"tools": {"environments": [environment]}, "verify": {"judges": []}})
+    ctx = ShardContext(config=config, run_id="r", gateway=None)  # type: ignore[arg-type]
+    out = asyncio.run(VerifyStage().run(ShardSpec("verify", 0, ("in",)), [plain.model_dump()], ctx))
+    assert out.layers["execution"] == (1, 1)
+    assert out.profile["execution_replayed"] == {"dialogues": 0}
 
 
 def test_the_exec_codes_are_rules_of_the_execution_kind_which_disabled_rules_accepts() -> None:

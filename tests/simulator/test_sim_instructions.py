@@ -70,3 +70,29 @@ def test_a_question_without_a_question_mark_is_read_as_asking(client: openai.Ope
 
 def test_a_decline_is_read_as_declining(client: openai.OpenAI) -> None:
     assert classify(client, "I'm sorry, but none of the available functions can help with that.") == "declines"
+
+
+def test_a_request_written_with_its_calls_says_what_they_do_and_the_values_they_take(
+        configure: Callable[..., Any], client: openai.OpenAI) -> None:
+    # APIGen-MT's blueprint: the designer writes the request and its ground-truth calls together.
+    from toolfactory.models import Function, Tool
+    from toolfactory.stages.tasks.blueprints import DESIGNER_PROMPT, blueprint_schema
+    from toolfactory.stages.tasks.toolalpaca import describe_functions
+
+    preamble = "This tool belongs to the file system."
+    touch = Function(name="touch", description=f"{preamble} Tool description: Create a new file in the current directory.",
+                     parameters={"type": "object", "properties": {"file_name": {"type": "string"}}, "required": ["file_name"]})
+    ls = Function(name="ls", description=f"{preamble} Tool description: List the current directory.",
+                  parameters={"type": "object", "properties": {}})
+    tool = Tool(name="files", description="A file system.", functions=[touch, ls])
+    prompt = DESIGNER_PROMPT.format(turns=1, max_calls=1, name=tool.name, description=tool.description,
+                                    functions=describe_functions(tool), state="{}")
+    configure(obedience=1.0)
+    reply = client.chat.completions.create(
+        model="sim-small", messages=[{"role": "user", "content": prompt}],
+        response_format={"type": "json_schema", "json_schema": {"name": "b", "schema": blueprint_schema(tool, 1, 1)}})
+    [turn] = json.loads(reply.choices[0].message.content or "")["turns"]
+    [call] = turn["calls"]
+    step = {"touch": "Create a new file in the current directory.", "ls": "List the current directory."}[call["name"]]
+    assert step in turn["request"] and preamble not in turn["request"]
+    assert all(f"{' '.join(k.split('_'))} {v}" in turn["request"] for k, v in call["arguments"].items())

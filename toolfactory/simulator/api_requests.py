@@ -44,6 +44,12 @@ def _branches(schema: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] |
     return (success, error) if success is not None and error is not None else None
 
 
+def _rooted(branch: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """`branch` carrying `root`'s definitions, so that it can be generated on its own."""
+    definitions = {k: root[k] for k in ("$defs", "definitions") if isinstance(root.get(k), dict) and k not in branch}
+    return {**definitions, **branch} if definitions else branch
+
+
 def _object_after(text: str, word: str, *, last: bool, schema: bool) -> dict[str, Any] | None:
     """The first JSON object (a schema-looking one when `schema`) after the first or last
     occurrence of `word` that is followed by one."""
@@ -86,7 +92,8 @@ def api_answer(schema: dict[str, Any], messages: list[dict[str, Any]], instance:
     users = [m for m in messages if m.get("role") == "user"]
     if branches is None or not users:
         return None
-    success, error = branches
+    # A branch's local references point at the whole schema's root (`#/$defs/...`): keep them resolvable.
+    success, error = (_rooted(branch, schema) for branch in branches)
     problem = request_problem(message_text(users[-1].get("content")))
     if problem is None:
         return instance(success)  # type: ignore[no-any-return]

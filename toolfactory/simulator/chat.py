@@ -5,8 +5,10 @@ is a seeded draw against that rate, see :mod:`.tool_turns`):
 
 1. no function tool may be called (no `tools`, or `tool_choice` "none") -> text (step 5);
 2. the last message is a tool result -> when it is an error (a JSON body with a 4xx/5xx
-   `status_code` or an `error` key), the failed function is called again with new arguments,
-   as a model retries after reading the error (fewer than 3 tool-call turns); otherwise another
+   `status_code` or an `error` key, or a text that opens as an error message, as an MCP
+   server's "Error executing tool ..."), the failed function is called again with new
+   arguments, never with a value the error quotes ("No time zone found with key X"), as a
+   model retries after reading the error (fewer than 3 tool-call turns); otherwise another
    tool call if the conversation has had fewer than 3 tool-call turns and the
    `rate_follow_up_call` draw hits (preferably a function not
    called yet that the request or the results relate to, then the one most of whose
@@ -83,6 +85,7 @@ from .tool_turns import (
     decide_turn,
     decline_answer,
     is_error_result,
+    refused_values,
     plan_calls,
     wants_parallel,
 )
@@ -158,19 +161,25 @@ def parse_conversation(body: dict[str, Any]) -> Conversation:
         else " ".join(message_text(m.get("content")) for m in messages)
     )
     call_names: dict[str, str] = {}
+    call_arguments: dict[str, Any] = {}
     for message in messages:
         for call in message.get("tool_calls") or []:
             if _is_call(call):
                 call_names[str(call.get("id"))] = str(call["function"].get("name", ""))
+                call_arguments[str(call.get("id"))] = call["function"].get("arguments")
     trailing: list[dict[str, Any]] = []
     for message in reversed(messages):
         if message["role"] not in RESULT_ROLES:
             break
         trailing.insert(0, message)
     rounds, calls = _earlier_calls(messages)
-    failed = [call_names.get(str(m.get("tool_call_id")), m.get("name") or "") for m in trailing if is_error_result(m.get("content"))]
+    errors = [m for m in trailing if is_error_result(m.get("content"))]
+    failed = [call_names.get(str(m.get("tool_call_id")), m.get("name") or "") for m in errors]
+    refused = {value for m in errors
+               for value in refused_values(call_arguments.get(str(m.get("tool_call_id"))), message_text(m.get("content")))}
     history = ToolHistory(
         failed=next((name for name in failed if name), None),
+        refused=frozenset(refused),
         rounds=rounds,
         results_seen=any(m["role"] in RESULT_ROLES for m in messages),
         trailing_results=bool(trailing),

@@ -7,7 +7,9 @@ the text it receives, as a model would (there is no other channel):
 
 * writing (a JSON answer whose items have a ``request`` text): the prompt's wording of the mode
   is recognised (:func:`stated_mode`) and each request gets that mode's cue sentence, or, for
-  ``non_tool``, is written about the subject the prompt says no function serves;
+  ``non_tool``, is written about the subject the prompt says no function serves; a request
+  written with its own ``calls`` (a blueprint) says what each call does (its function's own
+  description) and states their values when the prompt asks so;
 * acting (a tool turn): the last user message's cue (:func:`requested_mode`) makes the turn
   parallel, a follow-up call after the first results, a question for the missing value, a
   decline (a request about a subject, opened the way :func:`write_for_mode` writes it) or one
@@ -21,8 +23,8 @@ from typing import Any
 
 from .seeding import derive_rng, unit_draw
 from .settings import SimulatorSettings
-from .stated_values import (asks_for_values, chained_pair, offered_functions, request_context, stated_links,
-                            values_sentences)
+from .stated_values import (Offered, asks_for_call_values, asks_for_values, calls_sentence, chained_pair,
+                            offered_functions, request_context, stated_links, values_sentences)
 from .text import words
 
 # How request-writing prompts phrase each mode (ToolACE's multi-mode prompting and its kin).
@@ -87,6 +89,26 @@ def _step(description: str) -> str:
     return text[:1].lower() + text[1:]
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_LABEL = re.compile(r"^[A-Za-z][\w ]{0,30}:\s+")
+
+
+def _own_step(name: str, offered: dict[str, Offered]) -> str | None:
+    """What the function `name` does, as a user asks for it: the first sentence of its description
+    that not every listed function shares (a reader skips a source's common preamble, such as
+    "This tool belongs to the Gorilla file system."), without a leading label."""
+    if name not in offered:
+        return None
+    def sentences(text: str) -> list[str]:
+        return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
+    common = set.intersection(*(set(sentences(o.description)) for o in offered.values())) if len(offered) > 1 else set()
+    own = [sentence for sentence in sentences(offered[name].description) if sentence not in common]
+    if not own:
+        return None
+    step = _LABEL.sub("", own[0]).rstrip(".")
+    return f"{step[:1].upper()}{step[1:]}." if step else None
+
+
 def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request_hash: str) -> Any:
     """`value` (a JSON answer) with its requests written for the prompt's stated mode, and
     giving the values their functions require when the prompt asks for concrete values (see
@@ -95,7 +117,9 @@ def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request
     does, in the words of its description)."""
     mode = stated_mode(prompt) if settings.obedience > 0 else None
     offered = offered_functions(prompt) if settings.obedience > 0 and asks_for_values(prompt) else {}
-    if mode is None and not offered:
+    own_calls = settings.obedience > 0 and asks_for_call_values(prompt)
+    listed_functions = offered_functions(prompt) if own_calls else {}
+    if mode is None and not offered and not own_calls:
         return value
     subject = _subject_request(prompt) if mode == "non_tool" else None
     context = request_context(prompt)
@@ -112,6 +136,11 @@ def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request
         if isinstance(request, str):
             position += 1
             if not obeys(settings, request_hash, "write", position):
+                return out
+            if own_calls and isinstance(out.get("calls"), list):  # a request written with its calls
+                steps = [_own_step(str(call.get("name")), listed_functions) for call in out["calls"] if isinstance(call, dict)]
+                given = calls_sentence(out["calls"])
+                out["request"] = " ".join(part for part in (request.rstrip(), *dict.fromkeys(s for s in steps if s), given) if part)
                 return out
             if mode == "non_tool":
                 out["request"] = subject or request

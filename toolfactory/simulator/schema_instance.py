@@ -34,13 +34,14 @@ from jsonschema.protocols import Validator  # type: ignore[import-untyped,unused
 from jsonschema.validators import validator_for  # type: ignore[import-untyped,unused-ignore]
 
 from . import lexicon
+from .documented import documented_examples, documented_format, wants_bare_name
 from .patterns import matching_string
 from .seeding import canonical_json
 from .text import identifier_words
 
 JsonSchema = dict[str, Any]
 
-SOFT_DEPTH = 4  # past this nesting depth only required properties and minItems are generated
+SOFT_DEPTH = 4  # past this nesting depth only required properties and minItems (one item for a required list) are generated
 HARD_DEPTH = 12  # past this depth generation gives up (returns null) to stop runaway recursion
 NODE_BUDGET = 4000  # at most this many schema nodes are expanded per candidate
 OPTIONAL_PROBABILITY = 0.5  # chance that an optional property is included
@@ -310,8 +311,9 @@ class _Generator:
 
     # -- dispatch ----------------------------------------------------------------------
 
-    def value(self, schema: Any, name: list[str], depth: int) -> Any:
-        """A value for `schema`; `name` are the words of the property it is for."""
+    def value(self, schema: Any, name: list[str], depth: int, required: bool = False) -> Any:
+        """A value for `schema`; `name` are the words of the property it is for, which its
+        object requires when `required`."""
         self.budget -= 1
         if self.budget < 0 or depth > HARD_DEPTH:
             return None
@@ -335,7 +337,7 @@ class _Generator:
                 branch = self.resolve(rng.choice(options))
                 if branch is False:
                     return MISSING
-                return self.value(merge_schemas(base, branch), name, depth)
+                return self.value(merge_schemas(base, branch), name, depth, required)
         if "if" in schema:
             base = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
             condition = self.resolve(schema["if"])
@@ -346,7 +348,7 @@ class _Generator:
             else:
                 other = self.resolve(schema.get("else", {}))
                 merged = merge_schemas(base, other) if isinstance(other, dict) else base
-            return self.value(merged, name, depth)
+            return self.value(merged, name, depth, required)
         if "default" in schema and rng.random() < 0.25:
             return copy.deepcopy(schema["default"])
         examples = schema.get("examples")
@@ -356,7 +358,7 @@ class _Generator:
         if kind == "object":
             return self.object(schema, depth)
         if kind == "array":
-            return self.array(schema, name, depth)
+            return self.array(schema, name, depth, required)
         if kind == "integer":
             return self.number(schema, name, integer=True)
         if kind == "number":
@@ -444,7 +446,7 @@ class _Generator:
             words = identifier_words(key)
             if words == ["name"] and not person:
                 words = [lexicon.NAMED_THING]
-            value = self.value(sub, words, depth + 1)
+            value = self.value(sub, words, depth + 1, key in required)
             if value is not MISSING:
                 result[key] = value
         pattern_props = schema.get("patternProperties") or {}
@@ -483,7 +485,7 @@ class _Generator:
 
     # -- arrays ------------------------------------------------------------------------
 
-    def array(self, schema: JsonSchema, name: list[str], depth: int) -> list[Any]:
+    def array(self, schema: JsonSchema, name: list[str], depth: int, required: bool = False) -> list[Any]:
         rng = self.rng
         items = schema.get("items", {})
         prefix = schema.get("prefixItems")
@@ -493,7 +495,9 @@ class _Generator:
         minimum = max(0, int(schema.get("minItems", 0)))
         maximum = schema.get("maxItems")
         if depth >= SOFT_DEPTH:
-            count = minimum
+            # A required list holds something, however deep: the entities a call creates, nested
+            # in a designer's answer under its tasks, turns and calls, are not an empty list.
+            count = max(minimum, 1) if required and depth < HARD_DEPTH - 2 and maximum != 0 else minimum
         else:
             low = max(minimum, 1)
             high = low + 2 if maximum is None else min(int(maximum), low + 2)
@@ -567,8 +571,26 @@ class _Generator:
         elif isinstance(fmt, str) and fmt in _FORMATS:
             text = _FORMATS[fmt](rng, self.context)
         else:
-            text = self.free_text(name)
+            text = self.documented(schema, name) or self.free_text(name)
+            if wants_bare_name(schema):
+                text = text.rstrip("/").rsplit("/", 1)[-1] or text
         return self.fit_length(text, min_len, max_len)
+
+    def documented(self, schema: JsonSchema, name: list[str]) -> str | None:
+        """A value of the form the description documents (:mod:`.documented`), or None.
+
+        A format the description spells out ("HH:MM") wins over the property's name; a quoted
+        example ("e.g. 'America/New_York'") fills only a property the lexicon knows nothing
+        about, which would otherwise get the prompt's words: a `city` keeps drawing from the
+        known cities, so the documentation's one example does not become every call's city.
+        """
+        maker = documented_format(schema)
+        if maker is not None:
+            return maker(self.rng)
+        if lexicon.string_hint(name) is not None:
+            return None
+        fitting = [value for value in documented_examples(schema) if _is_valid_string(schema, value)]
+        return self.rng.choice(fitting) if fitting else None
 
     def fit_length(self, text: str, min_len: int, max_len: int | None) -> str:
         pool = [w for w in self.context if w.isalpha()] or list(_FALLBACK_WORDS)
@@ -622,6 +644,12 @@ class _Generator:
             if inside(value):
                 return value
         return float(lo)
+
+
+def _is_valid_string(schema: JsonSchema, value: str) -> bool:
+    """Whether `value` fits the string keywords of `schema` (its length, pattern and format)."""
+    kept = {key: schema[key] for key in ("type", "minLength", "maxLength", "pattern", "format") if key in schema}
+    return is_valid_instance(kept, value)
 
 
 def _bound(schema: JsonSchema, inclusive: str, exclusive: str) -> tuple[float | None, bool]:

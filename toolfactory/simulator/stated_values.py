@@ -9,6 +9,9 @@ of inventing them. The simulator reads the functions the way a reader would: a l
 JSON is a parameters schema or a map of properties; a function whose required parameters the
 prompt does not say gets no values.
 
+A request written together with its own calls (a task's ground truth) states those calls'
+values instead, when the prompt asks it to say "everything its calls need".
+
 A request that needs a later call's input to come from an earlier call's result (ToolACE's
 dependent mode) names two functions a reader sees chained: a required parameter of the second is
 documented as coming from the first ("Station id as returned by list_monitoring_stations"), or,
@@ -34,6 +37,9 @@ _FUNCTION_LINE = re.compile(r"^\s*-\s*(?:API\s+)?([A-Za-z_][\w.-]*):\s*(.*?)\s*P
 _REQUIRED = re.compile(r"\s*Required:\s*\[([^\]]*)\]")
 _DECODER = json.JSONDecoder()
 _ASKS = re.compile(r"concrete values|every value a call needs", re.I)
+# A prompt that has the model write requests together with their calls (a task's ground truth,
+# APIGen-MT's blueprints) and asks each request to say what its calls need.
+_ASKS_FOR_CALLS = re.compile(r"everything its calls need|every value its calls need", re.I)
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,24 @@ class Offered:
 def asks_for_values(prompt: str) -> bool:
     """Whether a request-writing prompt asks for concrete values."""
     return bool(_ASKS.search(prompt))
+
+
+def asks_for_call_values(prompt: str) -> bool:
+    """Whether a prompt asks each request it has written to state the values of its own calls."""
+    return bool(_ASKS_FOR_CALLS.search(prompt))
+
+
+def calls_sentence(calls: list[Any]) -> str | None:
+    """A sentence giving the values of `calls` (``[{"name", "arguments"}]``, as a request written
+    with its calls holds them) the way a user states them; None if they take none."""
+    named: list[str] = []
+    for call in calls:
+        arguments = call.get("arguments") if isinstance(call, dict) else None
+        for name, value in (arguments or {}).items() if isinstance(arguments, dict) else []:
+            said = _spoken(value)
+            if said is not None:
+                named.append(f"{' '.join(identifier_words(str(name))) or name} {said}")
+    return f"{VALUES_OPENING} {', '.join(named)}." if named else None
 
 
 def offered_functions(prompt: str) -> dict[str, Offered]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -35,6 +36,8 @@ MAX_PARALLEL_CALLS = 3
 DISTINCT_ATTEMPTS = 6  # tries to give a repeated call arguments differing from earlier ones
 MAX_ENUM_OPTIONS = 4  # a clarifying question lists the options of an enum up to this size
 QUOTE_WORDS = 20  # a decline quotes at most this many words of the request
+
+REDRAWS = 8  # draws for another value than one an error refused
 
 
 class Turn(StrEnum):
@@ -57,16 +60,22 @@ class ToolHistory:
     values: ResultValues = field(default_factory=dict)  # see grounding.result_values
     calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # name -> arguments
     failed: str | None = None  # a function whose trailing result is an error
+    refused: frozenset[str] = frozenset()  # argument values a trailing error quotes (not sent again)
+
+
+# How a tool that answers in plain text says it failed: "Error executing tool convert_time: ..."
+# (an MCP server's isError result), "Error: ...", a Python traceback.
+_TEXT_ERROR = re.compile(r"^\s*(?:error|exception|traceback|invalid|failed)\b", re.I)
 
 
 def is_error_result(content: Any) -> bool:
-    """Whether a tool result is an API error: a JSON object with a 4xx/5xx `status_code`, or an
-    `error` key and no success status."""
+    """Whether a tool result is an error: a JSON object with a 4xx/5xx `status_code`, or an
+    `error` key and no success status; a text that opens as an error message does."""
     text = content if isinstance(content, str) else ""
     try:
         body = json.loads(text)
     except ValueError:
-        return False
+        return bool(_TEXT_ERROR.match(text))
     if not isinstance(body, dict):
         return False
     status = body.get("status_code")
@@ -214,7 +223,34 @@ def _arguments(
             _drop_unstated(arguments, spec, stated)
         ground_arguments(arguments, spec.parameters, stated, used, distinct=True)
     ground_arguments(arguments, spec.parameters, history.values, used)
+    if spec.name == history.failed and history.refused:
+        _avoid_refused(arguments, spec, rng, context, history.refused)
     return arguments
+
+
+def refused_values(arguments: str | None, error: str) -> set[str]:
+    """The string values of a call's `arguments` (JSON) that its `error` quotes: "No time zone
+    found with key America/San_Francisco" refuses that value, and a model does not send it again."""
+    try:
+        parsed = json.loads(arguments or "{}")
+    except ValueError:
+        return set()
+    values = parsed.values() if isinstance(parsed, dict) else []
+    return {value for value in values if isinstance(value, str) and len(value) > 1 and value in error}
+
+
+def _avoid_refused(arguments: dict[str, Any], spec: FunctionSpec, rng: random.Random, context: list[str],
+                   refused: frozenset[str]) -> None:
+    """Draw again each argument whose value an error refused (kept if no other value comes)."""
+    for name, value in list(arguments.items()):
+        if not (isinstance(value, str) and value in refused):
+            continue
+        single = {"type": "object", "properties": {name: spec.properties().get(name, {})}, "required": [name]}
+        for _ in range(REDRAWS):
+            drawn = instance_for(single, rng, context)
+            if isinstance(drawn, dict) and drawn.get(name) not in refused:
+                arguments[name] = drawn[name]
+                break
 
 
 def _drop_unstated(arguments: dict[str, Any], spec: FunctionSpec, stated: ResultValues) -> None:

@@ -184,12 +184,21 @@ def error_statuses(tool: Tool | None, function: Function) -> list[int]:
     return sorted(documented | {400}) if documented else list(DEFAULT_ERROR_STATUSES)
 
 
+_DEFINITIONS = ("$defs", "definitions")
+
+
 def api_answer_schema(function: Function, statuses: list[int]) -> dict[str, Any]:
-    """A success in the shape of `returns`, or an error with one of the API's error statuses."""
+    """A success in the shape of `returns`, or an error with one of the API's error statuses.
+
+    `returns` is nested under `response`, but its local references (`#/$defs/TimeResult`, as an
+    MCP server's pydantic output schema writes them) point at its own root: its definitions move
+    to the answer schema's root, where those references then resolve."""
     explanation = {"type": "string", "minLength": 3}
+    returns = {k: v for k, v in function.returns.items() if k not in _DEFINITIONS}
     return {
+        **{k: function.returns[k] for k in _DEFINITIONS if isinstance(function.returns.get(k), dict)},
         "oneOf": [
-            {"type": "object", "properties": {"status_code": {"const": 200}, "response": function.returns, "explanation": explanation},
+            {"type": "object", "properties": {"status_code": {"const": 200}, "response": returns, "explanation": explanation},
              "required": ["status_code", "response", "explanation"], "additionalProperties": False},
             {"type": "object", "properties": {"status_code": {"enum": statuses}, "error": {"type": "string", "minLength": 3},
                                               "explanation": explanation},

@@ -123,24 +123,42 @@ def path_calls(dialogue: Dialogue, settings: Mapping[str, ExecutableSourceSettin
     from toolfactory.stages.dialogues.agents import call_error
 
     executed = dialogue.generation.get(EXECUTION) or {}
-    source_of = {str(c.get("name")): str(c.get("source")) for c in executed.get("calls") or []}
+    recorded = executed.get("calls") or []
+    source_of = {str(c.get("name")): str(c.get("source")) for c in recorded}
     functions = {fn.name: fn for fn in reversed(dialogue.tools)}  # the first offered of a name wins
     answers = {m.tool_call_id: m.content for m in dialogue.messages if m.role == "tool" and m.tool_call_id}
     found: list[ReplayedCall] = []
+    ran_up_to = 0  # the path's calls are a subsequence of the session's (abandoned branches between)
     for i, message in enumerate(dialogue.messages):
         for j, call in enumerate(message.tool_calls or []):
             source = source_of.get(call.name)
-            if source is None or call_error(functions.get(call.name), call.name, call.arguments) is not None:
+            ran = _ran_at(recorded, ran_up_to, call.name, call.arguments)
+            if ran is not None:
+                ran_up_to = ran + 1
+            # A call the session ran is replayed even where it does not fit the documented
+            # parameters (BFCL's ground truth passes `ticket_id='ticket_001'` to a `ticket_id`
+            # documented as an integer, and BFCL runs it); a call the record does not say ran
+            # was answered with the 400 without running (records without the arguments they sent).
+            if source is None or (ran is None and call_error(functions.get(call.name), call.name, call.arguments) is not None):
                 continue
             known = settings.get(source)
             found.append(ReplayedCall(path=f"messages[{i}].tool_calls[{j}]", source=source, name=call.name,
                                       arguments=call.arguments, recorded=answers.get(call.id), recorded_error=False,
                                       deterministic=known is not None and known.deterministic_tool(call.name)))
-    recorded = executed.get("calls") or []
     if _same_path(found, recorded):
         for call, entry in zip(found, recorded):
             call.recorded_error = bool(entry.get("is_error"))
     return found
+
+
+def _ran_at(recorded: list[dict[str, Any]], start: int, name: str, arguments: str) -> int | None:
+    """The index, from `start` on, of the session's call of `name` with exactly `arguments`; None
+    when the record does not say it ran (or keeps no arguments to tell)."""
+    for index in range(start, len(recorded)):
+        entry = recorded[index]
+        if entry.get("name") == name and "arguments" in entry and entry["arguments"] == arguments:
+            return index
+    return None
 
 
 def _same_path(found: list[ReplayedCall], recorded: list[dict[str, Any]]) -> bool:
@@ -216,6 +234,11 @@ class ExecutionLayer:
         self._sources = {name: Source(env, settings, asyncio.Semaphore(settings.max_sessions))
                          for name, (env, settings) in configured.items()}
         self._disabled = disabled
+
+    @property
+    def configured(self) -> bool:
+        """Whether the run configures any executable source."""
+        return bool(self._sources)
 
     def _sources_of(self, dialogue: Dialogue) -> dict[str, Source]:
         own = record_sources(dialogue)

@@ -34,6 +34,10 @@ from toolfactory.stages.verify.policy import for_recipe
 from toolfactory.stages.verify.rules import RULES, check, errors
 
 
+#: Dialogues the execution layer replayed (the others passed it untouched), counted even when 0.
+REPLAYED = "execution_replayed"
+
+
 class VerifyStage:
     name: ClassVar[str] = "verify"
 
@@ -87,8 +91,12 @@ class VerifyStage:
         out.items_in += len(unreadable)
         out.rejected += unreadable
         out.layers = {"rules": (len(inputs), passed["rules"])}
-        if passed["replayed"]:  # a layer only where something was replayed
+        # Every shard of a run with executable sources reports the layer, so the run's sum covers
+        # every record the rules passed (a shard that replayed nothing passed them all, and says
+        # so); a run without them reports it only where a record named its own environments.
+        if layer is not None and (layer.configured or passed["replayed"]):
             out.layers["execution"] = (passed["rules"], passed["execution"])
+            out.count(REPLAYED, "dialogues", passed["replayed"])
         if aspects:
             out.layers["model"] = (passed["execution"], passed["model"])
         for record in out.records:
