@@ -16,7 +16,8 @@ import pytest
 from pydantic import ValidationError
 
 from toolfactory.executable.confine import ProcessLimits, descendants
-from toolfactory.executable.python_env import PythonEnvironment, PythonEnvironmentSettings, read_function_docs
+from toolfactory.executable.python_env import PythonEnvironment, read_function_docs
+from toolfactory.executable.settings import PythonEnvironmentSettings
 from toolfactory.executable.session import ExecutionFailed, executable_source
 
 HERE = Path(__file__).parent
@@ -201,7 +202,8 @@ HOLDER = """
 import asyncio, sys, time
 sys.path.insert(0, {here!r})
 from toolfactory.executable.confine import descendants
-from toolfactory.executable.python_env import PythonEnvironment, PythonEnvironmentSettings
+from toolfactory.executable.python_env import PythonEnvironment
+from toolfactory.executable.settings import PythonEnvironmentSettings
 
 async def main():
     env = PythonEnvironment(PythonEnvironmentSettings(name="c", class_path="toolenvs:Counter"))

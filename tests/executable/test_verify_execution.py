@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from toolfactory.config import Config
-from toolfactory.executable.python_env import PythonEnvironment, PythonEnvironmentSettings
+from toolfactory.executable.python_env import PythonEnvironment
+from toolfactory.executable.settings import PythonEnvironmentSettings
 from toolfactory.models import Dialogue, Function, Message, ToolCall
 from toolfactory.stages import ShardContext, ShardSpec
 from toolfactory.stages.verify.execution import ExecutionLayer

@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from toolfactory.config.section import Section
 from toolfactory.executable.mcp.settings import McpSourceSettings
-from toolfactory.executable.python_env import PythonEnvironmentSettings
+from toolfactory.executable.settings import PythonEnvironmentSettings
 
 
 class SourceFile(Section):

@@ -21,7 +21,6 @@ function docs of BFCL's own environment from the installed ``bfcl-eval`` package
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import signal
@@ -32,7 +31,6 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, model_validator
 
 from toolfactory.executable.confine import EXIT_PROCESS_LIMIT, confined, signal_launcher
 from toolfactory.executable.session import (
@@ -45,24 +43,10 @@ from toolfactory.executable.session import (
     ExecutionFailed,
     mark_executable,
 )
-from toolfactory.executable.settings import ExecutableSourceSettings
+from toolfactory.executable.settings import PythonEnvironmentSettings
 from toolfactory.models import Function, Tool
 
 KIND = "python"
-BFCL_PACKAGE = "bfcl_eval"
-BFCL_SOURCES = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
-#: BFCL's executable environments: class → (module under :data:`BFCL_SOURCES`, function-doc file).
-BFCL_PRESETS: dict[str, tuple[str, str]] = {
-    "GorillaFileSystem": ("gorilla_file_system", "gorilla_file_system.json"),
-    "MathAPI": ("math_api", "math_api.json"),
-    "MessageAPI": ("message_api", "message_api.json"),
-    "TwitterAPI": ("posting_api", "posting_api.json"),
-    "TicketAPI": ("ticket_api", "ticket_api.json"),
-    "TradingBot": ("trading_bot", "trading_bot.json"),
-    "TravelAPI": ("travel_booking", "travel_booking.json"),
-    "VehicleControlAPI": ("vehicle_control", "vehicle_control.json"),
-}
-BFCL_INSTALL = "pip install --no-deps bfcl-eval==2026.3.23"
 #: A process that writes more than this many times its output cap is flooding.
 FLOOD_FACTOR = 16
 STDERR_TAIL = 2000
@@ -71,68 +55,6 @@ STOP_SECONDS = 5.0
 STATUS_WAIT_SECONDS = 2.0
 #: Run as a script (see :func:`~toolfactory.executable.confine.confined`): it imports no toolfactory module.
 RUNNER = str(Path(__file__).with_name("runner.py").resolve())
-
-
-class PythonEnvironmentSettings(ExecutableSourceSettings):
-    """One Python environment (``tools.environments``)."""
-
-    preset: str | None = None
-    """One of BFCL's environments by class name (GorillaFileSystem, MathAPI, MessageAPI,
-    TwitterAPI, TicketAPI, TradingBot, TravelAPI, VehicleControlAPI): sets `class_path` and
-    `function_docs` from the installed `bfcl-eval` package."""
-    class_path: str = ""
-    """The class, as ``package.module:ClassName``, importable where the workers run."""
-    initial_state: dict[str, Any] = Field(default_factory=dict)
-    """The state every session starts from: given to ``_load_scenario(state)`` when the class has
-    it (BFCL's environments), else as constructor keyword arguments."""
-    function_docs: str | None = None
-    """A JSON or JSON-lines file of function docs in BFCL's multi-turn format (name, description,
-    parameters, response); unset: each public method's signature and docstring."""
-
-    @model_validator(mode="after")
-    def _resolvable(self) -> PythonEnvironmentSettings:
-        if self.preset is not None:
-            if self.preset not in BFCL_PRESETS:
-                raise ValueError(f"preset: unknown BFCL environment {self.preset!r} (one of {', '.join(BFCL_PRESETS)})")
-            if importlib.util.find_spec(BFCL_PACKAGE) is None:
-                raise ValueError(f"preset: BFCL's environments need the bfcl-eval package ({BFCL_INSTALL})")
-        elif not self.class_path:
-            raise ValueError("class_path: required (or a preset)")
-        module_name, _, class_name = self.resolved_class_path().partition(":")
-        if not module_name or not class_name.isidentifier():
-            raise ValueError("class_path: expected 'package.module:ClassName'")
-        try:
-            found = importlib.util.find_spec(module_name)
-        except (ImportError, ValueError):
-            found = None
-        if found is None:
-            raise ValueError(f"class_path: module {module_name!r} cannot be imported")
-        docs = self.resolved_function_docs()
-        if docs is not None and not Path(docs).expanduser().is_file():
-            raise ValueError(f"function_docs: no such file {docs!r}")
-        return self
-
-    # A preset is resolved where it is used, not stored resolved: the package's folder on a
-    # worker need not be the driver's.
-    def resolved_class_path(self) -> str:
-        """`class_path`, or the preset's class."""
-        if self.class_path or self.preset is None:
-            return self.class_path
-        return f"{BFCL_SOURCES}.{BFCL_PRESETS[self.preset][0]}:{self.preset}"
-
-    def resolved_function_docs(self) -> str | None:
-        """`function_docs`, or the preset's docs in the installed package."""
-        if self.function_docs is not None or self.preset is None:
-            return self.function_docs
-        return str(bfcl_docs_folder() / BFCL_PRESETS[self.preset][1])
-
-
-def bfcl_docs_folder() -> Path:
-    """BFCL's multi-turn function docs in the installed package (found without importing it)."""
-    spec = importlib.util.find_spec(BFCL_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise LookupError(f"bfcl-eval is not installed ({BFCL_INSTALL})")
-    return Path(next(iter(spec.submodule_search_locations))) / "data" / "multi_turn_func_doc"
 
 
 def read_function_docs(path: str) -> list[dict[str, Any]]:

@@ -28,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolfactory.executable.python_env import PythonEnvironmentSettings, read_function_docs
+from toolfactory.executable.python_env import read_function_docs
+from toolfactory.executable.settings import PythonEnvironmentSettings
 from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.export.base import NO_CALLS, Skip
 from toolfactory.export.executed import ExecutedCall, executed, function_sources

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolfactory.executable.mcp.settings import McpSourceSettings
-from toolfactory.executable.python_env import PythonEnvironmentSettings
+from toolfactory.executable.settings import PythonEnvironmentSettings
 from toolfactory.executable.session import executable_source
 from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.export.base import NOT_EXECUTED, NOT_REPLAYABLE, PLAYED_CALLS, Skip

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from toolfactory.errors import ConfigError, RunNotFound
 from toolfactory.executable.mcp.settings import McpSourceSettings
-from toolfactory.executable.python_env import PythonEnvironmentSettings
+from toolfactory.executable.settings import PythonEnvironmentSettings
 from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.export.base import INVALID_RECORD, NOT_IN_SUBSET, Exporter, ExportError, ExportOptions, Skip
 from toolfactory.export.card import made_by, provenance_note

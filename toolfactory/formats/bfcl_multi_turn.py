@@ -36,14 +36,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from toolfactory.executable.python_env import (
-    BFCL_PRESETS,
-    PythonEnvironment,
-    PythonEnvironmentSettings,
-    doc_function,
-    read_function_docs,
-)
+from toolfactory.executable.python_env import PythonEnvironment, doc_function, read_function_docs
 from toolfactory.executable.runner import load_class
+from toolfactory.executable.settings import BFCL_PRESETS, PythonEnvironmentSettings
 from toolfactory.executable.session import Session
 from toolfactory.formats.base import MISSING_FIELD, WRONG_TYPE, FormatError, Malformed, build_dialogue, read_json_records
 from toolfactory.models import Dialogue, Function, Message, ToolCall

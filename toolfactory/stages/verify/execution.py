@@ -34,7 +34,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from toolfactory.executable.python_env import PythonEnvironment, PythonEnvironmentSettings
+from toolfactory.executable.python_env import PythonEnvironment
+from toolfactory.executable.settings import PythonEnvironmentSettings
 from toolfactory.executable.session import EXEC_START_FAILED, CallResult, Environment, ExecutionFailed, Session
 from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.models import Dialogue, Verdict
