@@ -28,7 +28,12 @@ What differs from ToolBench's code, and why:
   one the verify stage rejects (an unknown function, arguments that are no JSON or break the
   schema) fails its branch like a give-up, before its calls are executed: ToolBench answers
   them with an error and goes on below, spending requests on paths that can never be kept,
-  where the search can still try the node's next child.
+  where the search can still try the node's next child;
+* requests that cannot lead to an answer are not sent: the calls of a reply at `max_depth` are
+  not executed (no path goes on below that node, so their results could only be shown to a
+  later sibling), and a reply's calls are not executed when the budget left after them would
+  not allow the one more assistant request that could give an answer (the search ends there,
+  as it would have on the next request).
 """
 
 from __future__ import annotations
@@ -98,17 +103,20 @@ GIVE_UP_OUTPUT = '{"response": "chose to give up and restart"}'
 # What a later sibling's diversity prompt shows as the output of a call that failed its branch.
 REJECTED_OUTPUT = '{"status_code": 400, "error": "invalid call: this branch was abandoned"}'
 
+# ... and of a call at `max_depth`, which is not executed: no path goes on below it.
+DEPTH_CUT_OUTPUT = '{"response": "not executed: the path reached its maximum length"}'
+
 Method = Literal["dfsdt", "react"]
 FinishType = Literal["give_answer", "give_up", "limit"]
 Limit = Literal["max_depth", "max_calls"]
-NodeKind = Literal["call", "thought", "give_answer", "give_up", "invalid_finish", "rejected_call"]
+NodeKind = Literal["call", "thought", "give_answer", "give_up", "invalid_finish", "rejected_call", "depth_cut"]
 # Whether the messages of a path (the last one an assistant reply whose calls are not yet
 # answered) already fail the checks a kept path must pass.
 Rejects = Callable[[list[Message]], bool]
 WireMessage = dict[str, Any]
 
 
-FAILED = ("give_up", "invalid_finish", "rejected_call")  # kinds that end their branch without an answer
+FAILED = ("give_up", "invalid_finish", "rejected_call", "depth_cut")  # kinds that end their branch without an answer
 
 
 class Chat(Protocol):
@@ -325,6 +333,8 @@ class _Search:
             child = await self.expand(node, index)
             if child.kind == "give_answer":
                 return child
+            if child.kind == "depth_cut":
+                self.depth_cutoffs += 1
             if child.kind in FAILED:
                 self.last = child
                 continue
@@ -365,7 +375,15 @@ class _Search:
                 [m for node in parent.path() for m in node.messages] + [Message(role="assistant", content=content, tool_calls=calls)]):
             child.kind = "rejected_call"
             child.candidate = [{"name": c.name, "arguments": c.arguments, "function_output": REJECTED_OUTPUT} for c in calls]
+        elif calls and child.depth >= self.max_depth:
+            # No path goes on below this node: its calls' results could never reach an answer.
+            child.kind = "depth_cut"
+            child.candidate = [{"name": c.name, "arguments": c.arguments, "function_output": DEPTH_CUT_OUTPUT} for c in calls]
         elif calls:
+            # Executing the calls pays only if one more request (the answer) fits in the budget.
+            executed = sum(call_error(self.by_name.get(c.name), c.name, c.arguments) is None for c in calls)
+            if self.max_calls - self.calls < executed + 1:
+                raise _OutOfCalls
             child.kind = "call"
             child.messages = [Message(role="assistant", content=content, tool_calls=calls)]
             for call in calls:
