@@ -28,6 +28,7 @@ from toolfactory.models import Dialogue, Function, Message, Record, Rejected, Ta
 from toolfactory.stages.base import CALLS_BY_RECIPE, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.dialogues.agents import execute
 from toolfactory.stages.dialogues.api_pages import for_executor
+from toolfactory.stages.dialogues.assistant import Disagreement
 from toolfactory.stages.dialogues.compression import compress_response, estimate_tokens
 from toolfactory.stages.dialogues.early import EarlyCheck, RejectedEarly
 from toolfactory.stages.dialogues.execution import EXECUTION, DialogueExecution
@@ -95,6 +96,11 @@ class DialoguesStage:
                                          reasons=sorted({v.code for v in early.verdicts}), detail=f"rejected early: {detail}",
                                          record={"task": task.model_dump(), "messages": [m.model_dump() for m in early.messages],
                                                  "llm_calls": early.llm_calls})]
+                    except Disagreement as failed:
+                        return [Rejected(id=stable_id("dialogue", task.id), stage=self.name, reasons=[failed.reason],
+                                         detail=str(failed),
+                                         record={"task": task.model_dump(), "messages": [m.model_dump() for m in failed.messages],
+                                                 "llm_calls": failed.llm_calls})]
                 executed = await live.metadata()
         except ExecutionFailed as failed:
             # The environment failed (hung, crashed, flooded, forked): this dialogue only.
