@@ -390,6 +390,31 @@ def test_a_call_the_rules_reject_fails_its_branch_before_it_is_executed() -> Non
     assert seen[1][2]  # the second child was asked with the diversity prompt showing the first
 
 
+def test_an_answer_whose_path_the_rules_reject_fails_its_branch() -> None:
+    def decide(path: list[str], sample: int) -> Reply:
+        if not path and sample == 0:  # an answer without any call: verify would reject the path
+            return reply(tool_call("Finish", return_type="give_answer", final_answer="It is sunny."))
+        if not path:
+            return reply(tool_call("get_weather", city="Rome"))
+        return reply(tool_call("Finish", return_type="give_answer", final_answer="Rome: 21 degrees."))
+
+    seen_paths: list[list[str]] = []
+
+    def rejects_answer(messages: list[Message]) -> bool:
+        seen_paths.append([m.role for m in messages])
+        return not any(m.tool_calls for m in messages)
+
+    chat, seen = scripted(decide)
+    opening = opening_messages("Weather in Paris or Rome?", TOOLS)
+    result = asyncio.run(solve(opening, FUNCTIONS, chat=chat, execute=executor, max_depth=4, max_children=2,
+                               rejects_answer=rejects_answer))
+    assert [n.kind for n in result.tree] == ["rejected_answer", "call", "give_answer"]
+    assert result.finish_type == "give_answer" and result.messages[-1].content == "Rome: 21 degrees."
+    # The check saw each answer's path as it would be kept, the final answer last.
+    assert seen_paths == [["system", "user", "assistant"], ["system", "user", "assistant", "tool", "assistant"]]
+    assert seen[1][2]  # the next child was asked with the diversity prompt showing the rejected answer
+
+
 @pytest.mark.parametrize(("method", "size"), [("dfsdt", 3), ("react", 1)])
 def test_a_search_that_always_gives_up_ends_with_give_up(method: str, size: int) -> None:
     result, seen = run_script(lambda path, sample: give_up(), method=method, max_depth=5, max_children=3)
