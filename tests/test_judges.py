@@ -17,7 +17,6 @@ from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corrupt
 from toolfactory.stages.verify.stage import VerifyStage
 
-
 PER_ASPECT = "verify.judge_call=per_aspect"
 
 

@@ -386,10 +386,9 @@ class _Search:
         finish = next((c for c in calls if c.name == FINISH), None)
         if finish is not None:
             self.terminal(child, finish, content, [c for c in calls if c is not finish])
-            if child.kind == "give_answer" and self.rejects_answer is not None:
-                if self.rejects_answer(kept_messages(child)):
-                    child.kind = "rejected_answer"
-                    child.candidate = [{**child.candidate[0], "function_output": REJECTED_ANSWER_OUTPUT}]
+            if child.kind == "give_answer" and self.rejects_answer is not None and self.rejects_answer(kept_messages(child)):
+                child.kind = "rejected_answer"
+                child.candidate = [{**child.candidate[0], "function_output": REJECTED_ANSWER_OUTPUT}]
         elif calls and self.rejects is not None and self.rejects(
                 [m for node in parent.path() for m in node.messages] + [Message(role="assistant", content=content, tool_calls=calls)]):
             child.kind = "rejected_call"
