@@ -19,6 +19,9 @@ decisions (kept or not) that agree, and the judge requests per record of each. T
 verdict on a question follows the dialogue and the question, not the request's wording
 (`toolfactory/simulator/verdicts.py`), so there the agreement is that of a consistent judge;
 the figure that tells whether a given model may answer all aspects at once comes from that model.
+The same comparison runs on the released ToolBench DFSDT paths (every root-to-leaf path of the
+answer trees under the shared data folder, when it is there), reported apart: dialogues a real
+model wrote, with real API responses.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from flows.runtime import llm_endpoint
+from benchmarks._common import REAL_DATA
 from toolfactory.config import load_config
+from toolfactory.formats import toolbench
 from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
 from toolfactory.models import Dialogue
 from toolfactory.stages.verify.corpus import valid_dialogues
@@ -58,6 +63,14 @@ async def measure(gateway: LLMGateway, pairs: list[tuple[Dialogue, Dialogue]], v
         "precision": round(counts["tp"] / (counts["tp"] + counts["fp"]), 4) if counts["tp"] + counts["fp"] else None,
         "recall": round(counts["tp"] / (counts["tp"] + counts["fn"]), 4) if counts["tp"] + counts["fn"] else None,
     }
+
+
+def released_dialogues() -> list[Dialogue]:
+    """Every path of the released ToolBench answer trees; none without the shared data folder."""
+    folder = REAL_DATA / "toolbench" / "answer" / "G1_answer"
+    if not folder.is_dir():
+        return []
+    return [d for d in toolbench.read(folder, paths="all") if isinstance(d, Dialogue)]
 
 
 async def combined_agreement(gateway: LLMGateway, records: list[Dialogue], votes: int) -> dict[str, Any]:
@@ -95,12 +108,16 @@ def main(argv: list[str] | None = None) -> None:
 
     records = [d for pair in pairs for d in pair] + valid_dialogues(args.records, seed=13)
     records = records[: args.records]
+    released = released_dialogues()
 
     async def run(base_url: str | None) -> dict[str, Any]:
         cache = RequestCache(ObjectStore.open(config.storage))
         async with LLMGateway(resolve_endpoint(config.llm, base_url), config.llm, cache) as gateway:
             labelled = await measure(gateway, pairs, args.votes)
-            return {**labelled, "combined": await combined_agreement(gateway, records, args.votes)}
+            result = {**labelled, "combined": await combined_agreement(gateway, records, args.votes)}
+            if released:
+                result["combined_released"] = await combined_agreement(gateway, released, args.votes)
+            return result
 
     started = time.perf_counter()
     with llm_endpoint(config) as base_url:
@@ -122,6 +139,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  aspect decisions agree {c['aspect_agreement']:.2%}, record decisions agree {c['record_agreement']:.2%} "
           f"(kept {c['kept_per_aspect']} per aspect, {c['kept_combined']} combined); judge requests per record "
           f"{c['requests_per_record_per_aspect']} per aspect (every vote), {c['requests_per_record_combined']} combined (decided)")
+    if "combined_released" in result:
+        r = result["combined_released"]
+        print(f"  on {r['records']} released ToolBench paths: aspect decisions agree {r['aspect_agreement']:.2%}, record "
+              f"decisions agree {r['record_agreement']:.2%}; judge requests per record {r['requests_per_record_per_aspect']} "
+              f"per aspect, {r['requests_per_record_combined']} combined")
     if config.llm.provider == "simulator":
         print("  (the simulator's verdicts ignore the labels, and follow only the dialogue and the question, so the\n"
               "   label agreement is near chance and the combined agreement is a consistent judge's by construction:\n"

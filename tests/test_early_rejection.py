@@ -103,3 +103,27 @@ def test_what_a_prefix_is_rejected_for_the_whole_dialogue_is_rejected_for() -> N
                     stopped += bool(found)
                     assert found <= rejecting, (recipe, mode, end, found, rejecting)
     assert stopped > 20  # the property is not vacuous
+
+
+def test_a_finished_dialogue_is_rejected_for_what_the_verify_stage_s_rules_reject_it_for() -> None:
+    config = load_config(None, ["verify.disabled_rules=[call_missing_required]"], environ={})
+    samples = [d for clean in valid_dialogues(3, seed=6) for d in [clean, *(c.dialogue for c in corruptions(clean, seed=6))]]
+    rejected = 0
+    for recipe in ("toolace", "toolalpaca", "toolllm"):
+        early = EarlyCheck.for_task(task(recipe, "open"), config)
+        assert early is not None
+        for full in samples:
+            whole = Dialogue.model_validate({**full.model_dump(), "recipe": recipe, "target_mode": "open"})
+            whole.mode = shown_mode(whole)
+            expected = errors(check(whole, frozenset({"call_missing_required"}),
+                                    policy=for_recipe(recipe, {"toolalpaca": 5}, ["toolalpaca"])))
+            assert early.finished(whole) == expected
+            rejected += bool(expected)
+    assert rejected > 20
+    # An answer with no call at all: the finished check rejects what a prefix check cannot.
+    answered = [*OPENING, Message(role="assistant", content="It is sunny in Lyon.")]
+    early = checks("toolllm", "open")
+    assert not early.findings(TOOLS, answered)
+    finished = Dialogue(id="d", task_id="t", tools=TOOLS, messages=answered, recipe="toolllm", target_mode="open")
+    finished.mode = shown_mode(finished)
+    assert {v.code for v in early.finished(finished)} == {"dialogue_no_function_call"}

@@ -17,6 +17,8 @@ from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corrupt
 from toolfactory.stages.verify.stage import VerifyStage
 
+PER_ASPECT = "verify.judge_call=per_aspect"
+
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[Any]:
@@ -39,7 +41,7 @@ def verify(sim: Any, dialogues: list[Dialogue], true_rate: float, *overrides: st
 
 def test_passing_judges_accept_and_keep_every_vote(sim: Any) -> None:
     dialogues = valid_dialogues(6, seed=1)
-    out, meter = verify(sim, dialogues, 1.0, "verify.judge_stop=all")
+    out, meter = verify(sim, dialogues, 1.0, PER_ASPECT, "verify.judge_stop=all")
     assert len(out.records) == 6 and not out.rejected
     for record in out.records:
         assert [j.aspect for j in record.judgements] == [  # type: ignore[attr-defined]
@@ -51,7 +53,7 @@ def test_passing_judges_accept_and_keep_every_vote(sim: Any) -> None:
 
 
 def test_votes_stop_once_the_majority_is_decided(sim: Any) -> None:
-    out, meter = verify(sim, valid_dialogues(6, seed=1), 1.0)
+    out, meter = verify(sim, valid_dialogues(6, seed=1), 1.0, PER_ASPECT)
     assert len(out.records) == 6
     # Two passing votes of three decide: the third is never asked.
     assert all(j.passes and len(j.votes) == 2 for r in out.records for j in r.judgements)  # type: ignore[attr-defined]
@@ -67,8 +69,8 @@ def _decisions(out: StageOutput) -> dict[str, dict[str, bool]]:
 @pytest.mark.parametrize("votes", [3, 4, 5])
 def test_stopping_early_decides_as_every_vote_would(sim: Any, votes: int) -> None:
     dialogues = valid_dialogues(10, seed=7)
-    every, every_meter = verify(sim, dialogues, 0.5, f"verify.judge_votes={votes}", "verify.judge_stop=all")
-    early, early_meter = verify(sim, dialogues, 0.5, f"verify.judge_votes={votes}")
+    every, every_meter = verify(sim, dialogues, 0.5, PER_ASPECT, f"verify.judge_votes={votes}", "verify.judge_stop=all")
+    early, early_meter = verify(sim, dialogues, 0.5, PER_ASPECT, f"verify.judge_votes={votes}")
     assert _decisions(early) == _decisions(every)
     assert {r.id for r in early.records} == {r.id for r in every.records}
     requests = early_meter.role("judge").calls + early_meter.role("judge").cache_hits
@@ -76,7 +78,7 @@ def test_stopping_early_decides_as_every_vote_would(sim: Any, votes: int) -> Non
 
 
 def test_one_combined_request_per_vote_answers_every_aspect(sim: Any) -> None:
-    out, meter = verify(sim, valid_dialogues(4, seed=1), 1.0, "verify.judge_call=combined")
+    out, meter = verify(sim, valid_dialogues(4, seed=1), 1.0)  # the default
     assert len(out.records) == 4
     for record in out.records:
         assert [j.aspect for j in record.judgements] == [  # type: ignore[attr-defined]
@@ -102,7 +104,7 @@ def test_failing_judges_reject_with_an_aspect_code_and_their_reasons(sim: Any) -
 
 
 def test_the_majority_decides_and_a_tie_fails(sim: Any) -> None:
-    out, _ = verify(sim, valid_dialogues(12, seed=3), 0.5, "verify.judge_votes=4")
+    out, _ = verify(sim, valid_dialogues(12, seed=3), 0.5, PER_ASPECT, "verify.judge_votes=4")
     judgements = [j for r in out.records for j in r.judgements] + [  # type: ignore[attr-defined]
         j for rejected in out.rejected for j in Dialogue.model_validate(rejected.record).judgements
     ]
@@ -148,7 +150,7 @@ def test_a_dialogues_judges_find_their_shared_beginning_in_the_endpoints_prompt_
     # Answers take 50 ms: requests sent together would all be prefilled in full.
     httpx.post(f"{sim.root_url}/simulator/settings", json={"profile": "vllm-hermes", "latency_ms": 50}).raise_for_status()
     try:
-        out, meter = verify(sim, valid_dialogues(1, seed=3), 1.0, "verify.judge_stop=all")
+        out, meter = verify(sim, valid_dialogues(1, seed=3), 1.0, PER_ASPECT, "verify.judge_stop=all")
     finally:
         httpx.post(f"{sim.root_url}/simulator/settings", json={"profile": "openai", "latency_ms": 0}).raise_for_status()
     judge = meter.role("judge")

@@ -21,6 +21,7 @@ from toolfactory.stages import ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.dialogues.modes import shown_mode
 from toolfactory.stages.dialogues.stage import DialoguesStage
 from toolfactory.stages.tasks.stage import TasksStage
+from toolfactory.stages.verify.policy import for_recipe
 from toolfactory.stages.verify.rules import check, errors
 from toolfactory.storage import ObjectStore
 
@@ -211,6 +212,8 @@ def test_toolllm_dialogues_come_from_a_bounded_search(sim: Any, pool: list[Tool]
         assert search["llm_calls"] <= 16 and search["path_depth"] <= 4 and d.llm_calls == search["llm_calls"]
         assert not any(c.name == "Finish" for m in d.messages for c in m.tool_calls or [])
         assert d.messages[-1].role == "assistant" and d.messages[-1].content
+        # An answer whose path the verify stage's rules reject failed its branch in the search.
+        assert not errors(check(d, policy=for_recipe("toolllm", {"toolalpaca": 5}, ["toolalpaca"])))
     for rejected in out.rejected:
         assert rejected.record["generation"]["search"]["finish_type"] in ("give_up", "limit")
 

@@ -390,6 +390,31 @@ def test_a_call_the_rules_reject_fails_its_branch_before_it_is_executed() -> Non
     assert seen[1][2]  # the second child was asked with the diversity prompt showing the first
 
 
+def test_an_answer_whose_path_the_rules_reject_fails_its_branch() -> None:
+    def decide(path: list[str], sample: int) -> Reply:
+        if not path and sample == 0:  # an answer without any call: verify would reject the path
+            return reply(tool_call("Finish", return_type="give_answer", final_answer="It is sunny."))
+        if not path:
+            return reply(tool_call("get_weather", city="Rome"))
+        return reply(tool_call("Finish", return_type="give_answer", final_answer="Rome: 21 degrees."))
+
+    seen_paths: list[list[str]] = []
+
+    def rejects_answer(messages: list[Message]) -> bool:
+        seen_paths.append([m.role for m in messages])
+        return not any(m.tool_calls for m in messages)
+
+    chat, seen = scripted(decide)
+    opening = opening_messages("Weather in Paris or Rome?", TOOLS)
+    result = asyncio.run(solve(opening, FUNCTIONS, chat=chat, execute=executor, max_depth=4, max_children=2,
+                               rejects_answer=rejects_answer))
+    assert [n.kind for n in result.tree] == ["rejected_answer", "call", "give_answer"]
+    assert result.finish_type == "give_answer" and result.messages[-1].content == "Rome: 21 degrees."
+    # The check saw each answer's path as it would be kept, the final answer last.
+    assert seen_paths == [["system", "user", "assistant"], ["system", "user", "assistant", "tool", "assistant"]]
+    assert seen[1][2]  # the next child was asked with the diversity prompt showing the rejected answer
+
+
 @pytest.mark.parametrize(("method", "size"), [("dfsdt", 3), ("react", 1)])
 def test_a_search_that_always_gives_up_ends_with_give_up(method: str, size: int) -> None:
     result, seen = run_script(lambda path, sample: give_up(), method=method, max_depth=5, max_children=3)
@@ -406,10 +431,32 @@ def test_a_search_that_never_finishes_is_cut_by_max_depth() -> None:
     result, _ = run_script(always_call, max_depth=2, max_children=2)
     # A full binary tree of depth 2: 6 nodes, each node re-expanded once after its first subtree.
     assert result.finish_type == "limit" and result.limit == "max_depth"
-    assert result.tree_size == 6 and result.backtracks == 3 and result.llm_calls == 12
+    assert result.tree_size == 6 and result.backtracks == 3
     layout = [(n.parent, n.depth, n.sample) for n in result.tree]
     assert layout == [(0, 1, 0), (1, 2, 0), (1, 2, 1), (0, 1, 1), (4, 2, 0), (4, 2, 1)]
-    assert result.path_depth == 2
+    # The calls at max_depth are not executed (nothing below them could answer): 6 replies, 2 results.
+    assert [n.kind for n in result.tree] == ["call", "depth_cut", "depth_cut", "call", "depth_cut", "depth_cut"]
+    assert result.llm_calls == 6 + 2
+    assert result.path_depth == 1 and call_ids(result.messages) == {m.tool_call_id for m in result.messages if m.role == "tool"}
+
+
+def test_a_call_is_not_executed_when_no_answer_could_follow_it_within_the_budget() -> None:
+    executed: list[str] = []
+
+    async def counting(function: Function, call: ToolCall) -> str:
+        executed.append(call.arguments)
+        return await executor(function, call)
+
+    def two_calls(path: list[str], sample: int) -> Reply:
+        return reply(tool_call("get_weather", city=f"A{len(path)}"), tool_call("get_weather", city=f"B{len(path)}"))
+
+    chat, _ = scripted(two_calls)
+    opening = opening_messages("Weather in Paris or Rome?", TOOLS)
+    # 1 reply + 2 results + 1 reply leave 1 request: the second reply's two calls plus an answer
+    # would need 3, so they are not executed and the search ends for its budget.
+    result = asyncio.run(solve(opening, FUNCTIONS, chat=chat, execute=counting, max_depth=9, max_calls=5))
+    assert result.finish_type == "limit" and result.limit == "max_calls"
+    assert len(executed) == 2 and result.llm_calls == 4
 
 
 def test_running_out_of_calls_before_a_tool_result_drops_the_unanswered_call() -> None:

@@ -105,6 +105,20 @@ def test_each_sample_thinks_on_its_own_and_early_stopping_saves_calls(sim: Any, 
         assert d.llm_calls == 2 * d.generation["decision_samples"] + executed + read
 
 
+def test_a_dialogue_dropped_for_disagreeing_samples_records_what_it_spent(sim: Any, pool: list[Tool], tmp_path: Path) -> None:
+    tasks = [weather_task(pool, "single", k) for k in range(12)]
+    # Every resample answered anew: some turns' three samples disagree, and their dialogues are dropped.
+    out = dialogues_of(sim, tasks, tmp_path, {"sample_variation": 1.0, "rate_hallucinated_function": 0.5})
+    dropped = [r for r in out.rejected if r.reasons == ["dialogue_inconsistent_decision"]]
+    assert dropped
+    for rejected in dropped:
+        # At least the three samples of the failed turn, each with its own formal thinking.
+        assert rejected.record["llm_calls"] >= 3 * 2
+        assert [m["role"] for m in rejected.record["messages"]][:2] == ["system", "user"]
+    kept = sum(d.llm_calls for d in out.records if isinstance(d, Dialogue))
+    assert out.profile["llm_calls"]["toolace"] == kept + sum(r.record.get("llm_calls", 0) for r in out.rejected)
+
+
 # --- asking for a missing value --------------------------------------------------------------
 
 

@@ -23,10 +23,12 @@ class VerifyConfig(Section):
     judge_stop: Literal["decided", "all"] = "decided"
     """`decided`: votes are cast in waves and stop as soon as the majority is decided (the same
     decision as casting them all, since vote i is always sample i); `all`: every vote is cast."""
-    judge_call: Literal["per_aspect", "combined"] = "per_aspect"
-    """`per_aspect`: one judge request per aspect and vote (ToolACE §3.2); `combined`: one
-    structured request per vote that answers every aspect at once (`benchmarks.judges` measures
-    how often the two agree)."""
+    judge_call: Literal["per_aspect", "combined"] = "combined"
+    """`combined`: one structured request per vote answers every aspect at once, each aspect
+    with its own verdict, votes and reason code (about 2 requests per judged record instead of
+    10); `per_aspect`: one judge request per aspect and vote (ToolACE §3.2). `benchmarks.judges`
+    measures how often the two agree; on a judge model that answers aspects differently when
+    asked together, set `per_aspect`."""
     max_steps: dict[Literal["toolalpaca", "toolllm", "toolace"], int] = Field(default_factory=lambda: {"toolalpaca": 5})
     """Policy: the most function calls a dialogue of each recipe may make (`filter_too_many_steps`);
     a recipe not listed has no step limit (ToolLLM's search has its own max_depth)."""

@@ -47,10 +47,15 @@ def thinking_schema(names: list[str]) -> dict[str, Any]:
 
 
 class Disagreement(LLMFailure):
-    """No two samples of an assistant decision agreed (self-consistency)."""
+    """No two samples of an assistant decision agreed (self-consistency).
 
-    def __init__(self, samples: int) -> None:
+    `llm_calls` is what the samples took; the dialogue adds what it spent before the turn, and
+    `messages` the dialogue so far, so the rejected record shows what it cost."""
+
+    def __init__(self, samples: int, llm_calls: int = 0) -> None:
         super().__init__("dialogue_inconsistent_decision", f"no two of {samples} samples of an assistant turn agreed", transient=False)
+        self.llm_calls = llm_calls
+        self.messages: list[Message] = []
 
 
 @dataclass
@@ -144,7 +149,7 @@ async def act(messages: list[Message], offered: list[dict[str, Any]], ctx: Shard
         elif settings.on_disagreement == "mask":
             masked = True
         else:
-            raise Disagreement(samples)
+            raise Disagreement(samples, calls)
     pick = drawn[chosen]
     tool_calls = _calls(pick.reply)
     # The model's own reasoning is there only with llm.keep_reasoning; it follows the formal

@@ -34,7 +34,9 @@ from toolfactory.config import Config
 from toolfactory.models import Dialogue, Function, Message, Task, Verdict
 from toolfactory.stages.dialogues.modes import OPEN_MODE
 from toolfactory.stages.verify.policy import Policy, error_text, for_recipe
-from toolfactory.stages.verify.rules import RULES
+from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
+from toolfactory.stages.verify.limits import Limits
+from toolfactory.stages.verify.rules import RULES, check, errors
 from toolfactory.stages.verify.rules.registry import Sample
 
 CALL_FAMILY = "function_call"
@@ -59,6 +61,7 @@ class EarlyCheck:
     policy: Policy
     disabled: frozenset[str]
     target_mode: str | None
+    limits: Limits = DEFAULT_LIMITS
 
     @classmethod
     def for_task(cls, task: Task, config: Config) -> EarlyCheck | None:
@@ -68,7 +71,13 @@ class EarlyCheck:
         verify = config.verify
         policy = for_recipe(task.recipe, {str(k): v for k, v in verify.max_steps.items()},
                             [str(recipe) for recipe in verify.keep_error_recovery])
-        return cls(policy, frozenset(verify.disabled_rules), task.mode)
+        limits = Limits(max_depth=verify.max_depth, max_chars=verify.max_record_chars)
+        return cls(policy, frozenset(verify.disabled_rules), task.mode, limits)
+
+    def finished(self, dialogue: Dialogue) -> list[Verdict]:
+        """What the verify stage's rule layer rejects a finished `dialogue` for, exactly as it
+        will (the replay of executable tools and the judges come after it there)."""
+        return errors(check(dialogue, self.disabled, self.limits, self.policy))
 
     def raise_if_rejected(self, tools: list[Function], messages: list[Message], llm_calls: int) -> None:
         """:class:`RejectedEarly` when the dialogue so far is already rejected."""

@@ -28,7 +28,14 @@ What differs from ToolBench's code, and why:
   one the verify stage rejects (an unknown function, arguments that are no JSON or break the
   schema) fails its branch like a give-up, before its calls are executed: ToolBench answers
   them with an error and goes on below, spending requests on paths that can never be kept,
-  where the search can still try the node's next child.
+  where the search can still try the node's next child. Likewise an answer whose whole path the
+  rule layer rejects (``rejects_answer``: no call at all, say) fails its branch: the judges are
+  never asked about a path the rules reject, and the search tries the next child;
+* requests that cannot lead to an answer are not sent: the calls of a reply at `max_depth` are
+  not executed (no path goes on below that node, so their results could only be shown to a
+  later sibling), and a reply's calls are not executed when the budget left after them would
+  not allow the one more assistant request that could give an answer (the search ends there,
+  as it would have on the next request).
 """
 
 from __future__ import annotations
@@ -98,17 +105,24 @@ GIVE_UP_OUTPUT = '{"response": "chose to give up and restart"}'
 # What a later sibling's diversity prompt shows as the output of a call that failed its branch.
 REJECTED_OUTPUT = '{"status_code": 400, "error": "invalid call: this branch was abandoned"}'
 
+# ... and of an answer whose path the rules reject.
+REJECTED_ANSWER_OUTPUT = '{"status_code": 400, "error": "answer rejected: the path breaks the rules a kept path must pass"}'
+
+# ... and of a call at `max_depth`, which is not executed: no path goes on below it.
+DEPTH_CUT_OUTPUT = '{"response": "not executed: the path reached its maximum length"}'
+
 Method = Literal["dfsdt", "react"]
 FinishType = Literal["give_answer", "give_up", "limit"]
 Limit = Literal["max_depth", "max_calls"]
-NodeKind = Literal["call", "thought", "give_answer", "give_up", "invalid_finish", "rejected_call"]
+NodeKind = Literal["call", "thought", "give_answer", "give_up", "invalid_finish", "rejected_call", "rejected_answer",
+                   "depth_cut"]
 # Whether the messages of a path (the last one an assistant reply whose calls are not yet
 # answered) already fail the checks a kept path must pass.
 Rejects = Callable[[list[Message]], bool]
 WireMessage = dict[str, Any]
 
 
-FAILED = ("give_up", "invalid_finish", "rejected_call")  # kinds that end their branch without an answer
+FAILED = ("give_up", "invalid_finish", "rejected_call", "rejected_answer", "depth_cut")  # kinds that end their branch without an answer
 
 
 class Chat(Protocol):
@@ -200,6 +214,11 @@ class SearchResult:
         }
 
 
+def kept_messages(end: _Node) -> list[Message]:
+    """The canonical messages of the path down to `end`, without the nodes that failed."""
+    return joined_thoughts([m for node in end.path() if node.kind not in FAILED for m in node.messages])
+
+
 def opening_messages(instruction: str, tools: Sequence[Tool]) -> list[Message]:
     """ToolLLM's opening: A.8's system prompt describing the tools, then the instruction."""
     lines = ["You have access to the following tools:"]
@@ -221,6 +240,7 @@ async def solve(
     max_children: int = 2,
     max_calls: int = 120,
     rejects: Rejects | None = None,
+    rejects_answer: Rejects | None = None,
 ) -> SearchResult:
     """Search a solution path for the task that `task_messages` opens (see :func:`opening_messages`).
 
@@ -229,6 +249,8 @@ async def solve(
     ToolBench's DFSDT (`DFS_woFilter_w2`); ToolBench's code caps a chain at 12 tree nodes and an
     instruction at 60 assistant queries, and since executor calls count here too the default
     budget is twice that. ``method="react"`` ignores `max_children` (one child per node).
+    `rejects` sees a path ending with a reply whose calls are not answered yet; `rejects_answer`
+    a finished path as it would be kept (ending with the final answer).
     """
     if method not in ("dfsdt", "react"):
         raise ValueError(f"method must be 'dfsdt' or 'react', got {method!r}")
@@ -238,7 +260,7 @@ async def solve(
     if any(fn.name == FINISH for fn in functions):
         raise ValueError(f"a task function may not be named {FINISH!r}: the search offers its own")
     width = 1 if method == "react" else max_children
-    search = _Search(list(task_messages), functions, chat, execute, max_depth, width, max_calls, rejects)
+    search = _Search(list(task_messages), functions, chat, execute, max_depth, width, max_calls, rejects, rejects_answer)
     return await search.run(method)
 
 
@@ -271,8 +293,9 @@ class _Search:
     def __init__(
         self, opening: list[Message], functions: Sequence[Function], chat: Chat, execute: Execute,
         max_depth: int, max_children: int, max_calls: int, rejects: Rejects | None = None,
+        rejects_answer: Rejects | None = None,
     ) -> None:
-        self.rejects = rejects
+        self.rejects, self.rejects_answer = rejects, rejects_answer
         self.by_name = {fn.name: fn for fn in functions}
         self.tools = [fn.openai_tool() for fn in functions] + [FINISH_FUNCTION.openai_tool()]
         self.chat, self.execute = chat, execute
@@ -298,7 +321,7 @@ class _Search:
         path = end.path()
         kept = [n for n in path if n.kind not in FAILED]
         return SearchResult(
-            messages=joined_thoughts([m for node in kept for m in node.messages]),
+            messages=kept_messages(end),
             finish_type=finish_type,
             limit=limit,
             method=method,
@@ -325,6 +348,8 @@ class _Search:
             child = await self.expand(node, index)
             if child.kind == "give_answer":
                 return child
+            if child.kind == "depth_cut":
+                self.depth_cutoffs += 1
             if child.kind in FAILED:
                 self.last = child
                 continue
@@ -361,11 +386,22 @@ class _Search:
         finish = next((c for c in calls if c.name == FINISH), None)
         if finish is not None:
             self.terminal(child, finish, content, [c for c in calls if c is not finish])
+            if child.kind == "give_answer" and self.rejects_answer is not None and self.rejects_answer(kept_messages(child)):
+                child.kind = "rejected_answer"
+                child.candidate = [{**child.candidate[0], "function_output": REJECTED_ANSWER_OUTPUT}]
         elif calls and self.rejects is not None and self.rejects(
                 [m for node in parent.path() for m in node.messages] + [Message(role="assistant", content=content, tool_calls=calls)]):
             child.kind = "rejected_call"
             child.candidate = [{"name": c.name, "arguments": c.arguments, "function_output": REJECTED_OUTPUT} for c in calls]
+        elif calls and child.depth >= self.max_depth:
+            # No path goes on below this node: its calls' results could never reach an answer.
+            child.kind = "depth_cut"
+            child.candidate = [{"name": c.name, "arguments": c.arguments, "function_output": DEPTH_CUT_OUTPUT} for c in calls]
         elif calls:
+            # Executing the calls pays only if one more request (the answer) fits in the budget.
+            executed = sum(call_error(self.by_name.get(c.name), c.name, c.arguments) is None for c in calls)
+            if self.max_calls - self.calls < executed + 1:
+                raise _OutOfCalls
             child.kind = "call"
             child.messages = [Message(role="assistant", content=content, tool_calls=calls)]
             for call in calls:

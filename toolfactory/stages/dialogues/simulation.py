@@ -29,7 +29,7 @@ from toolfactory.models import Message, Task, ToolCall
 from toolfactory.stages.base import ShardContext
 from toolfactory.stages.dialogues.agents import execute, read_turn, user_details, user_follow_up
 from toolfactory.stages.dialogues.execution import DialogueExecution
-from toolfactory.stages.dialogues.assistant import Action, act
+from toolfactory.stages.dialogues.assistant import Action, Disagreement, act
 from toolfactory.stages.dialogues.react import react_step
 from toolfactory.stages.dialogues.compression import compress_response
 from toolfactory.stages.dialogues.early import EarlyCheck
@@ -47,7 +47,9 @@ async def simulate(task: Task, ctx: ShardContext, live: DialogueExecution | None
     Calls to tools of executable sources run on `live` (:mod:`.execution`).
 
     Raises :class:`~toolfactory.stages.dialogues.early.RejectedEarly` as soon as a turn makes
-    the record one the verify stage must reject (``dialogues.reject_early``)."""
+    the record one the verify stage must reject (``dialogues.reject_early``), and
+    :class:`~toolfactory.stages.dialogues.assistant.Disagreement`, with the calls spent and the
+    messages so far, when no two samples of a decision agree under ``on_disagreement: drop``."""
     early = EarlyCheck.for_task(task, ctx.config)
     settings = ctx.config.dialogues
     toolace = task.recipe == "toolace"
@@ -92,7 +94,12 @@ async def simulate(task: Task, ctx: ShardContext, live: DialogueExecution | None
                     continue
                 action = Action(step.message, step.llm_calls)
             else:
-                action = await act(messages, offered, ctx, think=toolace and settings.formal_thinking, samples=samples)
+                try:
+                    action = await act(messages, offered, ctx, think=toolace and settings.formal_thinking, samples=samples)
+                except Disagreement as failed:  # the record is lost: it still shows what it cost
+                    failed.llm_calls += calls
+                    failed.messages = list(messages)
+                    raise
                 calls += action.llm_calls
                 notes["decision_samples"] += action.samples
                 notes["decision_samples_planned"] += samples

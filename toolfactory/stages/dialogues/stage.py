@@ -28,6 +28,7 @@ from toolfactory.models import Dialogue, Function, Message, Record, Rejected, Ta
 from toolfactory.stages.base import CALLS_BY_RECIPE, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.dialogues.agents import execute
 from toolfactory.stages.dialogues.api_pages import for_executor
+from toolfactory.stages.dialogues.assistant import Disagreement
 from toolfactory.stages.dialogues.compression import compress_response, estimate_tokens
 from toolfactory.stages.dialogues.early import EarlyCheck, RejectedEarly
 from toolfactory.stages.dialogues.execution import EXECUTION, DialogueExecution
@@ -95,6 +96,11 @@ class DialoguesStage:
                                          reasons=sorted({v.code for v in early.verdicts}), detail=f"rejected early: {detail}",
                                          record={"task": task.model_dump(), "messages": [m.model_dump() for m in early.messages],
                                                  "llm_calls": early.llm_calls})]
+                    except Disagreement as failed:
+                        return [Rejected(id=stable_id("dialogue", task.id), stage=self.name, reasons=[failed.reason],
+                                         detail=str(failed),
+                                         record={"task": task.model_dump(), "messages": [m.model_dump() for m in failed.messages],
+                                                 "llm_calls": failed.llm_calls})]
                 executed = await live.metadata()
         except ExecutionFailed as failed:
             # The environment failed (hung, crashed, flooded, forked): this dialogue only.
@@ -105,6 +111,15 @@ class DialoguesStage:
             executed = {"calls": [], "states": {}, **(executed or {}), "target_state": task.blueprint.target_state}
         if executed is not None:
             generation[EXECUTION] = executed
+        dialogue = self._record(task, messages, generation)
+        dialogue.models = {role: ctx.gateway.model_for(role) for role in ("user", "assistant", "tool")}
+        dialogue.llm_calls = calls  # this stage's requests for this record (all agents)
+        return [dialogue]
+
+    @staticmethod
+    def _record(task: Task, messages: list[Message], generation: dict[str, Any] | None = None) -> Dialogue:
+        """The record of `task`'s dialogue with `messages`, as the verify stage reads it (its
+        shown mode depends on `generation`'s clarification turns)."""
         dialogue = Dialogue(
             id=stable_id("dialogue", task.id),
             task_id=task.id,
@@ -113,13 +128,11 @@ class DialoguesStage:
             recipe=task.recipe,
             scenario=task.scenario,
             target_mode=task.mode,
-            models={role: ctx.gateway.model_for(role) for role in ("user", "assistant", "tool")},
-            llm_calls=calls,  # this stage's requests for this record (all agents)
             source_tools=[ToolRef(id=t.id, name=t.name, category=t.category, source=t.source) for t in task.tools],
-            generation=generation,
+            generation=generation or {},
         )
         dialogue.mode = shown_mode(dialogue)
-        return [dialogue]
+        return dialogue
 
     async def _search(self, task: Task, ctx: ShardContext, strategies: dict[str, asyncio.Future[list[str] | None]],
                       live: DialogueExecution) -> tuple[list[Message], int, dict[str, Any]] | Rejected:
@@ -159,8 +172,10 @@ class DialoguesStage:
             opening_messages(task.instruction, task.tools), functions, chat=chat, execute=run_call,
             method=settings.search, max_depth=settings.search_max_depth, max_children=settings.search_max_children,
             max_calls=settings.search_max_calls,
-            # A branch the verify stage would reject is given up before its calls are answered.
+            # A branch the verify stage would reject is given up before its calls are answered,
+            # and an answer whose path its rules reject before the judges are asked about it.
             rejects=None if early is None else (lambda messages: bool(early.findings(functions, messages))),
+            rejects_answer=None if early is None else (lambda messages: bool(early.finished(self._record(task, messages)))),
         )
         summary = {key: value for key, value in result.metadata().items() if key != "tree"}
         generation: dict[str, Any] = {"search": summary, "compressed_responses": compressed}
