@@ -121,8 +121,8 @@ def _free_port() -> int:
 def ray_head() -> Iterator[str]:
     """The address of a Ray cluster (`ray start --head`) that this pytest worker's CLI runs share.
 
-    A `toolfactory run` in a subprocess otherwise starts and stops a local Ray of its own: about
-    20 s each on a busy 2-core machine. Tests of the local Ray itself (its start, its stop with a
+    A `toolfactory run` in a subprocess otherwise starts and stops a local Ray of its own: 10 s
+    each on an idle 2-core machine, 20 to 30 s on a busy one. Tests of the local Ray itself (its start, its stop with a
     killed driver, a stale cluster record) do not use it. Each pytest-xdist worker starts its own,
     on ports of its own and in a temp dir of its own (short: Ray's socket paths are
     length-limited), so that neither two workers' clusters nor a `ray start` elsewhere on the
