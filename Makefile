@@ -53,7 +53,7 @@ mcp-servers:
 
 # Two workers (pytest-xdist) share every test; the 25 slowest are listed at the end.
 test: $(STAMP) browser postgres mcp-servers
-	$(BIN)/pytest -q -n 2 --dist load --durations=25
+	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=25
 
 # The documentation site, into build/site (the suite builds it too, with warnings as errors).
 docs: $(STAMP)

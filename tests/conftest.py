@@ -65,11 +65,23 @@ def shared_data() -> Path:
 # own session fixtures (a Prefect harness, a local Ray), which share nothing but the CPUs.
 
 
+# Fixtures that run a flow once for the tests of their module (they take the Prefect API).
+_RUNTIME = {"prefect_api", "ray_cluster", "ray_head"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests that read the released data, so that `-m real_data` selects them."""
+    """Mark the tests that read the released data, so that `-m real_data` selects them; give the
+    tests that share a module fixture's run one xdist group, so that `--dist loadgroup` sends them
+    to one worker and the run is made once (`--dist load` would spread them and make it twice)."""
     for item in items:
         if "shared_data" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_data)
+        definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        for name in getattr(item, "fixturenames", ()):
+            shared = definitions.get(name, ())
+            if shared and shared[-1].scope == "module" and _RUNTIME & set(shared[-1].argnames):
+                item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}.{name}"))  # type: ignore[attr-defined]
+                break
 
 
 @pytest.fixture(scope="session")
@@ -95,6 +107,72 @@ def ray_cluster(prefect_api: str) -> Iterator[None]:
     )
     yield
     ray.shutdown()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def ray_head() -> Iterator[str]:
+    """The address of a Ray cluster (`ray start --head`) that this pytest worker's CLI runs share.
+
+    A `toolfactory run` in a subprocess otherwise starts and stops a local Ray of its own: 10 s
+    each on an idle 2-core machine, 20 to 30 s on a busy one. Tests of the local Ray itself (its start, its stop with a
+    killed driver, a stale cluster record) do not use it. Each pytest-xdist worker starts its own,
+    on ports of its own and in a temp dir of its own (short: Ray's socket paths are
+    length-limited), so that neither two workers' clusters nor a `ray start` elsewhere on the
+    machine meet in /tmp/ray; stopped, with every process it started, at the session's end."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    from toolfactory.lifetime import descendants
+
+    port = _free_port()
+    ports = {f"--{name}={_free_port()}" for name in (
+        "ray-client-server-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+        "runtime-env-agent-port", "metrics-export-port", "node-manager-port", "object-manager-port")}
+    temp_dir = tempfile.mkdtemp(prefix="tfray", dir="/tmp")
+    ray = str(Path(sys.executable).with_name("ray"))
+    # The workers inherit this environment, as the workers of a production cluster inherit
+    # theirs: the S3 credentials above, no TOOLFACTORY_* setting.
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("TOOLFACTORY_", "RAY_ADDRESS"))}
+    log = Path(temp_dir) / "head.log"
+    with log.open("w") as out:
+        head = subprocess.Popen(
+            [ray, "start", "--head", f"--port={port}", *sorted(ports), "--num-cpus=2", "--include-dashboard=false",
+             "--disable-usage-stats", f"--temp-dir={temp_dir}", "--node-ip-address=127.0.0.1", "--block"],
+            env={**env, "RAY_AUTH_MODE": "disabled"}, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 180  # Ray's own start-up limit in this suite (RAY_raylet_start_wait_time_s)
+        while "Ray runtime started" not in log.read_text():
+            if head.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"`ray start --head` did not start a cluster:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        # Killed, not stopped: Ray's own shutdown takes about 40 s (measured: the raylet 10 s, the
+        # GCS 30 s more), and the cluster holds nothing the session keeps.
+        started = descendants({head.pid}) | {head.pid}
+        for pid in started:  # Ray's agents leave the process group: each is killed by its pid
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        head.wait(30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in started):
+            time.sleep(0.1)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -143,6 +221,8 @@ def small_run_overrides(root: Path | str, **extra: Any) -> list[str]:
         "llm.simulator.rate_clarify": 0,
         "llm.simulator.rate_decline": 0,
         "orchestration.task_retry_delay_s": 0,
+        # Retries keep their number, not their wait: the gateway's tests check the backoff itself.
+        "llm.backoff_initial_s": 0.05,
         **extra,
     }
     return [f"{key}={value}" for key, value in values.items()]

@@ -24,8 +24,8 @@ ROLES = ("user", "assistant", "tool", "judge", "designer")
 RUN_ID = "budget-run"
 
 
-def toolfactory(prefect_api: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled"}
+def toolfactory(prefect_api: str, ray_head: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ray_head}
     return subprocess.run([TOOLFACTORY, *args], env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -33,13 +33,13 @@ def sets(overrides: list[str]) -> list[str]:
     return [arg for override in overrides for arg in ("--set", override)]
 
 
-def test_a_run_stopped_by_its_budget_is_finished_by_a_rerun_with_a_larger_one(prefect_api: str, tmp_path: Path) -> None:
+def test_a_run_stopped_by_its_budget_is_finished_by_a_rerun_with_a_larger_one(prefect_api: str, ray_head: str, tmp_path: Path) -> None:
     root = tmp_path / "data"
     prices = {f"llm.roles.{role}.usd_per_million_prompt_tokens": 2 for role in ROLES}
     prices.update({f"llm.roles.{role}.usd_per_million_completion_tokens": 8 for role in ROLES})
     overrides = small_run_overrides(root, **{"llm.budget.tokens": 3000, "tools.max_tools": 4, "llm.max_concurrency": 4, **prices})
 
-    first = toolfactory(prefect_api, "run", "--run-id", RUN_ID, *sets(overrides))
+    first = toolfactory(prefect_api, ray_head, "run", "--run-id", RUN_ID, *sets(overrides))
     assert first.returncode == 3, first.stdout[-3000:] + first.stderr[-3000:]
     assert f"run {RUN_ID}: budget_exhausted" in first.stdout
     assert "llm.budget.tokens=3,000" in first.stderr
@@ -70,11 +70,11 @@ def test_a_run_stopped_by_its_budget_is_finished_by_a_rerun_with_a_larger_one(pr
     assert "budget is spent" in (flow_run.state.message or "")
 
     # A re-run may not reset what the run has spent: the same budget stops it again at once.
-    again = toolfactory(prefect_api, "rerun", RUN_ID, "--set", f"storage.root={root}")
+    again = toolfactory(prefect_api, ray_head, "rerun", RUN_ID, "--set", f"storage.root={root}")
     assert again.returncode == 3, again.stdout[-2000:] + again.stderr[-2000:]
     assert stats.run_spend(RUN_ID)[1] == tokens
 
-    second = toolfactory(prefect_api, "rerun", RUN_ID, "--set", f"storage.root={root}", "--set", "llm.budget.tokens=10000000")
+    second = toolfactory(prefect_api, ray_head, "rerun", RUN_ID, "--set", f"storage.root={root}", "--set", "llm.budget.tokens=10000000")
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     finished = stats.run_summary(RUN_ID, STAGE_NAMES)
     assert finished["status"] == "completed" and not finished["message"]

@@ -29,14 +29,14 @@ def sets(overrides: list[str]) -> list[str]:
 
 @pytest.mark.fault_matrix
 @pytest.mark.e2e
-def test_a_run_with_failed_shards_exits_1_and_says_how_to_rerun(prefect_api: str, tmp_path: Path) -> None:
+def test_a_run_with_failed_shards_exits_1_and_says_how_to_rerun(prefect_api: str, ray_head: str, tmp_path: Path) -> None:
     # Half the requests fail: the run's preflight retries past them, its shards (no retries) do not.
     with start_simulator(SimulatorSettings(rate_500=0.5)) as sim:
         overrides = small_run_overrides(tmp_path / "data", **{
             "llm.provider": "openai-compatible", "llm.base_url": sim.base_url,
             "llm.max_retries": 0, "orchestration.task_retries": 0, "tools.max_tools": 4,
         })
-        env = {**os.environ, "PREFECT_API_URL": prefect_api}
+        env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_ADDRESS": ray_head}
         result = subprocess.run([TOOLFACTORY, "run", *sets(overrides)], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
     [run_line] = [line for line in result.stdout.splitlines() if line.startswith("run ") and line.endswith(": failed")]
@@ -83,34 +83,10 @@ def test_a_missing_tool_file_is_one_clear_error(prefect_api: str, tmp_path: Path
 
 
 @pytest.mark.e2e
-def test_a_run_uses_the_ray_cluster_named_by_ray_address(prefect_api: str, tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    ray = str(Path(sys.executable).with_name("ray"))
-    env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled"}
-    # Its own temp dir (short: Ray's socket paths are length-limited), so the head never records
-    # itself as the machine's current cluster in /tmp/ray.
-    temp_dir = tempfile.mkdtemp(prefix="tfray", dir="/tmp")
-    head = subprocess.Popen(
-        [ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-         "--disable-usage-stats", f"--temp-dir={temp_dir}", "--node-ip-address=127.0.0.1", "--block"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        overrides = small_run_overrides(tmp_path / "data", **{"tools.max_tools": 4})
-        result = subprocess.run(
-            [TOOLFACTORY, "run", *sets(overrides)], env={**env, "RAY_ADDRESS": f"127.0.0.1:{port}"},
-            capture_output=True, text=True, timeout=300,
-        )
-    finally:
-        os.killpg(head.pid, signal.SIGTERM)
-        try:
-            head.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-            head.wait(10)
-        shutil.rmtree(temp_dir, ignore_errors=True)
+def test_a_run_uses_the_ray_cluster_named_by_ray_address(prefect_api: str, ray_head: str, tmp_path: Path) -> None:
+    env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ray_head}
+    overrides = small_run_overrides(tmp_path / "data", **{"tools.max_tools": 4})
+    result = subprocess.run([TOOLFACTORY, "run", *sets(overrides)], env=env, capture_output=True, text=True, timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert "Connecting to existing Ray cluster" in output and "Started a local Ray instance" not in output
@@ -308,3 +284,15 @@ def test_a_disk_that_fills_during_a_run_is_one_line_with_the_rerun_command(prefe
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: run {run_id} stopped: no space left on the disk of {root}")
     assert last.endswith(f"finish the run with: toolfactory rerun {run_id} --set storage.root={root}")
+
+
+def test_a_worker_running_a_tools_shard_loads_no_other_stage_nor_the_simulator_server() -> None:
+    # A Ray worker imports the shard task, then the stage of its shard: the MCP SDK (executable
+    # sources), the curation libraries (later stages) and the simulator's server are seconds of
+    # imports per worker that a tools shard of a catalog run never uses.
+    unused = ("mcp", "datasketch", "scipy", "fastapi", "uvicorn")
+    script = ("import sys, json\nimport tasks.shard\nfrom toolfactory.stages import stage_named\nstage_named('tools')\n"
+              f"print(json.dumps(sorted(m for m in {unused!r} if m in sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[1], check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == []

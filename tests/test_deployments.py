@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.fault_matrix]
 BIN = Path(sys.executable).parent
 
 
-def test_the_nightly_deployment_runs_on_a_local_process_worker(prefect_api: str, tmp_path: Path) -> None:
+def test_the_nightly_deployment_runs_on_a_local_process_worker(prefect_api: str, ray_head: str, tmp_path: Path) -> None:
     from prefect.deployments import run_deployment
 
     env = {k: v for k, v in os.environ.items() if k != "TOOLFACTORY_HOME"}
@@ -30,8 +30,9 @@ def test_the_nightly_deployment_runs_on_a_local_process_worker(prefect_api: str,
     log = (tmp_path / "worker.log").open("w")
     # The worker asks for flow runs every second, not every 10 s, and the test asks for the run's
     # state every second, not every 5 s: the test waits for one run, not for the polls.
+    # Its flow runs use a Ray cluster, as in production (RAY_ADDRESS in docker-compose.yml).
     worker = subprocess.Popen([BIN / "prefect", "worker", "start", "--pool", "toolfactory", "--type", "process"],
-                              env={**env, "TOOLFACTORY_HOME": str(REPO), "PREFECT_WORKER_QUERY_SECONDS": "1"},
+                              env={**env, "TOOLFACTORY_HOME": str(REPO), "PREFECT_WORKER_QUERY_SECONDS": "1", "RAY_ADDRESS": ray_head},
                               cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
     try:
         overrides = ["run.seed=null", *small_run_overrides(tmp_path / "data", **{"tools.max_tools": 4})]

@@ -190,9 +190,9 @@ def test_a_pipe_gets_whole_lines_and_no_control_characters() -> None:
 
 
 @pytest.mark.e2e
-def test_the_cli_on_a_terminal_leaves_no_stale_bars_and_whole_log_lines(prefect_api: str, tmp_path: Path) -> None:
+def test_the_cli_on_a_terminal_leaves_no_stale_bars_and_whole_log_lines(prefect_api: str, ray_head: str, tmp_path: Path) -> None:
     overrides = [arg for value in small_run_overrides(tmp_path / "data") for arg in ("--set", value)]
-    env = {**os.environ, "PREFECT_API_URL": prefect_api, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
+    env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_ADDRESS": ray_head, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
     code, lines = on_terminal([TOOLFACTORY, "run", *overrides], env, columns=400, rows=40, timeout=600)
     assert code == 0, "\n".join(lines[-40:])
     assert not [line for line in lines if BAR in line or "ETA" in line], "\n".join(lines)

@@ -281,9 +281,10 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
 
 
 @pytest.mark.fault_matrix
-def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, tmp_path: Path) -> None:
+def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, ray_head: str, tmp_path: Path) -> None:
     root = tmp_path / "data"
-    env = {**os.environ, "PREFECT_API_URL": runtime, "RAY_AUTH_MODE": "disabled"}
+    # The killed driver leaves the shared cluster to end its job: the re-run uses the same one.
+    env = {**os.environ, "PREFECT_API_URL": runtime, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ray_head}
     overrides = small_run_overrides(root, **{"llm.simulator.latency_ms": 400, "tools.max_tools": 12, "tools.tools_per_shard": 3})
     args = [TOOLFACTORY, "run", *sum((["--set", o] for o in overrides), [])]
     process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)

@@ -144,13 +144,13 @@ def test_the_pool_grows_run_after_run_without_duplicates(prefect_api: str, ray_c
 
 @pytest.mark.fault_matrix
 @pytest.mark.e2e
-def test_two_runs_at_once_on_one_root_keep_the_pool_and_the_datasets_whole(prefect_api: str, tmp_path: Path) -> None:
+def test_two_runs_at_once_on_one_root_keep_the_pool_and_the_datasets_whole(prefect_api: str, ray_head: str, tmp_path: Path) -> None:
     root = tmp_path / "data"
     # The run that waits finds every dialogue of the other one known: its dataset may be empty.
     overrides = small_run_overrides(root, **{"tools.max_tools": 4, "tasks.instructions_per_tool": 1, "verify.judges": "[]",
                                              "run.min_accepted": 0})
     args = [str(Path(sys.executable).with_name("toolfactory")), "run", *(a for o in overrides for a in ("--set", o))]
-    env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled"}
+    env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ray_head}
     runs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
     outputs = [run.communicate(timeout=900)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs

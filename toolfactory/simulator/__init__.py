@@ -16,11 +16,30 @@ Typical use::
 
 from __future__ import annotations
 
-from .app import create_app, serve
-from .cli import main, settings_from_cli_args
-from .process import SimulatorProcess, start_simulator
-from .schema_instance import instance_for
-from .settings import SimulatorSettings
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .app import create_app, serve
+    from .cli import main, settings_from_cli_args
+    from .process import SimulatorProcess, start_simulator
+    from .schema_instance import instance_for
+    from .settings import SimulatorSettings
+
+# Imported when first asked for: the config names SimulatorSettings, so every command and every
+# Ray worker that reads a config imports this package, and the server (FastAPI, the chat model)
+# is needed only by what starts or serves a simulator.
+_MODULES = {
+    "SimulatorProcess": ".process", "SimulatorSettings": ".settings", "create_app": ".app", "instance_for": ".schema_instance",
+    "main": ".cli", "serve": ".app", "settings_from_cli_args": ".cli", "start_simulator": ".process",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return getattr(import_module(_MODULES[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "SimulatorProcess",

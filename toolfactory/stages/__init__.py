@@ -21,14 +21,11 @@ _STAGE_CLASSES = (
 )
 DATASET_STAGE = "curate"  # the stage whose output is the run's dataset
 STAGE_NAMES: tuple[str, ...] = ("domains", "tools", "pool", "tasks", "dialogues", "verify", "measure", "select", "curate")
-_stages: tuple[Stage, ...] | None = None
+_stages: dict[str, Stage] = {}  # each stage made once, when first asked for
 
 
 def _all_stages() -> tuple[Stage, ...]:
-    global _stages
-    if _stages is None:
-        _stages = tuple(getattr(import_module(module), name)() for module, name in _STAGE_CLASSES)
-    return _stages
+    return tuple(stage_named(name) for name in STAGE_NAMES)
 
 
 def __getattr__(name: str) -> Any:
@@ -43,10 +40,14 @@ def __getattr__(name: str) -> Any:
 
 
 def stage_named(name: str) -> Stage:
-    for stage in _all_stages():
-        if stage.name == name:
-            return stage
-    raise KeyError(f"unknown stage {name!r} (stages: {', '.join(STAGE_NAMES)})")
+    """The stage called `name`, importing only its own module: a worker's shard of one stage
+    would otherwise load every stage's libraries (MCP, datasketch, scipy), seconds per worker."""
+    if name not in _stages:
+        if name not in STAGE_NAMES:
+            raise KeyError(f"unknown stage {name!r} (stages: {', '.join(STAGE_NAMES)})")
+        module, class_name = _STAGE_CLASSES[STAGE_NAMES.index(name)]
+        _stages[name] = getattr(import_module(module), class_name)()
+    return _stages[name]
 
 
 __all__ = ["DATASET_STAGE", "STAGES", "STAGE_NAMES", "Planning", "ShardContext", "ShardSpec", "Stage", "StageOutput", "stage_named"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 
 from toolfactory.config import ToolsConfig
-from toolfactory.executable.registry import environments, source_settings
 from toolfactory.executable.session import EXEC_START_FAILED, ExecutionFailed
 from toolfactory.models import Tool, stable_id
 from toolfactory.stages.base import StageOutput
@@ -24,6 +23,10 @@ FUNCTION_MISSING = "exec_function_missing"
 
 async def import_executable(name: str, tools: ToolsConfig, stage: str = "tools") -> StageOutput:
     """The checked tools of the executable source `name`."""
+    # Here, not at the top: the MCP SDK takes a second to import, and a run without executable
+    # sources never needs it.
+    from toolfactory.executable.registry import environments, source_settings
+
     settings = source_settings(tools)[name]
     out = StageOutput(items_in=1)
     try:
