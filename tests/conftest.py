@@ -69,6 +69,9 @@ def shared_data() -> Path:
 _RUNTIME = {"prefect_api", "ray_cluster", "ray_head"}
 
 
+# First, so that pytest-xdist's own hook (which turns an xdist_group mark into the node id's
+# "@group" suffix that --dist loadgroup schedules by) sees the groups given here.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests that read the released data, so that `-m real_data` selects them; give the
     tests that share a module fixture's run one xdist group, so that `--dist loadgroup` sends them
@@ -134,7 +137,7 @@ def ray_head() -> Iterator[str]:
     import tempfile
     import time
 
-    from toolfactory.lifetime import descendants
+    from toolfactory.run.lifetime import descendants
 
     port = _free_port()
     ports = {f"--{name}={_free_port()}" for name in (
