@@ -286,12 +286,13 @@ def test_a_disk_that_fills_during_a_run_is_one_line_with_the_rerun_command(prefe
     assert last.endswith(f"finish the run with: toolfactory rerun {run_id} --set storage.root={root}")
 
 
-def test_a_worker_running_a_tools_shard_loads_no_other_stage_nor_the_simulator_server() -> None:
+@pytest.mark.parametrize("stage", ["tools", "tasks", "dialogues", "verify"])
+def test_a_worker_running_a_shard_loads_no_other_stage_nor_the_simulator_server_nor_the_mcp_sdk(stage: str) -> None:
     # A Ray worker imports the shard task, then the stage of its shard: the MCP SDK (executable
     # sources), the curation libraries (later stages) and the simulator's server are seconds of
-    # imports per worker that a tools shard of a catalog run never uses.
+    # imports per worker that a shard of a run without MCP sources never uses.
     unused = ("mcp", "datasketch", "scipy", "fastapi", "uvicorn")
-    script = ("import sys, json\nimport tasks.shard\nfrom toolfactory.stages import stage_named\nstage_named('tools')\n"
+    script = (f"import sys, json\nimport tasks.shard\nfrom toolfactory.stages import stage_named\nstage_named({stage!r})\n"
               f"print(json.dumps(sorted(m for m in {unused!r} if m in sys.modules)))")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[1], check=False)
     assert result.returncode == 0, result.stderr

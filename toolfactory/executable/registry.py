@@ -8,7 +8,6 @@ sources from the configuration here, so a worker needs nothing but the run's con
 from __future__ import annotations
 
 from toolfactory.config import ToolsConfig
-from toolfactory.executable.mcp import McpEnvironment
 from toolfactory.executable.python_env import PythonEnvironment
 from toolfactory.executable.session import Environment
 from toolfactory.executable.settings import ExecutableSourceSettings
@@ -19,8 +18,13 @@ def environments(tools: ToolsConfig) -> dict[str, Environment]:
     found: dict[str, Environment] = {}
     for settings in tools.environments:
         found[settings.name] = PythonEnvironment(settings)
-    for mcp in tools.mcp:
-        found[mcp.name] = McpEnvironment(mcp)
+    if tools.mcp:
+        # The MCP SDK is imported only by a run that has an MCP source: every stage of every
+        # run imports this module.
+        from toolfactory.executable.mcp import McpEnvironment
+
+        for mcp in tools.mcp:
+            found[mcp.name] = McpEnvironment(mcp)
     return found
 
 
