@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from toolfactory.export import SPLITS, export_run
 from toolfactory.models import Dialogue, Message
 from toolfactory.storage import ObjectStore
@@ -110,6 +112,22 @@ def test_a_record_with_its_search_tree_exports_the_tree(tmp_path: Path, dialogue
     first = tree["tree"]["children"]
     assert len(first) == 1 and [c["finished"] for c in first[0]["children"]] == [False, True]
     assert "tree" not in files["notree"]
+
+
+@pytest.mark.parametrize("kind", ["give_up", "invalid_finish", "rejected_call", "rejected_answer", "depth_cut"])
+def test_a_branch_that_ended_without_an_answer_is_a_pruned_leaf_of_the_exported_tree(tmp_path: Path, dialogues: list[Dialogue], kind: str) -> None:
+    nodes = [{"id": 1, "parent": 0, "depth": 1, "kind": "call", "calls": ["a"], "sample": 0},
+             {"id": 2, "parent": 1, "depth": 2, "kind": kind, "calls": ["a"], "sample": 0},
+             {"id": 3, "parent": 1, "depth": 2, "kind": "give_answer", "calls": ["Finish"], "sample": 1}]
+    with_tree = dialogues[0].model_copy(update={"id": "withtree", "generation": {"search": {"method": "dfsdt", "tree": nodes}}})
+    store = open_store(tmp_path / "store")
+    write_run(store, [with_tree])
+    export_run(store, RUN, "toolbench", tmp_path / "out")
+    (path,) = exported(tmp_path / "out")
+    ended, answered = json.loads(path.read_text())["tree"]["tree"]["children"][0]["children"]
+    assert (ended["is_terminal"], ended["pruned"], ended["finished"]) == (True, True, False)
+    assert (answered["is_terminal"], answered["pruned"], answered["finished"]) == (True, False, True)
+    assert ended["kind"] == kind
 
 
 def test_a_record_with_another_system_prompt_gets_toolbench_s(tmp_path: Path, dialogues: list[Dialogue]) -> None:

@@ -65,6 +65,7 @@ from toolfactory.export.stats import ExportStats
 from toolfactory.export.turns import FINISH, all_calls, arguments_object, finished_path, function_dict, responses
 from toolfactory.models import Dialogue, Function, ToolCall, stable_id
 from toolfactory.definitions.finish import FINISH_FUNCTION
+from toolfactory.stages.dialogues.search import FAILED
 
 STEP_PHRASE = "with a function call to actually excute your step."  # sic: ToolBench's prompt
 FORMAT_INSTRUCTION = " Your output should follow this format:\nThought:\nAction\nAction Input:\n"
@@ -201,7 +202,9 @@ def search_tree(search: dict[str, Any]) -> dict[str, Any] | None:
         kind = str(item.get("kind", ""))
         made = {"node_type": "Action", "description": ", ".join(item.get("calls") or []) or kind, "kind": kind,
                 "depth": int(item.get("depth", 0)), "expand_num": int(item.get("sample", 0)),
-                "is_terminal": kind in ("give_answer", "give_up", "invalid_finish"), "pruned": kind in ("give_up", "invalid_finish"),
+                # Every kind that ends its branch without an answer (a give-up, an invalid Finish, a
+                # call or an answer the rules reject, a cut at max_depth) is a pruned leaf.
+                "is_terminal": kind == "give_answer" or kind in FAILED, "pruned": kind in FAILED,
                 "finished": kind == "give_answer", "children": []}
         by_id.get(int(item.get("parent", 0)), root)["children"].append(made)
         by_id[int(item.get("id", 0))] = made
