@@ -255,8 +255,8 @@ class LLMConfig(Section):
         # A budget in money over roles without a price would never be reached: refuse it up front.
         if self.budget.usd is not None:
             # `target` is priced where it is used (Config._target_priced): only guided complexity calls it.
-            unpriced = [role for role, spec in self.roles.items() if role != "target" and unpriced(spec)]
-            if unpriced:
+            missing = [role for role, spec in self.roles.items() if role != "target" and unpriced(spec)]
+            if missing:
                 raise ValueError(f"llm.budget.usd needs a price for every role; set llm.roles.<role>.usd_per_million_prompt_tokens "
-                                 f"and usd_per_million_completion_tokens for {', '.join(unpriced)}")
+                                 f"and usd_per_million_completion_tokens for {', '.join(missing)}")
         return self
