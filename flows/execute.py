@@ -70,10 +70,8 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None, ch
                         lambda spec: ShardJob(run_id, config, spec, base_url, driver, limits),
                     ))
             group = Group(ledger.stop_reason if ledger is not None else lambda: None, display)
-            running = flows.start(work, group, lambda item: stage_flow.with_options(
-                flow_run_name=f"{run_id}/{item.stage}",
-                task_runner=RayTaskRunner(),
-            )(config, item.stage, item.ready, item.blocked, str(book.stats.path), return_state=True))
+            running = flows.start(work, group, lambda item: stage_flow(
+                run_id, config, item.stage, item.ready, item.blocked, str(book.stats.path), return_state=True))
             running.settled()  # the next group needs the shards, not the flows' ends
             book.settled(stages, [job.spec for item in work for job in item.ready])
             if group.refused is not None:  # every later request of that shape would be refused alike
@@ -153,8 +151,10 @@ def summary_of(state: State[Any]) -> dict[str, Any]:
     return state.result()  # raises what ended the flow
 
 
-@flow(name="stage", log_prints=False)
-def stage_flow(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
+# Named and given its task runner here, once: `with_options` per call would build the flow's
+# parameter schema (the whole Config) again for every stage of every run.
+@flow(name="stage", flow_run_name="{run_id}/{stage}", task_runner=RayTaskRunner(), log_prints=False)
+def stage_flow(run_id: str, config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
     """One stage of a run: one task per shard, each recorded as it finishes. `jobs` are submitted
     at once; in a group of stages that run at once (see :mod:`flows.overlap`), a shard that waits
     for its input shard is submitted when that commits. It ends `Failed` when a shard failed or

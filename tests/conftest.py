@@ -75,7 +75,10 @@ _RUNTIME = {"prefect_api", "ray_cluster", "ray_head"}
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests that read the released data, so that `-m real_data` selects them; give the
     tests that share a module fixture's run one xdist group, so that `--dist loadgroup` sends them
-    to one worker and the run is made once (`--dist load` would spread them and make it twice)."""
+    to one worker and the run is made once (`--dist load` would spread them and make it twice);
+    put the tests that run whole flows first, so that the two workers end together on the many
+    short tests instead of one of them finishing a long flow alone."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)  # stable: file order otherwise
     for item in items:
         if "shared_data" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_data)

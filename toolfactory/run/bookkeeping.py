@@ -146,9 +146,11 @@ class RunBook:
         ]
         if entries:
             self._write_manifest({"partial": [*self.manifest.partial, *entries]})
-        for stage in stages:
-            self.stats.record_attempts(attempt_usage(self.store, self.run_id, stage))
-        self.publish_record()
+        usage = {stage: list(attempt_usage(self.store, self.run_id, stage)) for stage in stages}
+        with self.stats.burst():
+            for stage in stages:
+                self.stats.record_attempts(usage[stage])
+            self.publish_record()
 
     def grow_pool(self, stage: str) -> None:
         """Publish what a finished stage adds to `<root>/pool` (idempotent, so a re-run may repeat

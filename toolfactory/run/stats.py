@@ -241,23 +241,66 @@ def _file_lock(path: Path) -> threading.RLock:
         return _FILE_LOCKS.setdefault(path.resolve(), threading.RLock())
 
 
+# Each file as this process's last write left it (device, inode, size, modification time): a
+# write that finds it so skips the schema and the migration, which would find nothing to do
+# (measured: a write's open went from 86 to 26 ms, and a small run's driver writes about 50 times).
+# A file another process wrote, or deleted and made again, no longer matches, and gets them again.
+_LEFT_BY_US: dict[Path, tuple[int, int, int, int]] = {}
+
+
+def _state(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+# The connection a thread holds open for a burst of writes to one file (StatsDB.burst).
+_HELD = threading.local()
+
+
 class StatsDB:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
 
     @contextmanager
+    def burst(self) -> Iterator[None]:
+        """Hold one connection open for every read and write of the block (in this thread), so
+        that the driver's bookkeeping after a shard or a group of stages opens the file once, not
+        once per statement (each open costs 26 to 40 ms); other processes wait for the block's end."""
+        held: dict[Path, duckdb.DuckDBPyConnection] = _HELD.__dict__.setdefault("connections", {})
+        if self.path in held:
+            yield
+            return
+        with self._connect() as con:
+            held[self.path] = con
+            try:
+                yield
+            finally:
+                del held[self.path]
+
+    @contextmanager
     def _connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        held = getattr(_HELD, "connections", {}).get(self.path)
+        if held is not None:
+            yield held
+            return
         with _file_lock(self.path):
             if not read_only:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+            found = None if read_only else _state(self.path)
+            as_we_left_it = found is not None and found == _LEFT_BY_US.get(self.path)
             con = _open(str(self.path), read_only)
             try:
-                if not read_only:
+                if not read_only and not as_we_left_it:
                     con.execute(_SCHEMA)
                     _migrate(con)
                 yield con
             finally:
                 con.close()
+                if not read_only:
+                    _LEFT_BY_US[self.path] = _state(self.path)
 
     # --- writing (the flow only) --------------------------------------------------------------
 
