@@ -115,6 +115,16 @@ def ray_cluster(prefect_api: str) -> Iterator[None]:
     ray.shutdown()
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie has exited). It may end between the open of its
+    /proc entry and the read, which then raises ProcessLookupError: gone, too."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 def _free_port() -> int:
     import socket
 

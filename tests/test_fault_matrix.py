@@ -21,7 +21,7 @@ import duckdb
 import httpx
 import pytest
 
-from conftest import small_run_overrides
+from conftest import process_alive, small_run_overrides
 from toolfactory.run.lifetime import descendants
 from toolfactory.simulator import SimulatorSettings, start_simulator
 
@@ -59,13 +59,6 @@ def _wait_for(condition: Any, seconds: float, what: str) -> Any:
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _committed(root: Path) -> set[str]:
@@ -146,16 +139,16 @@ def test_a_sigkilled_driver_leaves_no_ray_work_and_rerun_finishes_the_run(
                   600, "a tasks shard mid-way")
         children = descendants({driver.pid})
         assert any("raylet" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-                   for pid in children if _alive(pid)), "the driver started no local Ray"
+                   for pid in children if process_alive(pid)), "the driver started no local Ray"
     finally:
         driver.kill()  # the driver alone, not its process group
         driver.wait()
     committed = _committed(root)
     try:
-        _wait_for(lambda: not any(_alive(pid) for pid in children), 30, "the driver's processes to stop")
+        _wait_for(lambda: not any(process_alive(pid) for pid in children), 30, "the driver's processes to stop")
     finally:
         for pid in children:  # never leave them behind, even when the assertion fails
-            if _alive(pid):
+            if process_alive(pid):
                 os.kill(pid, signal.SIGKILL)
     time.sleep(1)
     assert _committed(root) == committed  # nothing committed after the driver died

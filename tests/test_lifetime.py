@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, small_run_overrides
+from conftest import REPO, process_alive, small_run_overrides
 
 DRIVER = """
 import subprocess, sys, time
@@ -25,18 +25,11 @@ time.sleep(300 if sys.argv[1] == "wait" else 0)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
-    except FileNotFoundError:
-        return False
-
 
 def _gone_within(pids: list[int], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not any(_alive(pid) for pid in pids):
+        if not any(process_alive(pid) for pid in pids):
             return True
         time.sleep(0.2)
     return False
@@ -51,7 +44,7 @@ def _driver(mode: str) -> tuple[subprocess.Popen[str], int]:
 @pytest.mark.fault_matrix
 def test_a_killed_drivers_child_is_stopped_by_the_guard() -> None:
     driver, child = _driver("wait")
-    assert _alive(child)
+    assert process_alive(child)
     driver.kill()
     driver.wait()
     assert _gone_within([child], 15)
@@ -63,7 +56,7 @@ def test_a_child_the_driver_released_is_left_alone() -> None:
     driver.wait()
     try:
         time.sleep(1)
-        assert _alive(child)
+        assert process_alive(child)
     finally:
         os.kill(child, signal.SIGKILL)
 
@@ -105,4 +98,4 @@ def test_a_sigkilled_run_leaves_no_server_or_simulator_behind(tmp_path: Path) ->
     assert len(servers) == 2, [_command(pid) for pid in _children(run.pid)]
     run.kill()
     run.wait()
-    assert _gone_within(servers, 30), [_command(pid) for pid in servers if _alive(pid)]
+    assert _gone_within(servers, 30), [_command(pid) for pid in servers if process_alive(pid)]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from conftest import process_alive
 from toolfactory.executable.confine import EXIT_PROCESS_LIMIT, ProcessLimits, confined
 
 
@@ -15,18 +16,11 @@ def run(argv: list[str], limits: ProcessLimits | None = None, timeout: float = 3
     return subprocess.run(confined(argv, limits or ProcessLimits()), check=False, capture_output=True, text=True, timeout=timeout)
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
 
 def wait_gone(pid: int, seconds: float = 10) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not alive(pid):
+        if not process_alive(pid):
             return True
         time.sleep(0.05)
     return False
@@ -73,7 +67,7 @@ def test_a_killed_parent_leaves_no_process_behind(tmp_path) -> None:
     while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)
     grandchild = int(pidfile.read_text())
-    assert alive(grandchild)
+    assert process_alive(grandchild)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     assert wait_gone(grandchild)
