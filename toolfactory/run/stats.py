@@ -1,8 +1,8 @@
 """The stats database (DuckDB): runs, shard status and per-stage, per-rule metrics.
 
 Workers return metrics; during a run its flow is the only writer of the run's rows. Each write
-opens the file, writes one transaction and closes it, so `toolfactory stats` can read while a
-run goes on. Everything in it is derived from the storage root (run records, shard metrics
+(or short burst of them, :meth:`StatsDB.burst`) opens the file, writes and closes it, so
+`toolfactory stats` can read while a run goes on. Everything in it is derived from the storage root (run records, shard metrics
 sidecars, attempt usage files): the file is a local cache, rebuilt or brought up to date from
 the root by :mod:`toolfactory.run.stats_sync` wherever it is read.
 
@@ -267,8 +267,8 @@ class StatsDB:
     @contextmanager
     def burst(self) -> Iterator[None]:
         """Hold one connection open for every read and write of the block (in this thread), so
-        that the driver's bookkeeping after a shard or a group of stages opens the file once, not
-        once per statement (each open costs 26 to 40 ms); other processes wait for the block's end."""
+        that the driver's bookkeeping after a group of stages opens the file once, not once per
+        statement (each open costs 26 to 40 ms); other processes wait for the block's end."""
         held: dict[Path, duckdb.DuckDBPyConnection] = _HELD.__dict__.setdefault("connections", {})
         if self.path in held:
             yield
