@@ -38,8 +38,9 @@ def _run(overrides: list[str]) -> dict[str, Any]:
 # three shards at once, so the fourth shard of each stage starts as the first of the three end,
 # together with the first verify shard. That verify shard starts before the last dialogues shard
 # ends, by about that shard's length (measured: 0.34 s, where the two start within 0.03 s of
-# each other); behind a stage barrier it would wait for that end. (With a slot for every shard, the shards of a stage end together, and
-# whether a verify shard starts before the last one ends is a race.)
+# each other); behind a stage barrier it would wait for that end. (With a slot for every shard,
+# the shards of a stage end together, and whether a verify shard starts before the last one ends
+# is a race.)
 FOUR_SHARDS = {"tools.max_tools": 12, "tools.tools_per_shard": 3, "llm.simulator.latency_ms": 20,
                "orchestration.shard_cpus": 0.6}
 
