@@ -120,13 +120,15 @@ def untagged_tasks() -> TagsContext:
     """A block whose task runs carry no tags, while the run's flows keep theirs (the UI filters
     runs by their flows' tags). Before a tagged task run starts, Prefect asks its server for the
     concurrency slots of each tag: one round trip per shard, which a server busy with a run's
-    events answers in up to 2 s (measured: a small run took 0.71x the time without them). The
-    factory limits its requests itself (toolfactory.llm.limits), not with Prefect's limits."""
+    events answers in up to 2 s (measured: a warm small run in one process took 0.71x the time
+    without them). The factory limits its requests itself (toolfactory.llm.limits), not with
+    Prefect's limits."""
     return TagsContext(current_tags=set())
 
 
 def run_tags(config: Config) -> list[str]:
-    """Prefect tags of a run's flows and tasks: what it was made with, to filter runs in the UI."""
+    """Prefect tags of a run's flows (not of its task runs, see :func:`untagged_tasks`): what it
+    was made with, to filter runs in the UI."""
     recipes = "+".join(sorted(name for name, weight in config.tasks.recipes.items() if weight > 0))
     return ["toolfactory", f"provider:{config.llm.provider}", f"recipes:{recipes}"]
 

@@ -110,10 +110,10 @@ def ray_cluster(prefect_api: str) -> Iterator[None]:
         log_to_driver=False,
         namespace="toolfactory-tests",
         runtime_env={"env_vars": {"PREFECT_API_URL": prefect_api}},
-        # Idle workers kept for the most shard slots a test asks for (three: test_overlap), as a
-        # run's own local Ray keeps one per slot (flows.runtime.shard_slots). With Ray's default
-        # of one per CPU, the workers past two are killed when a stage ends and started again,
-        # each importing the project, by the next stage.
+        # Idle workers kept for the most shard slots a test asks for (test_overlap's 0.6 CPU a
+        # shard: four, as flows.runtime.shard_slots counts them), as a run's own local Ray keeps
+        # one per slot. With Ray's default of one per CPU, the workers past two are killed when a
+        # stage ends and started again, each importing the project, by the next stage.
         _system_config={"num_workers_soft_limit": 4},
     )
     yield
