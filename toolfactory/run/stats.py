@@ -2,9 +2,10 @@
 
 Workers return metrics; during a run its flow is the only writer of the run's rows. Each write
 (or short burst of them, :meth:`StatsDB.burst`) opens the file, writes and closes it, so
-`toolfactory stats` can read while a run goes on. Everything in it is derived from the storage root (run records, shard metrics
-sidecars, attempt usage files): the file is a local cache, rebuilt or brought up to date from
-the root by :mod:`toolfactory.run.stats_sync` wherever it is read.
+`toolfactory stats` can read while a run goes on. Everything in it is derived from the storage
+root (run records, shard metrics sidecars, attempt usage files): the file is a local cache,
+rebuilt or brought up to date from the root by :mod:`toolfactory.run.stats_sync` wherever it is
+read.
 
 Times are ``TIMESTAMP`` columns in UTC, so a run's wall time, a stage's span or a trend over
 nights is one query (``finished_at - started_at``). Files written before that kept them as ISO
