@@ -89,6 +89,65 @@ def test_cached_prompt_tokens_the_endpoint_reports_are_counted(sim: Any, knobs: 
     assert usage.cached_prompt_tokens == server_stats(sim)["cached_prompt_tokens"]
 
 
+@pytest.mark.parametrize("min_tokens", [1024, 0])
+def test_requests_sent_together_that_share_a_beginning_wait_for_the_first_answer(sim: Any, knobs: Any, min_tokens: int) -> None:
+    # Answers take 100 ms: requests sent together are all prefilled in full unless held back.
+    knobs(profile="openai", latency_ms=100, latency_jitter_ms=0)
+    system = {"role": "system", "content": " ".join(f"Rule {i}: cite the source of every figure." for i in range(200))}
+    questions = ["And in Paris?", "And in Oslo?", "And in Rome?", "And in Lima?"]
+    short = [{"role": "user", "content": f"Hello number {i}"} for i in range(3)]  # share nothing worth waiting for
+
+    async def go() -> tuple[Any, int, float]:
+        async with gateway(sim, llm(prefix_cache_min_tokens=min_tokens)) as gw:
+            started = time.perf_counter()
+            await asyncio.gather(*(gw.chat("assistant", [system, {"role": "user", "content": q}]) for q in questions),
+                                 *(gw.chat("user", [m]) for m in short))
+            return gw.meter, gw.prefixes.waits, time.perf_counter() - started
+
+    meter, waits, elapsed = run(go())
+    usage = meter.role("assistant")
+    per_prompt = usage.prompt_tokens // len(questions)
+    if min_tokens:
+        # The first paid the whole prompt; the three that waited found the shared rules cached.
+        assert waits == 3
+        assert usage.cached_prompt_tokens >= 3 * (per_prompt - 128)
+        assert meter.role("user").cached_prompt_tokens == 0 and meter.role("user").calls == 3
+    else:
+        assert waits == 0 and usage.cached_prompt_tokens == 0
+    assert usage.cached_prompt_tokens == server_stats(sim)["cached_prompt_tokens"]
+
+
+def test_requests_whose_shared_beginning_is_held_already_go_together(sim: Any, knobs: Any) -> None:
+    # Once one request with the shared system prompt is answered, the others gain nothing by
+    # going one after another: what they share is held (a tool set's later dialogues, a turn's
+    # samples after the first turn).
+    knobs(profile="openai", latency_ms=50, latency_jitter_ms=0)
+    system = {"role": "system", "content": " ".join(f"Rule {i}: cite the source of every figure." for i in range(200))}
+
+    async def go() -> tuple[Any, int]:
+        async with gateway(sim, llm()) as gw:
+            await gw.chat("assistant", [system, {"role": "user", "content": "Plan a day in Lyon."}])
+            await asyncio.gather(*(gw.chat("assistant", [system, {"role": "user", "content": q}])
+                                   for q in ("Evening plans in Oslo?", "Morning plans in Rome?")))
+            return gw.meter, gw.prefixes.waits
+
+    meter, waits = run(go())
+    assert waits == 0
+    assert meter.role("assistant").cached_prompt_tokens >= 2 * 1024
+
+
+def test_a_failed_first_request_lets_the_waiting_ones_go(sim: Any, knobs: Any) -> None:
+    knobs(profile="openai", rate_500=1.0)
+    system = {"role": "system", "content": " ".join(f"Rule {i}: cite the source of every figure." for i in range(200))}
+
+    async def go() -> list[Any]:
+        async with gateway(sim, llm(max_retries=0)) as gw:
+            return await asyncio.gather(*(gw.chat("assistant", [system, {"role": "user", "content": q}])
+                                          for q in ("Paris?", "Oslo?")), return_exceptions=True)
+
+    assert [type(r) for r in run(go())] == [LLMFailure, LLMFailure]  # neither waits forever
+
+
 def test_structured_answer_fits_the_schema(sim: Any, knobs: Any) -> None:
     async def go() -> Any:
         async with gateway(sim, llm()) as gw:

@@ -83,3 +83,32 @@ def test_the_server_totals_count_cached_tokens(admin: httpx.Client, configure: C
     stats = admin.get("/simulator/stats").json()
     assert stats["prompt_tokens"] == sum(u["prompt_tokens"] for u in usages)
     assert stats["cached_prompt_tokens"] == sum(cached(u) for u in usages) > 0
+
+
+def test_a_text_mode_prompt_counts_its_functions_once_and_its_next_turn_finds_it_held(
+        admin: httpx.Client, configure: Callable[..., Any]) -> None:
+    # Text mode: the functions are written into the system prompt and no `tools` are sent; the
+    # simulator reads them back to answer, but the prompt is the text that was sent.
+    from toolfactory.llm.text_tools import text_messages
+
+    configure(profile="openai")
+    tools = [{"type": "function", "function": {"name": f"lookup_{i}", "description": LONG[:1200],
+                                                 "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+             for i in range(4)]
+    opening = [{"role": "user", "content": "Find the opening hours of the Lyon museum."}]
+    first_messages = text_messages(opening, tools, "react")
+    first = admin.post("/v1/chat/completions", json={"model": "sim-small", "messages": first_messages})
+    first.raise_for_status()
+    answer = first.json()["choices"][0]["message"]
+    chars = sum(len(m["content"]) for m in first_messages)
+    assert first.json()["usage"]["prompt_tokens"] <= chars // 4 + 3 * len(first_messages) + 2
+    turn = [*first_messages, {"role": "assistant", "content": answer["content"]},
+            {"role": "tool", "name": "lookup_0", "content": "Observation: {\"hours\": \"9-18\"}"}]
+    second = chat_body(admin, turn)
+    assert second["prompt_tokens"] - cached(second) < 128 + 60  # all but the last step and the new turn
+
+
+def chat_body(admin: httpx.Client, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    response = admin.post("/v1/chat/completions", json={"model": "sim-small", "messages": messages})
+    response.raise_for_status()
+    return dict(response.json()["usage"])

@@ -162,6 +162,11 @@ class LLMConfig(Section):
     all-MiniLM-L6-v2, so nothing is downloaded)."""
     max_concurrency: int = Field(32, ge=1, le=1024)
     """Concurrent requests per shard worker."""
+    prefix_cache_min_tokens: int = Field(1024, ge=0)
+    """A request whose prompt begins with at least this many tokens (estimated at four characters
+    a token) of a request still in flight, and shares less with any answered one, waits for that
+    one's answer, so that the endpoint's prompt cache serves the shared beginning (OpenAI caches
+    prompts from 1,024 tokens on). Only the order of sending changes. 0: send every request at once."""
     max_retries: int = Field(4, ge=0, le=20)
     """Retries of a request after 429, 5xx, timeouts and connection errors."""
     backoff_initial_s: float = Field(0.5, gt=0)

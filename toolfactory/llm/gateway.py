@@ -8,7 +8,8 @@ reason code, which the calling stage turns into a rejected record: one bad reque
 a shard. Endpoint misconfiguration (401/403/404) is a :class:`TerminalError` instead, since every
 record would fail the same way. With a run-wide rate limit or budget, every attempt first takes a
 permit from the run's shared limit (:mod:`toolfactory.llm.limits`), and a ``Retry-After`` pauses
-every worker of the run.
+every worker of the run. Requests that share a long prompt beginning go one first, the others once
+it is answered, so that the endpoint's prompt cache serves them (:mod:`toolfactory.llm.prefixes`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from toolfactory.llm.cache import RequestCache, request_key
 from toolfactory.llm.endpoint import Endpoint
 from toolfactory.llm.limits import SharedLimit
 from toolfactory.llm.parameters import refused_parameter, role_parameters
+from toolfactory.llm.prefixes import SharedPrefixes
 from toolfactory.llm.refusals import RefusalCounter, endpoint_message
 from toolfactory.llm.usage import RoleUsage, UsageMeter, cached_tokens
 from toolfactory.llm.text_tools import parse_text_calls, text_messages
@@ -187,6 +189,7 @@ class LLMGateway:
             http_client=_http_client(),
         )
         self._slots = asyncio.Semaphore(llm.max_concurrency)
+        self.prefixes = SharedPrefixes(llm.prefix_cache_min_tokens)
         self.refusals = RefusalCounter(llm.max_repeated_refusals)
         self._backoff = wait_random_exponential(multiplier=llm.backoff_initial_s, max=llm.backoff_max_s)
 
@@ -305,7 +308,8 @@ class LLMGateway:
                 return key, cached
         started = time.perf_counter()
         try:
-            body, response = await self._send(lambda: self._client.post("/chat/completions", body=request, cast_to=bytes), usage)
+            async with self.prefixes.turn(request):
+                body, response = await self._send(lambda: self._client.post("/chat/completions", body=request, cast_to=bytes), usage)
         except openai.APIStatusError as exc:
             if exc.status_code in (401, 403, 404):
                 raise TerminalError(

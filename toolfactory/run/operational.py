@@ -22,7 +22,7 @@ OPERATIONAL = (
     "storage.", "stats.", "orchestration.", "export.",
     "run.tolerate_transient_failures", "run.min_accepted", "run.min_pass_rate", "run.fan_in",
     "llm.base_url", "llm.api_key_env", "llm.api_key_secret_block",
-    "llm.max_concurrency", "llm.rate_limit.", "llm.budget.", "llm.max_retries", "llm.backoff_initial_s", "llm.backoff_max_s", "llm.timeout_s",
+    "llm.max_concurrency", "llm.prefix_cache_min_tokens", "llm.rate_limit.", "llm.budget.", "llm.max_retries", "llm.backoff_initial_s", "llm.backoff_max_s", "llm.timeout_s",
     "llm.max_repeated_refusals",
     "llm.embedding_model", "llm.embedding_backend", "llm.local_embedding_model",
     # the simulator's transport, not its answers

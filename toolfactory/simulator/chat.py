@@ -139,6 +139,16 @@ def _is_call(call: Any) -> bool:
     return isinstance(call, dict) and isinstance(call.get("function"), dict)
 
 
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt tokens of a request as sent: its messages' text (and a few tokens per message
+    for the chat template's markers), and its tools. In text mode the functions are part of the
+    system prompt's text and there are no tools, so they are counted once."""
+    messages = body.get("messages") or []
+    text = " ".join(message_text(m.get("content")) for m in messages if isinstance(m, dict))
+    tools = body.get("tools")
+    return estimate_tokens(text) + 3 * len(messages) + (estimate_tokens(canonical_json(tools)) if tools else 0)
+
+
 def parse_conversation(body: dict[str, Any]) -> Conversation:
     """Validate `messages` and pull out the user's words, trailing tool results and tool use."""
     messages = body.get("messages")
@@ -413,6 +423,7 @@ def complete_chat(
     if refused is not None:
         raise refused
     text_format = declared_format(body)
+    sent = body  # what the prompt tokens count: a text-mode prompt as written, not as read back
     native = structured_body(body, text_format) if text_format else None
     if native is not None:
         body = native
@@ -515,10 +526,7 @@ def complete_chat(
             {"index": index, "message": message, "finish_reason": finish, "logprobs": None}
         )
 
-    prompt_text = " ".join(message_text(m.get("content")) for m in conversation.messages)
-    prompt_tokens = estimate_tokens(prompt_text) + 3 * len(conversation.messages)
-    if functions:
-        prompt_tokens += estimate_tokens(canonical_json(body.get("tools")))
+    prompt_tokens = _prompt_tokens(sent)
     return {
         "id": "chatcmpl-" + request_hash[:24],
         "object": "chat.completion",

@@ -14,7 +14,9 @@ With ``verify.judge_call: combined`` one structured request per vote answers eve
 Every judge request of a dialogue begins with the same text (the instructions, the tools and the
 dialogue; the aspect's question comes last), so an endpoint's prompt cache can serve all but the
 first of them. It can only once that first one is answered (a prompt is held when its prefill is
-done): the first vote is cast alone, then the others together.
+done); the gateway sends the first alone and the others once it is answered
+(:mod:`toolfactory.llm.prefixes`). Dialogues written for one tool set share their beginning up to
+the dialogue, and are held back the same way.
 """
 
 from __future__ import annotations
@@ -95,17 +97,14 @@ def _wave(passes: int, fails: int, votes: int) -> int:
     return min(needed - passes, votes - needed + 1 - fails)
 
 
-async def _cast(votes: int, stop: str, ask: Callable[[int], Awaitable[dict[str, Any]]],
-                first: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+async def _cast(votes: int, stop: str, ask: Callable[[int], Awaitable[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The answers of samples 0.. in order, `ask(i)` each, in waves until the majority is
     decided (`stop="decided"`) or all at once (`"all"`). Sample i is the same request either
-    way, so a decided majority is the one all the votes would give. `first` is sample 0's
-    answer when it was asked already (to warm the endpoint's prompt cache)."""
-    answers: list[dict[str, Any]] = [] if first is None else [first]
+    way, so a decided majority is the one all the votes would give."""
     if stop == "all":
-        return answers + list(await asyncio.gather(*(ask(i) for i in range(len(answers), votes))))
-    passes = sum(_passes(a) for a in answers)
-    fails = len(answers) - passes
+        return list(await asyncio.gather(*(ask(i) for i in range(votes))))
+    answers: list[dict[str, Any]] = []
+    passes = fails = 0
     while not _decided(passes, fails, votes):
         wave = await asyncio.gather(*(ask(len(answers) + i) for i in range(_wave(passes, fails, votes))))
         answers += wave
@@ -136,29 +135,21 @@ async def _ask(dialogue: Dialogue, aspect: str, gateway: LLMGateway, sample: int
     return dict(await gateway.structured("judge", _messages(dialogue, aspect), JUDGE_SCHEMA, name=f"judge_{aspect}", sample=sample))
 
 
-async def judge(dialogue: Dialogue, aspect: str, gateway: LLMGateway, votes: int, stop: str = "decided",
-                first: dict[str, Any] | None = None) -> Judgement:
-    """One aspect's majority over `votes` samples of its judge (`first`: sample 0's answer, if asked)."""
+async def judge(dialogue: Dialogue, aspect: str, gateway: LLMGateway, votes: int, stop: str = "decided") -> Judgement:
+    """One aspect's majority over `votes` samples of its judge."""
 
     async def ask(i: int) -> dict[str, Any]:
         return await _ask(dialogue, aspect, gateway, i)
 
-    return _judgement(aspect, await _cast(votes, stop, ask, first), votes)
+    return _judgement(aspect, await _cast(votes, stop, ask), votes)
 
 
 async def judge_all(dialogue: Dialogue, aspects: list[str], gateway: LLMGateway, votes: int,
                     stop: str = "decided", call: str = "per_aspect") -> list[Judgement]:
-    """Every aspect's judgement: one judge per aspect, or one combined judge (:func:`judge_combined`).
-
-    The first aspect's first vote goes alone: once it is answered, the endpoint holds the prefix
-    every other request of the dialogue starts with."""
+    """Every aspect's judgement: one judge per aspect, or one combined judge (:func:`judge_combined`)."""
     if call == "combined":
         return await judge_combined(dialogue, aspects, gateway, votes, stop)
-    if not aspects:
-        return []
-    first = await _ask(dialogue, aspects[0], gateway, 0)
-    return list(await asyncio.gather(*(judge(dialogue, aspect, gateway, votes, stop, first if n == 0 else None)
-                                       for n, aspect in enumerate(aspects))))
+    return list(await asyncio.gather(*(judge(dialogue, aspect, gateway, votes, stop) for aspect in aspects)))
 
 
 def combined_schema(aspects: list[str]) -> dict[str, Any]:
@@ -193,10 +184,10 @@ async def judge_combined(dialogue: Dialogue, aspects: list[str], gateway: LLMGat
     async def ask(i: int) -> dict[str, Any]:
         return await gateway.structured("judge", messages, schema, name="judge_aspects", sample=i)
 
-    answers: list[dict[str, Any]] = [await ask(0)]  # alone: the others then find its prompt cached
     if stop == "all":
-        answers += await asyncio.gather(*(ask(i) for i in range(1, votes)))
+        answers = list(await asyncio.gather(*(ask(i) for i in range(votes))))
     else:
+        answers = []
         while True:
             tallies = [(p, len(answers) - p) for p in (sum(_passes(a[x]) for a in answers) for x in aspects)]
             undecided = [(p, f) for p, f in tallies if not _decided(p, f, votes)]
