@@ -39,7 +39,7 @@ from toolfactory.models import Dialogue, Task
 from toolfactory.stages import ShardContext, ShardSpec
 from toolfactory.stages.dialogues.stage import DialoguesStage
 from toolfactory.stages.tasks.stage import TasksStage
-from toolfactory.stages.verify.judges import judge_requests
+from toolfactory.stages.verify.judges import first_wave, judge_requests
 from toolfactory.stages.verify.stage import VerifyStage
 from toolfactory.storage import ObjectStore
 
@@ -83,15 +83,16 @@ async def variant(config: Config, endpoint: Endpoint, cache: RequestCache, tasks
         spent[str(task.get("id"))] = int(r.record.get("llm_calls") or 0)
         outcome[str(task.get("id"))] = "dropped in dialogues"
     judged_requests = Counter[str]()
+    opening = first_wave(config.verify.judge_votes) if config.llm.multiple_choices else 1
     for r in checked.rejected:
         d = Dialogue.model_validate(r.record)
         by_judge = any(code.startswith("judge_") for code in r.reasons)
         outcome[d.task_id] = "rejected by judges" if by_judge else "rejected by rules"
-        judged_requests[outcome[d.task_id]] += judge_requests(d.judgements, config.verify.judge_call)
+        judged_requests[outcome[d.task_id]] += judge_requests(d.judgements, config.verify.judge_call, opening)
     for r in checked.records:
         assert isinstance(r, Dialogue)
         outcome[r.task_id] = "accepted"
-        judged_requests["accepted"] += judge_requests(r.judgements, config.verify.judge_call)
+        judged_requests["accepted"] += judge_requests(r.judgements, config.verify.judge_call, opening)
     where: Counter[str] = Counter()
     for task_id, n in spent.items():
         where[outcome.get(task_id, "dropped in dialogues")] += n

@@ -148,6 +148,32 @@ def test_a_failed_first_request_lets_the_waiting_ones_go(sim: Any, knobs: Any) -
     assert [type(r) for r in run(go())] == [LLMFailure, LLMFailure]  # neither waits forever
 
 
+@pytest.mark.parametrize("choices", ["all", "first", "refused"])
+def test_samples_of_one_prompt_are_one_request_where_the_endpoint_answers_n_choices(
+        sim: Any, knobs: Any, choices: str) -> None:
+    # `all`: OpenAI, vLLM; `first`: a provider that ignores n; `refused`: one that answers n > 1 with a 400.
+    knobs(choices=choices)
+
+    async def go() -> tuple[list[Any], list[Any], Any, bool]:
+        async with gateway(sim, llm()) as gw:
+            first = await gw.structured_samples("judge", HELLO, SCHEMA, name="weather", first=0, count=3)
+            again = await asyncio.gather(*(gw.structured_samples("judge", [{"role": "user", "content": q}], SCHEMA,
+                                                                 name="weather", first=0, count=2)
+                                           for q in ("Weather in Oslo?", "Weather in Rome?", "Weather in Lima?")))
+            return first, list(again), gw.meter.role("judge"), gw.groups_samples("judge")
+
+    first, again, usage, grouped = run(go())
+    assert len(first) == 3 and all(isinstance(v["city"], str) for v in first)
+    assert [len(values) for values in again] == [2, 2, 2]
+    if choices == "all":
+        assert grouped and usage.calls == 4  # one request per call, whatever the count
+    elif choices == "first":
+        # The first request's one choice is kept, the two missing are asked alone; then one by one.
+        assert not grouped and usage.calls == 3 + 3 * 2
+    else:
+        assert not grouped and usage.calls == 3 + 3 * 2 and usage.failures == {"llm_bad_request": 1}
+
+
 def test_structured_answer_fits_the_schema(sim: Any, knobs: Any) -> None:
     async def go() -> Any:
         async with gateway(sim, llm()) as gw:

@@ -15,6 +15,7 @@ from toolfactory.simulator import SimulatorSettings, start_simulator
 from toolfactory.stages import ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corrupt
+from toolfactory.stages.verify.judges import first_wave
 from toolfactory.stages.verify.stage import VerifyStage
 
 PER_ASPECT = "verify.judge_call=per_aspect"
@@ -48,7 +49,8 @@ def test_passing_judges_accept_and_keep_every_vote(sim: Any) -> None:
             "hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"
         ]
         assert all(j.passes and len(j.votes) == 3 and all(v.reason for v in j.votes) for j in record.judgements)  # type: ignore[attr-defined]
-    assert meter.role("judge").calls + meter.role("judge").cache_hits == 6 * 5 * 3
+    # The first two votes of an aspect are one request with two choices; the third is its own.
+    assert meter.role("judge").calls + meter.role("judge").cache_hits == 6 * 5 * 2
     assert out.layers == {"rules": (6, 6), "model": (6, 6)}
 
 
@@ -57,8 +59,9 @@ def test_votes_stop_once_the_majority_is_decided(sim: Any) -> None:
     assert len(out.records) == 6
     # Two passing votes of three decide: the third is never asked.
     assert all(j.passes and len(j.votes) == 2 for r in out.records for j in r.judgements)  # type: ignore[attr-defined]
-    assert meter.role("judge").calls + meter.role("judge").cache_hits == 6 * 5 * 2
-    assert out.profile["llm_calls"] == {"verifier-corpus": 6 * 5 * 2}  # the requests, per recipe
+    # Both votes came from one request with two choices.
+    assert meter.role("judge").calls + meter.role("judge").cache_hits == 6 * 5
+    assert out.profile["llm_calls"] == {"verifier-corpus": 6 * 5}  # the requests, per recipe
 
 
 def _decisions(out: StageOutput) -> dict[str, dict[str, bool]]:
@@ -74,7 +77,8 @@ def test_stopping_early_decides_as_every_vote_would(sim: Any, votes: int) -> Non
     assert _decisions(early) == _decisions(every)
     assert {r.id for r in early.records} == {r.id for r in every.records}
     requests = early_meter.role("judge").calls + early_meter.role("judge").cache_hits
-    assert requests < 10 * 5 * votes == every_meter.role("judge").calls + every_meter.role("judge").cache_hits
+    every_requests = 10 * 5 * (votes - first_wave(votes) + 1)  # the first wave is one request
+    assert requests < every_requests == every_meter.role("judge").calls + every_meter.role("judge").cache_hits
 
 
 def test_one_combined_request_per_vote_answers_every_aspect(sim: Any) -> None:
@@ -85,7 +89,18 @@ def test_one_combined_request_per_vote_answers_every_aspect(sim: Any) -> None:
             "hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"
         ]
         assert all(j.passes and len(j.votes) == 2 and all(v.reason for v in j.votes) for j in record.judgements)  # type: ignore[attr-defined]
-    assert meter.role("judge").calls + meter.role("judge").cache_hits == 4 * 2
+    assert meter.role("judge").calls + meter.role("judge").cache_hits == 4  # both votes: one request, two choices
+
+
+@pytest.mark.parametrize("votes", [3, 4])
+def test_votes_asked_as_choices_of_one_request_decide_as_votes_asked_one_by_one(sim: Any, votes: int) -> None:
+    dialogues = valid_dialogues(10, seed=7)
+    grouped, grouped_meter = verify(sim, dialogues, 0.5, f"verify.judge_votes={votes}")
+    alone, alone_meter = verify(sim, dialogues, 0.5, f"verify.judge_votes={votes}", "llm.multiple_choices=false")
+    assert _decisions(grouped) == _decisions(alone)
+    assert grouped_meter.role("judge").calls < alone_meter.role("judge").calls
+    # The prompt is read once for the choices of one request.
+    assert grouped_meter.role("judge").prompt_tokens < alone_meter.role("judge").prompt_tokens
 
 
 def test_a_combined_judge_rejects_with_every_failed_aspect(sim: Any) -> None:
@@ -154,5 +169,5 @@ def test_a_dialogues_judges_find_their_shared_beginning_in_the_endpoints_prompt_
     finally:
         httpx.post(f"{sim.root_url}/simulator/settings", json={"profile": "openai", "latency_ms": 0}).raise_for_status()
     judge = meter.role("judge")
-    assert judge.calls == 5 * 3
+    assert judge.calls == 5 * 2  # per aspect: two votes in one request, the third alone
     assert judge.cached_prompt_tokens > 0.8 * judge.prompt_tokens * (judge.calls - 1) / judge.calls

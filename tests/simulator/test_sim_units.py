@@ -117,10 +117,11 @@ def test_cli_has_one_flag_per_setting() -> None:
         **{
             name: True if field.annotation is bool else 2 if field.annotation is int else 0.5
             for name, field in SimulatorSettings.model_fields.items()
-            if name not in ("profile", "refused_schema_keywords")
+            if name not in ("profile", "refused_schema_keywords", "choices")
         },
         profile="reasoning",
         refused_schema_keywords="contains,minItems",
+        choices="first",
     )
     assert settings_from_cli_args(settings_to_cli_args(every))[0] == every
 

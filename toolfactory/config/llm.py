@@ -167,6 +167,11 @@ class LLMConfig(Section):
     a token) of a request still in flight, and shares less with any answered one, waits for that
     one's answer, so that the endpoint's prompt cache serves the shared beginning (OpenAI caches
     prompts from 1,024 tokens on). Only the order of sending changes. 0: send every request at once."""
+    multiple_choices: bool = True
+    """Samples of one prompt that are asked together (the judges' votes) go as one request with
+    `n` choices: the endpoint reads, and bills, the prompt once (OpenAI, vLLM, SGLang). An endpoint
+    that answers with fewer choices than asked, or refuses `n`, gets one request per sample from
+    then on (the run goes on). false: always one request per sample."""
     max_retries: int = Field(4, ge=0, le=20)
     """Retries of a request after 429, 5xx, timeouts and connection errors."""
     backoff_initial_s: float = Field(0.5, gt=0)

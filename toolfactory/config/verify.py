@@ -22,11 +22,12 @@ class VerifyConfig(Section):
     """Votes per judge aspect (the `judge` role's model); the majority decides, a tie fails."""
     judge_stop: Literal["decided", "all"] = "decided"
     """`decided`: votes are cast in waves and stop as soon as the majority is decided (the same
-    decision as casting them all, since vote i is always sample i); `all`: every vote is cast."""
+    decision as casting them all, since vote i is always the same sample of the same request);
+    `all`: every vote is cast."""
     judge_call: Literal["per_aspect", "combined"] = "combined"
-    """`combined`: one structured request per vote answers every aspect at once, each aspect
-    with its own verdict, votes and reason code (about 2 requests per judged record instead of
-    10); `per_aspect`: one judge request per aspect and vote (ToolACE §3.2). `benchmarks.judges`
+    """`combined`: one structured request answers every aspect at once, each aspect with its own
+    verdict, votes and reason code (one request per judged record, two on a split vote, with
+    `llm.multiple_choices`); `per_aspect`: each aspect asked on its own (ToolACE §3.2). `benchmarks.judges`
     measures how often the two agree; on a judge model that answers aspects differently when
     asked together, set `per_aspect`."""
     max_steps: dict[Literal["toolalpaca", "toolllm", "toolace"], int] = Field(default_factory=lambda: {"toolalpaca": 5})

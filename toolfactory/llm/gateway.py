@@ -10,6 +10,8 @@ record would fail the same way. With a run-wide rate limit or budget, every atte
 permit from the run's shared limit (:mod:`toolfactory.llm.limits`), and a ``Retry-After`` pauses
 every worker of the run. Requests that share a long prompt beginning go one first, the others once
 it is answered, so that the endpoint's prompt cache serves them (:mod:`toolfactory.llm.prefixes`).
+Samples of one prompt asked together (votes) go as one request with ``n`` choices where the
+endpoint answers them (:meth:`LLMGateway.structured_samples`).
 """
 
 from __future__ import annotations
@@ -190,6 +192,9 @@ class LLMGateway:
         )
         self._slots = asyncio.Semaphore(llm.max_concurrency)
         self.prefixes = SharedPrefixes(llm.prefix_cache_min_tokens)
+        self._one_choice: set[str] = set()  # roles whose endpoint answered fewer choices than `n` asked
+        self._many_choices: set[str] = set()  # roles whose endpoint answered every choice asked
+        self._choices_probe = asyncio.Lock()
         self.refusals = RefusalCounter(llm.max_repeated_refusals)
         self._backoff = wait_random_exponential(multiplier=llm.backoff_initial_s, max=llm.backoff_max_s)
 
@@ -381,6 +386,32 @@ class LLMGateway:
 
     # --- structured answers -----------------------------------------------------------------
 
+    def _structured_request(self, role: str, messages: Sequence[Message], schema: dict[str, Any],
+                            name: str) -> tuple[list[Message], dict[str, Any] | None]:
+        """The conversation and `response_format` that ask `role` for JSON fitting `schema`, in the
+        role's structured-output mode."""
+        mode = self._llm.structured_output_for(role)
+        if mode == "json_schema":
+            return list(messages), {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+        return with_schema(messages, schema), ({"type": "json_object"} if mode == "json_object" else None)
+
+    @staticmethod
+    def _read(text: str, validator: Draft202012Validator,
+              check: Callable[[Any], list[tuple[str, str]]] | None) -> tuple[Any, str, str]:
+        """(the value, "", "") of an answer that fits, else (None, reason code, what is wrong)."""
+        try:
+            value = extract_json(text)
+        except json.JSONDecodeError as exc:
+            return None, "llm_malformed_json", f"is not valid JSON ({exc.msg} at char {exc.pos})"
+        error = best_match(validator.iter_errors(value))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            return None, "llm_schema_mismatch", f"does not fit the schema at {where}: {error.message}"
+        problems = check(value) if check is not None else []
+        if problems:
+            return None, problems[0][0], "has problems: " + "; ".join(message for _, message in problems[:8])
+        return value, "", ""
+
     async def structured(
         self,
         role: str,
@@ -398,32 +429,13 @@ class LLMGateway:
         like a schema mismatch; the first reason code names the failure when re-asks run out.
         """
         validator = _validator(canonical_json(schema))
-        mode = self._llm.structured_output_for(role)
-        response_format: dict[str, Any] | None = None
-        if mode == "json_schema":
-            response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
-            conversation = list(messages)
-        else:
-            response_format = {"type": "json_object"} if mode == "json_object" else None
-            conversation = with_schema(messages, schema)
+        conversation, response_format = self._structured_request(role, messages, schema, name)
         for attempt in range(self._llm.max_reasks + 1):
             message = await self.chat(role, conversation, response_format=response_format, sample=sample)
             text = message.get("content") or ""
-            try:
-                value = extract_json(text)
-            except json.JSONDecodeError as exc:
-                reason, problem = "llm_malformed_json", f"is not valid JSON ({exc.msg} at char {exc.pos})"
-            else:
-                error = best_match(validator.iter_errors(value))
-                if error is None:
-                    problems = check(value) if check is not None else []
-                    if not problems:
-                        return value
-                    reason = problems[0][0]
-                    problem = "has problems: " + "; ".join(message for _, message in problems[:8])
-                else:
-                    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-                    reason, problem = "llm_schema_mismatch", f"does not fit the schema at {where}: {error.message}"
+            value, reason, problem = self._read(text, validator, check)
+            if not reason:
+                return value
             if attempt == self._llm.max_reasks:
                 break
             self.meter.role(role).reasks += 1
@@ -433,6 +445,75 @@ class LLMGateway:
             ]
         self.meter.role(role).failures[reason] += 1
         raise LLMFailure(reason, f"answer {problem} after {self._llm.max_reasks} re-asks", transient=False)
+
+    def groups_samples(self, role: str) -> bool:
+        """Whether :meth:`structured_samples` asks `role`'s samples as one request (so far)."""
+        return self._llm.multiple_choices and role not in self._one_choice
+
+    async def structured_samples(self, role: str, messages: Sequence[Message], schema: dict[str, Any], *, name: str,
+                                 first: int, count: int) -> list[Any]:
+        """Samples `first` .. `first + count - 1` of :meth:`structured`'s answer, in order.
+
+        With ``llm.multiple_choices`` they are asked as one request with ``n=count`` (seeded with
+        `first`): the endpoint reads and bills the prompt once. A choice that is cut, filtered,
+        refused or does not fit the schema is asked again alone, as its own sample (with its
+        re-asks). An endpoint that answers with fewer choices than asked, or refuses ``n``, gets
+        one request per sample for this role from then on."""
+        values: list[Any] = []
+        if count > 1 and self._llm.multiple_choices and role not in self._one_choice:
+            validator = _validator(canonical_json(schema))
+            conversation, response_format = self._structured_request(role, messages, schema, name)
+            if role in self._many_choices:
+                texts = await self._choices(role, conversation, response_format, first, count)
+            else:
+                # The first such request of a role finds out whether the endpoint answers `n`
+                # choices; the others wait for it, so that a refusal is met once, not by every
+                # request in flight.
+                async with self._choices_probe:
+                    texts = await self._probe_choices(role, conversation, response_format, first, count)
+            values = [self._read(text, validator, None)[0] if text is not None else None for text in texts]
+        values += [None] * (count - len(values))
+        missing = [i for i, value in enumerate(values) if value is None]
+        again = await asyncio.gather(*(self.structured(role, messages, schema, name=name, sample=first + i) for i in missing))
+        for i, value in zip(missing, again):
+            values[i] = value
+        return values
+
+    async def _probe_choices(self, role: str, messages: list[Message], response_format: dict[str, Any] | None,
+                             first: int, count: int) -> list[str | None]:
+        """:meth:`_choices`, remembering for `role` whether the endpoint answers every choice asked;
+        a refusal (a 400 or 422, say for ``n``) means one request per sample from then on."""
+        if role in self._many_choices or role in self._one_choice:
+            return await self._choices(role, messages, response_format, first, count) if role in self._many_choices else []
+        try:
+            texts = await self._choices(role, messages, response_format, first, count)
+        except LLMFailure as exc:
+            if exc.transient:
+                raise
+            texts = []
+        (self._many_choices if len(texts) == count else self._one_choice).add(role)
+        return texts
+
+    async def _choices(self, role: str, messages: list[Message], response_format: dict[str, Any] | None,
+                       first: int, count: int) -> list[str | None]:
+        """The answers of one request for `count` choices (fewer when the endpoint ignores ``n``);
+        None for a choice cut at the token limit, filtered or refused."""
+        params = self._llm.role(role)
+        request: dict[str, Any] = {"model": params.model, "messages": messages, **role_parameters(params), "n": count}
+        if response_format is not None:
+            request["response_format"] = response_format
+        if first:
+            request["seed"] = first
+        _, response = await self._complete(role, request, first)
+        texts: list[str | None] = []
+        for choice in (response.get("choices") or [])[:count]:
+            message = choice.get("message") if isinstance(choice, dict) else None
+            if (not isinstance(message, dict) or choice.get("finish_reason") in ("length", "content_filter")
+                    or message.get("refusal")):
+                texts.append(None)
+                continue
+            texts.append(split_reasoning(message)[1] or "")
+        return texts
 
     # --- embeddings -------------------------------------------------------------------------
 

@@ -296,7 +296,9 @@ def _json_answer(
         value = read_choices(value, schema, conversation.messages)
         value = answer_question(value, schema, conversation.messages, rng, context)
         value = write_for_mode(value, writing_prompt(conversation.said), settings, request_hash)
-        value = settle(value, schema, conversation.messages, settings, seed)
+        # Choice i of a request is sample i after the request's own: the same verdict as the
+        # request with seed + i, so votes asked as n choices decide as votes asked one by one.
+        value = settle(value, schema, conversation.messages, settings, seed + index)
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -419,6 +421,9 @@ def complete_chat(
         f"'n' must be an integer in 1..{MAX_CHOICES}.",
         "n",
     )
+    if count > 1 and settings.choices == "refused":
+        raise SimulatorError("'n' above 1 is not supported by this model.", param="n", code="unsupported_parameter")
+    count = 1 if settings.choices == "first" else count
     refused = profiles.refused_parameter(body, settings)
     if refused is not None:
         raise refused

@@ -158,6 +158,12 @@ class SimulatorSettings(BaseModel):
         "constrained decoder without them refuses: a json_schema response_format using one is "
         "answered with a 400, in every profile.",
     )
+    choices: Literal["all", "first", "refused"] = Field(
+        default="all",
+        description="How the server treats `n` (choices per request): all (answers n choices, the "
+        "prompt counted once, as OpenAI and vLLM do); first (answers one choice whatever n asks, as "
+        "some OpenAI-compatible providers do); refused (a 400 for n above 1).",
+    )
     rate_content_filter: float = Field(
         default=0.0,
         ge=0.0,

@@ -8,8 +8,11 @@ passed the rule layer, so no LLM call is spent on a record the rules already rej
 
 Votes are cast in waves and stop once the majority is decided (ToolLLM A.5 votes too, but
 every one of them): with 3 votes, two that agree settle it, and the third is asked only on a
-split. Vote i is always sample i, so the decision is exactly the one of casting every vote.
-With ``verify.judge_call: combined`` one structured request per vote answers every aspect.
+split. The first wave is one request for its votes (``n`` choices, so the prompt is read and
+billed once; the gateway asks them one by one where the endpoint has no ``n``), each later vote
+a request of its own, whether voting stops early or not: the decision is exactly the one of
+casting every vote. With ``verify.judge_call: combined`` one structured request answers every
+aspect.
 
 Every judge request of a dialogue begins with the same text (the instructions, the tools and the
 dialogue; the aspect's question comes last), so an endpoint's prompt cache can serve all but the
@@ -97,20 +100,39 @@ def _wave(passes: int, fails: int, votes: int) -> int:
     return min(needed - passes, votes - needed + 1 - fails)
 
 
-async def _cast(votes: int, stop: str, ask: Callable[[int], Awaitable[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The answers of samples 0.. in order, `ask(i)` each, in waves until the majority is
-    decided (`stop="decided"`) or all at once (`"all"`). Sample i is the same request either
-    way, so a decided majority is the one all the votes would give."""
+Ask = Callable[[int, int], Awaitable[list[dict[str, Any]]]]
+
+
+async def _cast(votes: int, stop: str, ask: Ask, wave: Callable[[list[dict[str, Any]]], int]) -> list[dict[str, Any]]:
+    """The answers of samples 0.. in order, in waves of `wave(answers so far)` more (0: decided),
+    or all at once (`stop="all"`). `ask(first, count)` answers samples first..first+count-1.
+
+    The first wave (the fewest votes that can decide) is one request for that many samples (the
+    gateway asks it as one request with `n` choices where the endpoint allows it); every later
+    vote is a request of its own. Sample i is thus the same request whether voting stops early
+    or not, so a decided majority is the one all the votes would give."""
+    opening = wave([])
     if stop == "all":
-        return list(await asyncio.gather(*(ask(i) for i in range(votes))))
-    answers: list[dict[str, Any]] = []
-    passes = fails = 0
-    while not _decided(passes, fails, votes):
-        wave = await asyncio.gather(*(ask(len(answers) + i) for i in range(_wave(passes, fails, votes))))
-        answers += wave
-        passes = sum(_passes(a) for a in answers)
-        fails = len(answers) - passes
+        rest = await asyncio.gather(ask(0, opening), *(ask(i, 1) for i in range(opening, votes)))
+        return [answer for answers in rest for answer in answers]
+    answers = list(await ask(0, opening)) if opening else []
+    while more := wave(answers):
+        for more_answers in await asyncio.gather(*(ask(len(answers) + i, 1) for i in range(more))):
+            answers += more_answers
     return answers
+
+
+def _tally(answers: list[dict[str, Any]]) -> tuple[int, int]:
+    passes = sum(_passes(a) for a in answers)
+    return passes, len(answers) - passes
+
+
+def _aspect_wave(votes: int) -> Callable[[list[dict[str, Any]]], int]:
+    def wave(answers: list[dict[str, Any]]) -> int:
+        passes, fails = _tally(answers)
+        return 0 if _decided(passes, fails, votes) else _wave(passes, fails, votes)
+
+    return wave
 
 
 def _passes(answer: dict[str, Any]) -> bool:
@@ -131,17 +153,14 @@ def _messages(dialogue: Dialogue, aspect: str) -> list[dict[str, Any]]:
     ]
 
 
-async def _ask(dialogue: Dialogue, aspect: str, gateway: LLMGateway, sample: int) -> dict[str, Any]:
-    return dict(await gateway.structured("judge", _messages(dialogue, aspect), JUDGE_SCHEMA, name=f"judge_{aspect}", sample=sample))
-
-
 async def judge(dialogue: Dialogue, aspect: str, gateway: LLMGateway, votes: int, stop: str = "decided") -> Judgement:
     """One aspect's majority over `votes` samples of its judge."""
 
-    async def ask(i: int) -> dict[str, Any]:
-        return await _ask(dialogue, aspect, gateway, i)
+    async def ask(first: int, count: int) -> list[dict[str, Any]]:
+        return await gateway.structured_samples("judge", _messages(dialogue, aspect), JUDGE_SCHEMA, name=f"judge_{aspect}",
+                                                first=first, count=count)
 
-    return _judgement(aspect, await _cast(votes, stop, ask), votes)
+    return _judgement(aspect, await _cast(votes, stop, ask, _aspect_wave(votes)), votes)
 
 
 async def judge_all(dialogue: Dialogue, aspects: list[str], gateway: LLMGateway, votes: int,
@@ -181,27 +200,28 @@ async def judge_combined(dialogue: Dialogue, aspects: list[str], gateway: LLMGat
         {"role": "user", "content": f"{render(dialogue)}\n\nQuestions:\n{questions}"},
     ]
 
-    async def ask(i: int) -> dict[str, Any]:
-        return await gateway.structured("judge", messages, schema, name="judge_aspects", sample=i)
+    async def ask(first: int, count: int) -> list[dict[str, Any]]:
+        return await gateway.structured_samples("judge", messages, schema, name="judge_aspects", first=first, count=count)
 
-    if stop == "all":
-        answers = list(await asyncio.gather(*(ask(i) for i in range(votes))))
-    else:
-        answers = []
-        while True:
-            tallies = [(p, len(answers) - p) for p in (sum(_passes(a[x]) for a in answers) for x in aspects)]
-            undecided = [(p, f) for p, f in tallies if not _decided(p, f, votes)]
-            if not undecided:
-                break
-            wave = max(_wave(p, f, votes) for p, f in undecided)
-            answers += await asyncio.gather(*(ask(len(answers) + i) for i in range(wave)))
+    def wave(answers: list[dict[str, Any]]) -> int:
+        """Votes that could decide every aspect still undecided (0: all decided)."""
+        tallies = [_tally([a[aspect] for a in answers]) for aspect in aspects]
+        return max((_wave(p, f, votes) for p, f in tallies if not _decided(p, f, votes)), default=0)
+
+    answers = await _cast(votes, stop, ask, wave)
     return [_judgement(aspect, [a[aspect] for a in answers], votes) for aspect in aspects]
 
 
-def judge_requests(judgements: list[Judgement], call: str = "per_aspect") -> int:
-    """The judge requests behind `judgements`: a vote each, or a vote for every aspect at once."""
-    votes = [len(j.votes) for j in judgements]
-    return (max(votes, default=0)) if call == "combined" else sum(votes)
+def first_wave(votes: int) -> int:
+    """The votes cast first: the fewest that can decide a majority of `votes`."""
+    return _wave(0, 0, votes)
+
+
+def judge_requests(judgements: list[Judgement], call: str = "per_aspect", opening: int = 1) -> int:
+    """The judge requests behind `judgements`: a vote each, or a vote for every aspect at once;
+    `opening` votes of each went as one request (``llm.multiple_choices``: :func:`first_wave`)."""
+    requests = [len(j.votes) - min(len(j.votes), opening) + 1 if j.votes else 0 for j in judgements]
+    return (max(requests, default=0)) if call == "combined" else sum(requests)
 
 
 def failed_verdicts(judgements: list[Judgement]) -> list[Verdict]:

@@ -28,7 +28,7 @@ from toolfactory.models import Dialogue, Record, Rejected
 from toolfactory.stages.base import CALLS_BY_RECIPE, RECIPES, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
 from toolfactory.stages.verify.execution import ExecutionLayer, applies
-from toolfactory.stages.verify.judges import failed_verdicts, judge_all, judge_requests
+from toolfactory.stages.verify.judges import failed_verdicts, first_wave, judge_all, judge_requests
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.stages.verify.policy import for_recipe
 from toolfactory.stages.verify.rules import RULES, check, errors
@@ -77,7 +77,8 @@ class VerifyStage:
                 dialogue.judgements = await judge_all(dialogue, aspects, ctx.gateway, votes,
                                                       settings.judge_stop, settings.judge_call)
                 rejecting = failed_verdicts(dialogue.judgements)
-                spent[dialogue.recipe] += judge_requests(dialogue.judgements, settings.judge_call)
+                spent[dialogue.recipe] += judge_requests(dialogue.judgements, settings.judge_call,
+                                                         first_wave(votes) if ctx.gateway.groups_samples("judge") else 1)
                 dialogue.verdicts += rejecting
                 passed["model"] += not rejecting
             if not rejecting:
