@@ -26,7 +26,12 @@ from typing import Any, Awaitable, Callable, Sequence
 import openai
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+)
 from tenacity.wait import wait_random_exponential
 
 from toolfactory.config import LLMConfig
@@ -38,12 +43,13 @@ from toolfactory.llm.limits import SharedLimit
 from toolfactory.llm.parameters import refused_parameter, role_parameters
 from toolfactory.llm.prefixes import SharedPrefixes
 from toolfactory.llm.refusals import RefusalCounter, endpoint_message
-from toolfactory.llm.usage import RoleUsage, UsageMeter, cached_tokens
 from toolfactory.llm.text_tools import parse_text_calls, text_messages
+from toolfactory.llm.usage import RoleUsage, UsageMeter, cached_tokens
 from toolfactory.models import canonical_json
 from toolfactory.render import CallFormatError
 
 Message = dict[str, Any]
+_MISSING = object()  # a sample not (yet) answered
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -459,21 +465,28 @@ class LLMGateway:
         refused or does not fit the schema is asked again alone, as its own sample (with its
         re-asks). An endpoint that answers with fewer choices than asked, or refuses ``n``, gets
         one request per sample for this role from then on."""
-        values: list[Any] = []
-        if count > 1 and self._llm.multiple_choices and role not in self._one_choice:
-            validator = _validator(canonical_json(schema))
+        texts: list[str | None] = []
+        validator = _validator(canonical_json(schema))
+        if count > 1 and self.groups_samples(role):
             conversation, response_format = self._structured_request(role, messages, schema, name)
-            if role in self._many_choices:
-                texts = await self._choices(role, conversation, response_format, first, count)
-            else:
+            probed = False
+            if role not in self._many_choices:
                 # The first such request of a role finds out whether the endpoint answers `n`
                 # choices; the others wait for it, so that a refusal is met once, not by every
                 # request in flight.
                 async with self._choices_probe:
-                    texts = await self._probe_choices(role, conversation, response_format, first, count)
-            values = [self._read(text, validator, None)[0] if text is not None else None for text in texts]
-        values += [None] * (count - len(values))
-        missing = [i for i, value in enumerate(values) if value is None]
+                    if role not in self._many_choices and role not in self._one_choice:
+                        texts, probed = await self._probe_choices(role, conversation, response_format, first, count), True
+            if not probed and role in self._many_choices:
+                texts = await self._choices(role, conversation, response_format, first, count)
+        values: list[Any] = []
+        for text in texts:
+            value, reason, _ = self._read(text, validator, None) if text is not None else (None, "missing", "")
+            values.append(_MISSING if reason else value)
+            if reason:
+                self.meter.role(role).reasks += 1  # asked again below, alone
+        values += [_MISSING] * (count - len(values))
+        missing = [i for i, value in enumerate(values) if value is _MISSING]
         again = await asyncio.gather(*(self.structured(role, messages, schema, name=name, sample=first + i) for i in missing))
         for i, value in zip(missing, again):
             values[i] = value
@@ -483,8 +496,6 @@ class LLMGateway:
                              first: int, count: int) -> list[str | None]:
         """:meth:`_choices`, remembering for `role` whether the endpoint answers every choice asked;
         a refusal (a 400 or 422, say for ``n``) means one request per sample from then on."""
-        if role in self._many_choices or role in self._one_choice:
-            return await self._choices(role, messages, response_format, first, count) if role in self._many_choices else []
         try:
             texts = await self._choices(role, messages, response_format, first, count)
         except LLMFailure as exc:
