@@ -26,12 +26,7 @@ from typing import Any, Awaitable, Callable, Sequence
 import openai
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-)
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
 from toolfactory.config import LLMConfig
