@@ -122,14 +122,12 @@ async def _cast(votes: int, stop: str, ask: Ask, wave: Callable[[list[dict[str, 
     return answers
 
 
-def _tally(answers: list[dict[str, Any]]) -> tuple[int, int]:
-    passes = sum(_passes(a) for a in answers)
-    return passes, len(answers) - passes
-
-
 def _aspect_wave(votes: int) -> Callable[[list[dict[str, Any]]], int]:
+    """How many more votes one aspect needs after `answers` (0: its majority is decided)."""
+
     def wave(answers: list[dict[str, Any]]) -> int:
-        passes, fails = _tally(answers)
+        passes = sum(_passes(a) for a in answers)
+        fails = len(answers) - passes
         return 0 if _decided(passes, fails, votes) else _wave(passes, fails, votes)
 
     return wave
@@ -203,10 +201,11 @@ async def judge_combined(dialogue: Dialogue, aspects: list[str], gateway: LLMGat
     async def ask(first: int, count: int) -> list[dict[str, Any]]:
         return await gateway.structured_samples("judge", messages, schema, name="judge_aspects", first=first, count=count)
 
+    each = _aspect_wave(votes)
+
     def wave(answers: list[dict[str, Any]]) -> int:
         """Votes that could decide every aspect still undecided (0: all decided)."""
-        tallies = [_tally([a[aspect] for a in answers]) for aspect in aspects]
-        return max((_wave(p, f, votes) for p, f in tallies if not _decided(p, f, votes)), default=0)
+        return max((each([a[aspect] for a in answers]) for aspect in aspects), default=0)
 
     answers = await _cast(votes, stop, ask, wave)
     return [_judgement(aspect, [a[aspect] for a in answers], votes) for aspect in aspects]
