@@ -464,15 +464,14 @@ class LLMGateway:
         validator = _validator(canonical_json(schema))
         if count > 1 and self.groups_samples(role):
             conversation, response_format = self._structured_request(role, messages, schema, name)
-            probed = False
             if role not in self._many_choices:
                 # The first such request of a role finds out whether the endpoint answers `n`
                 # choices; the others wait for it, so that a refusal is met once, not by every
                 # request in flight.
                 async with self._choices_probe:
                     if role not in self._many_choices and role not in self._one_choice:
-                        texts, probed = await self._probe_choices(role, conversation, response_format, first, count), True
-            if not probed and role in self._many_choices:
+                        texts = await self._probe_choices(role, conversation, response_format, first, count)
+            if not texts and role in self._many_choices:  # not the probe: the endpoint answers `n`
                 texts = await self._choices(role, conversation, response_format, first, count)
         values: list[Any] = []
         for text in texts:

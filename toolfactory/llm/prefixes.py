@@ -29,8 +29,8 @@ import hashlib
 import json
 import time
 from collections import OrderedDict
-from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 BLOCK_CHARS = 512  # about 128 tokens at 4 characters a token: OpenAI's caching step
@@ -68,10 +68,10 @@ class SharedPrefixes:
         """Wait while a request in flight shares more of `request`'s beginning than the endpoint
         holds; then send (the body of the `async with`), and let the requests waiting for this
         one go once it is answered (or has failed)."""
-        if not self.min_blocks:
-            yield
+        blocks = prompt_blocks(request) if self.min_blocks else []
+        if len(blocks) < self.min_blocks or not blocks:
+            yield  # too short to be cached, or to serve another request: nothing to wait for or hold
             return
-        blocks = prompt_blocks(request)
         while (leader := self._leader(blocks)) is not None:
             self.waits += 1
             await leader.wait()
