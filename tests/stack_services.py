@@ -77,14 +77,28 @@ def stop_group(process: subprocess.Popen[bytes], grace_s: float = 30) -> None:
 
 
 @contextmanager
-def group(args: list[str], log: Path, env: dict[str, str], cwd: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
-    """`args` running in a process group of its own, output in `log`; stopped on exit."""
+def group(args: list[str], log: Path, env: dict[str, str], cwd: Path | None = None,
+          grace_s: float = 30) -> Iterator[subprocess.Popen[bytes]]:
+    """`args` running in a process group of its own, output in `log`; stopped on exit (killed
+    after `grace_s`)."""
     with log.open("ab") as out:
         process = subprocess.Popen(args, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         yield process
     finally:
-        stop_group(process)
+        stop_group(process, grace_s)
+
+
+def kill_tree(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGKILL `processes` and every process below them, also those that left their group."""
+    from toolfactory.run.lifetime import descendants
+
+    roots = {process.pid for process in processes}
+    for pid in descendants(roots) | roots:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 # --- Prefect's database --------------------------------------------------------------------
@@ -186,8 +200,12 @@ def ray_cluster(folder: Path, env: dict[str, str], nodes: int = 2) -> Iterator[s
         head = stack.enter_context(group(
             [ray, "start", "--head", f"--port={port}", "--include-dashboard=false", *node_args(0)], head_log, env))
         wait_until(lambda: _listens(port), "ray head", head, head_log)  # its GCS: the others can join
-        for k in range(1, nodes):
+        started = [head] + [
             stack.enter_context(group([ray, "start", f"--address={address}", *node_args(k)], folder / f"ray-node-{k}.log", env))
+            for k in range(1, nodes)]
+        # Killed, not stopped: Ray's own shutdown takes about 40 s, and the cluster holds nothing
+        # the test keeps (runs first, before the groups are stopped).
+        stack.callback(kill_tree, started)
         # One driver asks until every node is up: each probe costs a Python start and a ray.init.
         wait_until(lambda: _alive_nodes(address, env, nodes) >= nodes, f"ray cluster of {nodes} nodes", head, head_log)
         yield address
@@ -232,6 +250,7 @@ def process_worker(cwd: Path, log: Path, env: dict[str, str]) -> Iterator[None]:
     worker can hang in its shutdown: `group` kills what a SIGTERM did not stop."""
     # It asks for new flow runs every second, not every 10 s: a test waits for each of its runs.
     env = {**env, "PREFECT_WORKER_QUERY_SECONDS": "1"}
-    with group([str(BIN / "prefect"), "worker", "start", "--pool", "toolfactory", "--type", "process"], log, env, cwd) as worker:
+    with group([str(BIN / "prefect"), "worker", "start", "--pool", "toolfactory", "--type", "process"], log, env, cwd,
+               grace_s=5) as worker:
         wait_until(lambda: "started!" in log.read_text(errors="replace"), "prefect worker", worker, log)
         yield

@@ -61,6 +61,13 @@ def _wait_for(condition: Any, seconds: float, what: str) -> Any:
 
 
 
+def _command(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
 def _committed(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.glob("runs/*/*/part-*.parquet")}
 
@@ -122,24 +129,27 @@ def test_a_ray_worker_killed_mid_shard_is_retried_and_its_calls_are_counted(
 
 
 @pytest.mark.e2e
-def test_a_sigkilled_driver_leaves_no_ray_work_and_rerun_finishes_the_run(
+def test_a_sigkilled_driver_leaves_no_ray_work_nor_server_and_rerun_finishes_the_run(
     prefect_api: str, ray_cluster: None, tmp_path: Path
 ) -> None:
-    """Case 5a: after SIGKILL of the driver alone, its local Ray stops and commits nothing more."""
+    """Case 5a: after SIGKILL of the driver alone, its local Ray, its Prefect server and its
+    simulator stop, and nothing more is committed; the run is finished by a re-run (against
+    another Prefect API: the run is in its storage)."""
     from flows.execute import summary_of
     from flows.rerun import rerun
 
     root = tmp_path / "data"
     overrides = small_run_overrides(root, **{"llm.simulator.latency_ms": 300, "tools.max_tools": 4, "llm.max_concurrency": 1})
-    env = {**os.environ, "PREFECT_API_URL": prefect_api}
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "RAY_ADDRESS")}  # servers of its own
     driver = subprocess.Popen([TOOLFACTORY, "run", *sum((["--set", o] for o in overrides), [])], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         _wait_for(lambda: any(u["outcome"] == "running" and u["llm"]["calls"] for u in _usage_files(root, "tasks")),
                   600, "a tasks shard mid-way")
         children = descendants({driver.pid})
-        assert any("raylet" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-                   for pid in children if process_alive(pid)), "the driver started no local Ray"
+        commands = [_command(pid) for pid in children if process_alive(pid)]
+        for server, what in (("raylet", "a local Ray"), ("uvicorn", "a Prefect server"), ("toolfactory.simulator", "a simulator")):
+            assert any(server in command for command in commands), f"the driver started no {what}: {commands}"
     finally:
         driver.kill()  # the driver alone, not its process group
         driver.wait()

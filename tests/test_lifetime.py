@@ -1,4 +1,5 @@
-"""A driver's servers do not outlive it: killed with SIGKILL, its guard stops them."""
+"""A driver's servers do not outlive it: killed with SIGKILL, its guard stops them (a whole run's
+servers and local Ray: tests/test_fault_matrix.py, the SIGKILLed driver)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, process_alive, small_run_overrides
+from conftest import REPO, process_alive
 
 DRIVER = """
 import subprocess, sys, time
@@ -59,43 +60,3 @@ def test_a_child_the_driver_released_is_left_alone() -> None:
         assert process_alive(child)
     finally:
         os.kill(child, signal.SIGKILL)
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            if int(stat.split(")")[-1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _command(pid: int) -> str:
-    try:
-        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except FileNotFoundError:
-        return ""
-
-
-@pytest.mark.fault_matrix
-@pytest.mark.e2e
-def test_a_sigkilled_run_leaves_no_server_or_simulator_behind(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # the run starts its own server
-    overrides = small_run_overrides(tmp_path / "data", **{"llm.simulator.latency_ms": 500})
-    args = [str(Path(sys.executable).with_name("toolfactory")), "run", *sum((["--set", o] for o in overrides), [])]
-    run = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert run.stdout is not None
-    servers: list[int] = []
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and len(servers) < 2:
-        line = run.stdout.readline()
-        assert line, "the run ended before it started its servers"
-        servers = [pid for pid in _children(run.pid) if "uvicorn" in _command(pid) or "toolfactory.simulator" in _command(pid)]
-    assert len(servers) == 2, [_command(pid) for pid in _children(run.pid)]
-    run.kill()
-    run.wait()
-    assert _gone_within(servers, 30), [_command(pid) for pid in servers if process_alive(pid)]

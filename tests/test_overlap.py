@@ -3,6 +3,11 @@ the stage before it has finished; a failed shard blocks only the shards that rea
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,28 +39,52 @@ def _run(overrides: list[str]) -> dict[str, Any]:
     return summary_of(generate(overrides=overrides, return_state=True))
 
 
-# Four shards a stage, with some latency, and 0.6 of a CPU a shard: the tests' two Ray CPUs run
-# three shards at once, so the fourth shard of each stage starts as the first of the three end,
-# together with the first verify shard. That verify shard starts before the last dialogues shard
-# ends, by about that shard's length (measured: 0.34 s, where the two start within 0.03 s of
-# each other); behind a stage barrier it would wait for that end. (With a slot for every shard,
-# the shards of a stage end together, and whether a verify shard starts before the last one ends
-# is a race.)
+# Four shards a stage, with some latency, and 0.6 of a CPU a shard: three run at once on the
+# tests' two Ray CPUs.
 FOUR_SHARDS = {"tools.max_tools": 12, "tools.tools_per_shard": 3, "llm.simulator.latency_ms": 20,
                "orchestration.shard_cpus": 0.6}
 
 
 @pytest.mark.e2e
 def test_a_verify_shard_starts_before_the_last_dialogues_shard_finishes(prefect_api: str, ray_cluster: None, tmp_path: Path) -> None:
+    # The Ray worker running dialogues shard 1 is stopped (SIGSTOP) from its start until a verify
+    # shard has committed: behind a stage barrier none could, and the wait below would time out.
+    # (Shards of one size end within tens of milliseconds of each other: which ends last is a race.)
     root = tmp_path / "data"
-    summary = _run(small_run_overrides(root, **FOUR_SHARDS))
+    stopped: dict[str, Any] = {}
+
+    def hold_dialogues_shard_1_until_a_verify_shard_commits() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not stopped:
+            for usage in root.glob("runs/*/dialogues/_usage/part-00001/*.json"):
+                try:
+                    pid = json.loads(usage.read_text())["pid"]
+                except (OSError, ValueError):  # replaced while read
+                    continue
+                os.kill(pid, signal.SIGSTOP)
+                stopped.update(pid=pid)
+            time.sleep(0.01)
+        try:
+            while time.monotonic() < deadline and not list(root.glob("runs/*/verify/part-*.parquet")):
+                time.sleep(0.05)
+            stopped["verify_committed"] = bool(list(root.glob("runs/*/verify/part-*.parquet")))
+        finally:
+            if "pid" in stopped:
+                os.kill(stopped["pid"], signal.SIGCONT)
+
+    holder = threading.Thread(target=hold_dialogues_shard_1_until_a_verify_shard_commits, daemon=True)
+    holder.start()
+    # One request at a time with some latency: dialogues shard 1 runs for seconds, and is caught running.
+    summary = _run(small_run_overrides(root, **{**FOUR_SHARDS, "llm.max_concurrency": 1, "llm.simulator.latency_ms": 100}))
+    holder.join()
     assert summary["status"] == "completed"
+    assert stopped.get("verify_committed"), f"no verify shard committed while dialogues shard 1 was held: {stopped}"
     dialogues, verify = _shards(root, summary["run_id"], "dialogues"), _shards(root, summary["run_id"], "verify")
     assert len(dialogues) == len(verify) == 4
     for index, (_, started, _, _) in verify.items():
         assert started >= dialogues[index][2]  # after its own input committed
     # With a stage barrier, no verify shard could start before every dialogues shard finished.
-    assert min(started for _, started, _, _ in verify.values()) < max(finished for _, _, finished, _ in dialogues.values())
+    assert min(started for _, started, _, _ in verify.values()) < dialogues[1][2]
 
 
 @pytest.mark.e2e

@@ -3,7 +3,8 @@ where it is installed), the deployments of deploy/prefect.yaml run by a process 
 cluster of two nodes, moto's S3 server as the storage root and the simulator served as an
 OpenAI-compatible endpoint, each its own process, connected as docker-compose.yml connects them.
 
-One scenario: a nightly run completes on both nodes with everything in S3; a second one loses its
+One scenario: a nightly run, run by the worker from a folder of its own through the deployments'
+pull step (no image), completes on both nodes with everything in S3; a second one loses its
 endpoint after preflight and fails with one message; the endpoint recovers and the `rerun`
 deployment completes it; `toolfactory stats` reads it from another folder; and its dataset is the
 clean run's, record for record.
@@ -30,7 +31,7 @@ import pytest
 from conftest import REPO, small_run_overrides
 from stack_services import BIN, Database, prefect_database, prefect_server, process_worker, ray_cluster, simulator
 
-pytestmark = [pytest.mark.e2e]
+pytestmark = [pytest.mark.e2e, pytest.mark.fault_matrix]
 
 BUCKET = "toolfactory"
 API_KEY = "sk-stack-test-key-never-written-7f3a9c"  # found nowhere in storage or in the worker's log
@@ -190,6 +191,9 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack) -> N
     for key in ("manifest.json", "run.json", "curate/part-00000.parquet", "report/index.html"):
         assert f"{clean}/runs/{clean_id}/{key}" in stored, key
     assert any(key.startswith(f"{clean}/llm-cache/") for key in stored)
+    # The worker runs from a folder of its own, with no image: the deployments' pull step finds
+    # the checkout through the worker's TOOLFACTORY_HOME, and the run leaves nothing in that folder.
+    assert "set_working_directory' completed successfully" in worker_log, worker_log[-3000:]
     assert [p.name for p in stack.worker_dir.iterdir()] == ["worker.log"]
     assert not (REPO / "toolfactory-data").exists() and not list(REPO.glob("*.duckdb"))
 

@@ -197,22 +197,23 @@ def run(
 ) -> None:
     """Generate a dataset: domains → tools → pool → tasks → dialogues → verify."""
     resolved = _config(config, overrides)
-    from flows.display import shared_display
-    from flows.execute import summary_of
-    from flows.generate import generate
-    from flows.runtime import prefect_api
-    from toolfactory.run.planning import new_run_id
     from toolfactory.stages.tools.sources import check_files, read_sources
     from toolfactory.storage import check_root
 
     try:
-        # Before Prefect or Ray start, a typo or an unreadable file costs nothing; the run reads them again.
+        # Before Prefect or Ray start (or are even imported), a typo or an unreadable file costs
+        # nothing; the run reads them again.
         check_root(resolved.storage)
         check_files(resolved.tools)
         read_sources(resolved.tools)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    from flows.display import shared_display
+    from flows.execute import summary_of
+    from flows.generate import generate
+    from flows.runtime import prefect_api
+    from toolfactory.run.planning import new_run_id
 
     run_id = run_id or resolved.run.run_id or new_run_id(resolved)
     typer.echo(f"run {run_id}: storage {resolved.storage.root}, stats {resolved.stats_path()}")
@@ -242,19 +243,20 @@ def rerun(
     the run's manifest. Any
     other setting is refused. `--config` only locates the storage."""
     locator = _config(config, overrides)
-    from flows.display import shared_display
-    from flows.execute import summary_of
-    from flows.rerun import rerun as rerun_flow
-    from flows.runtime import prefect_api
     from toolfactory.run.manifest import load_manifest
     from toolfactory.run.operational import check_operational
     from toolfactory.storage import ObjectStore, check_root
 
     try:
-        # Before Prefect starts, a typo costs nothing.
+        # Before Prefect starts (or is even imported), a typo costs nothing.
         check_operational(overrides or ())
         check_root(locator.storage)
         load_manifest(ObjectStore.open(locator.storage), run_id)
+        from flows.display import shared_display
+        from flows.execute import summary_of
+        from flows.rerun import rerun as rerun_flow
+        from flows.runtime import prefect_api
+
         with shared_display(), prefect_api():
             summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], checksums=checksums,
                                             return_state=True))
