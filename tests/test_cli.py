@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -83,25 +80,6 @@ def test_a_missing_tool_file_is_one_clear_error(prefect_api: str, tmp_path: Path
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == f"error: tools.files: no such file '{tmp_path / 'nowhere.json'}'"
     assert not list((tmp_path / "data").glob("runs/*/tools/part-*"))
-
-
-@pytest.mark.e2e
-def test_a_stale_ray_cluster_record_does_not_capture_a_local_run(prefect_api: str, tmp_path: Path) -> None:
-    """`ray start` records its cluster in <tmp>/ray/ray_current_cluster; a dead one must not be used."""
-    ray_tmp = Path(tempfile.mkdtemp(prefix="tfray", dir="/tmp"))
-    (ray_tmp / "ray").mkdir()
-    (ray_tmp / "ray" / "ray_current_cluster").write_text("127.0.0.1:9")  # nothing listens there
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env.update(PREFECT_API_URL=prefect_api, RAY_TMPDIR=str(ray_tmp))
-    try:
-        result = subprocess.run(
-            [TOOLFACTORY, "run", *sets(small_run_overrides(tmp_path / "data", **{"tools.max_tools": 2}))],
-            env=env, capture_output=True, text=True, timeout=240,
-        )
-    finally:
-        shutil.rmtree(ray_tmp, ignore_errors=True)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    assert "Started a local Ray instance" in result.stdout + result.stderr
 
 
 def test_verify_command_reports_on_a_real_dataset(tmp_path: Path, shared_data: Path) -> None:

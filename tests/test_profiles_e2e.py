@@ -57,14 +57,31 @@ def run_overrides(root: Path, **extra: Any) -> list[str]:
     })
 
 
+@pytest.fixture(scope="module")
+def profile_runs(prefect_api: str, ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """`run(profile)`: the storage root and summary of the module's run against `profile`, made
+    once for the tests that read it (the reasoning run is read again by its re-run's test)."""
+    made: dict[str, tuple[Path, dict[str, Any]]] = {}
+
+    def run(profile: str) -> tuple[Path, dict[str, Any]]:
+        if profile not in made:
+            root = tmp_path_factory.mktemp(profile) / "data"
+            with pytest.MonkeyPatch.context() as env:
+                env.setenv("OPENAI_API_KEY", "sk-profiles")  # in the environment of the run, as `runtime` sets it
+                # everything else `auto`
+                made[profile] = root, generate_state(run_overrides(root) + [f"llm.simulator.profile={profile}"]).result()
+        return made[profile]
+
+    return run
+
+
 def manifest_of(root: Path, run_id: str) -> dict[str, Any]:
     return json.loads((root / "runs" / run_id / "manifest.json").read_text())
 
 
 @pytest.mark.parametrize("profile", list(CHOSEN))
-def test_a_run_against_each_profile_accepts_dialogues_of_every_recipe(runtime: str, tmp_path: Path, profile: str) -> None:
-    root = tmp_path / "data"
-    summary = generate_state(run_overrides(root) + [f"llm.simulator.profile={profile}"]).result()  # everything else `auto`
+def test_a_run_against_each_profile_accepts_dialogues_of_every_recipe(profile_runs: Any, profile: str) -> None:
+    root, summary = profile_runs(profile)
     assert summary["status"] == "completed", summary
     preflight = manifest_of(root, summary["run_id"])["preflight"]
     choices = preflight["choices"]
@@ -82,9 +99,8 @@ def test_a_run_against_each_profile_accepts_dialogues_of_every_recipe(runtime: s
     assert not any("<think>" in t or "<tool_call>" in t or "```" in t for t in texts)
 
 
-def test_a_rerun_against_a_reasoning_model_sends_what_its_run_chose(runtime: str, tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    first = generate_state(run_overrides(root, **{"tasks.recipes": "{toolace: 1}"}) + ["llm.simulator.profile=reasoning"]).result()
+def test_a_rerun_against_a_reasoning_model_sends_what_its_run_chose(profile_runs: Any) -> None:
+    root, first = profile_runs("reasoning")
     assert first["status"] == "completed", first
     run_id = first["run_id"]
     (root / "runs" / run_id / "dialogues" / "part-00000.parquet").unlink()

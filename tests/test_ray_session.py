@@ -1,4 +1,5 @@
-"""The local Ray of a run: its workers reach the run's Prefect API and stay up between stages."""
+"""The local Ray of a run: started even where a dead cluster is recorded; its workers reach the
+run's Prefect API and stay up between stages."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
 
 from flows.runtime import shard_slots
 from toolfactory.config import load_config
@@ -35,7 +35,8 @@ with temporary_settings({PREFECT_API_URL: sys.argv[1]}), ray_session(config):  #
     first = ray.get([shard.remote() for _ in range(4)])
     time.sleep(2.5)
     second = ray.get([shard.remote() for _ in range(4)])
-print(json.dumps({"first": first, "second": second, "leaked": leaked}))
+    address = ray.get_runtime_context().gcs_address
+print(json.dumps({"first": first, "second": second, "leaked": leaked, "address": address}))
 """
 
 def test_shard_slots_are_the_cpus_over_the_cpus_a_shard_reserves() -> None:
@@ -44,8 +45,14 @@ def test_shard_slots_are_the_cpus_over_the_cpus_a_shard_reserves() -> None:
     assert shard_slots(load_config(None, ["orchestration.ray_num_cpus=1", "orchestration.shard_cpus=1"])) == 1
 
 
-def test_a_local_ray_keeps_a_worker_per_shard_slot_and_gives_them_the_prefect_api(prefect_api: str) -> None:
+def test_a_local_ray_ignores_a_stale_cluster_record_keeps_a_worker_per_shard_slot_and_gives_them_the_prefect_api(
+    prefect_api: str
+) -> None:
     with tempfile.TemporaryDirectory(prefix="tfray", dir="/tmp") as ray_tmp:  # Ray's socket paths must be short
+        # `ray start` records its cluster in <tmp>/ray/ray_current_cluster: a dead one must not
+        # capture a local run (connecting to it would hang).
+        (Path(ray_tmp) / "ray").mkdir()
+        (Path(ray_tmp) / "ray" / "ray_current_cluster").write_text("127.0.0.1:9")  # nothing listens there
         env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": ray_tmp}
         for name in ("PREFECT_API_URL", "RAY_ADDRESS"):  # the API reaches the workers from the driver's settings
             env.pop(name, None)
@@ -53,6 +60,7 @@ def test_a_local_ray_keeps_a_worker_per_shard_slot_and_gives_them_the_prefect_ap
                               timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     rounds = json.loads(done.stdout.strip().splitlines()[-1])
+    assert rounds["address"] != "127.0.0.1:9"
     assert {url.rstrip("/") for _, url in rounds["first"] + rounds["second"]} == {prefect_api.rstrip("/")}
     assert not rounds["leaked"]  # the driver's own environment is as it was
     first, second = {pid for pid, _ in rounds["first"]}, {pid for pid, _ in rounds["second"]}

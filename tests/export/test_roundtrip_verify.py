@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -24,6 +26,7 @@ from typer.testing import CliRunner
 from toolfactory.cli import app
 from toolfactory.config import StorageConfig
 from toolfactory.export import SPLITS, export_run
+from toolfactory.formats import FormatError, read
 from toolfactory.models import Dialogue
 from toolfactory.storage.shards import dataset_parts, read_records, stage_parts, write_rows
 from toolfactory.stages.verify.policy import api_error
@@ -46,6 +49,7 @@ class FactoryRun:
     """The run's dataset and, per recipe, a store holding that recipe's records as the run's dataset."""
 
     def __init__(self, root: Path, run_id: str, stores: Path) -> None:
+        self.root, self.run_id = root, run_id
         store = ObjectStore.open(StorageConfig(root=str(root)))
         self.dataset = [Dialogue.model_validate(r) for path in dataset_parts(store, run_id) for r in read_records(store, path)]
         pool = [(r["id"], json.dumps(r)) for path in stage_parts(store, run_id, "pool") for r in read_records(store, path)]
@@ -159,3 +163,30 @@ def test_bfcl_export_passes_bfcl_checker(factory_run: FactoryRun, checker: Check
         assert len(verdicts) == summary["exported"]
         judged += len(verdicts)
     assert judged
+
+
+def test_the_export_and_retriever_commands_read_the_finished_run(factory_run: FactoryRun, tmp_path: Path) -> None:
+    """`toolfactory export` and `toolfactory retriever` as a user runs them, in a subprocess."""
+    toolfactory = str(Path(sys.executable).with_name("toolfactory"))
+    storage = ["--set", f"storage.root={factory_run.root}"]
+    out = tmp_path / "openai"
+    result = subprocess.run([toolfactory, "export", factory_run.run_id, "--format", "openai", "--out", str(out), *storage],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    accepted = len(factory_run.dataset)
+    lines = [json.loads(line) for split in SPLITS for line in (out / f"{split}.jsonl").read_text().splitlines()]
+    assert len(lines) == accepted and f"{accepted} of {accepted} records exported" in result.stdout
+    assert all(line["tools"] for line in lines) and any(m.get("tool_calls") for line in lines for m in line["messages"])
+    read_back = [d for split in SPLITS for d in read(out / f"{split}.jsonl", "openai")]
+    assert len(read_back) == accepted and not any(isinstance(d, FormatError) for d in read_back)
+
+    bad = subprocess.run([toolfactory, "export", factory_run.run_id, "--format", "nope", "--out", str(tmp_path / "x"), *storage],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "nope" in bad.stderr
+
+    retriever = tmp_path / "retriever"
+    result = subprocess.run([toolfactory, "retriever", factory_run.run_id, "--out", str(retriever), *storage],
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert {"corpus.tsv", "report.json", "report.md"} <= {p.name for p in retriever.iterdir()}
+    assert "bm25" in (retriever / "report.json").read_text().lower()
