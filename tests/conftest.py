@@ -100,21 +100,16 @@ def prefect_api() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster(prefect_api: str) -> Iterator[None]:
+def ray_cluster(prefect_api: str, ray_head: str) -> Iterator[None]:
+    """This pytest process as a driver of the worker's Ray cluster (`ray_head`), for the tests
+    that run flows in-process: one cluster a worker, shared with its command-line runs."""
     import ray
 
     ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
+        address=ray_head,
         log_to_driver=False,
         namespace="toolfactory-tests",
         runtime_env={"env_vars": {"PREFECT_API_URL": prefect_api}},
-        # Idle workers kept for the most shard slots a test asks for (test_overlap's 0.6 CPU a
-        # shard: four, as flows.runtime.shard_slots counts them), as a run's own local Ray keeps
-        # one per slot. With Ray's default of one per CPU, the workers past two are killed when a
-        # stage ends and started again, each importing the project, by the next stage.
-        _system_config={"num_workers_soft_limit": 4},
     )
     yield
     ray.shutdown()
@@ -140,10 +135,12 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[str]:
-    """The address of a Ray cluster (`ray start --head`) that this pytest worker's CLI runs share.
+    """The address of a Ray cluster (`ray start --head`) that this pytest worker's runs share: its
+    command-line runs, and its in-process ones through `ray_cluster`.
 
     A `toolfactory run` in a subprocess otherwise starts and stops a local Ray of its own: 10 s
-    each on an idle 2-core machine, 20 to 30 s on a busy one. Tests of the local Ray itself (its start, its stop with a
+    each on an idle 2-core machine, 20 to 30 s on a busy one; a second cluster a worker costs
+    its start and its daemons' CPU for the whole session. Tests of the local Ray itself (its start, its stop with a
     killed driver, a stale cluster record) do not use it. Each pytest-xdist worker starts its own,
     on ports of its own and in a temp dir of its own (short: Ray's socket paths are
     length-limited), so that neither two workers' clusters nor a `ray start` elsewhere on the
@@ -166,6 +163,11 @@ def ray_head() -> Iterator[str]:
     # The workers inherit this environment, as the workers of a production cluster inherit
     # theirs: the S3 credentials above, no TOOLFACTORY_* setting.
     env = {key: value for key, value in os.environ.items() if not key.startswith(("TOOLFACTORY_", "RAY_ADDRESS"))}
+    # Idle workers kept for the most shard slots a test asks for (test_overlap's 0.6 CPU a shard:
+    # four, as flows.runtime.shard_slots counts them), as a run's own local Ray keeps one per slot.
+    # With Ray's default of one per CPU, the workers past two are killed when a stage ends and
+    # started again, each importing the project, by the next stage.
+    env["RAY_num_workers_soft_limit"] = "4"
     log = Path(temp_dir) / "head.log"
     with log.open("w") as out:
         head = subprocess.Popen(
