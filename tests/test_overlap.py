@@ -54,7 +54,7 @@ def test_a_verify_shard_starts_before_the_last_dialogues_shard_finishes(prefect_
     stopped: dict[str, Any] = {}
 
     def hold_dialogues_shard_1_until_a_verify_shard_commits() -> None:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 120  # then let it go, whatever happened: the run must end
         while time.monotonic() < deadline and not stopped:
             for usage in root.glob("runs/*/dialogues/_usage/part-00001/*.json"):
                 try:
