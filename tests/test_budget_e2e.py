@@ -1,6 +1,7 @@
 """A run that reaches its LLM budget stops, says so everywhere, and a re-run with a larger budget
-finishes it without a duplicate record; its cost is in the stats. The command line as a user runs
-it, against real Prefect and a real local Ray."""
+finishes it without a duplicate record; its cost is in the stats. The run and its last re-run are
+the command line as a user runs it (exit codes and messages), against real Prefect and a real Ray
+cluster; the re-run in between, whose point is the spent budget, runs in-process."""
 
 from __future__ import annotations
 

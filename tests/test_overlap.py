@@ -63,6 +63,7 @@ def test_a_verify_shard_starts_before_the_last_dialogues_shard_finishes(prefect_
                     continue
                 os.kill(pid, signal.SIGSTOP)
                 stopped.update(pid=pid)
+                break
             time.sleep(0.01)
         try:
             while time.monotonic() < deadline and not list(root.glob("runs/*/verify/part-*.parquet")):
