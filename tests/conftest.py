@@ -4,8 +4,9 @@ and the simulator as a real HTTP server. Each is started once per session."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -275,3 +276,45 @@ def small_tmpfs(tmp_path: Path) -> Iterator[Any]:
     yield mount
     for target in mounted:
         subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+@dataclass(frozen=True)
+class Command:
+    """What a command line returned: as `subprocess.CompletedProcess` has it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def toolfactory_here(ray_cluster: None, capsys: pytest.CaptureFixture[str]) -> Callable[..., Command]:
+    """`toolfactory(*args)`: the command line's own entry point (`toolfactory.cli.main`, its exit
+    code and its output) run in this process, with the session's Prefect API and Ray cluster.
+
+    For the tests whose point is what a command says and returns (a spent budget, failed shards,
+    a second run on a root): in a subprocess, each run would also import the project and start
+    Ray workers of its own, which import it again (about 25 CPU-seconds a run). Tests of what
+    only a process shows (a kill, a terminal, where a process finds its Ray cluster) keep a
+    subprocess."""
+    import signal
+    import sys
+
+    from toolfactory import cli
+
+    def run(*args: str) -> Command:
+        capsys.readouterr()  # what the test printed before is not the command's
+        argv, sigterm = sys.argv, signal.getsignal(signal.SIGTERM)
+        sys.argv = ["toolfactory", *args]
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        finally:
+            sys.argv = argv
+            signal.signal(signal.SIGTERM, sigterm)
+        out, err = capsys.readouterr()
+        return Command(code, out, err)
+
+    return run

@@ -1,18 +1,16 @@
 """A run that reaches its LLM budget stops, says so everywhere, and a re-run with a larger budget
 finishes it without a duplicate record; its cost is in the stats. The run and its last re-run are
-the command line as a user runs it (exit codes and messages), against real Prefect and a real Ray
-cluster; the re-run in between, whose point is the spent budget, runs in-process."""
+the command line's entry point (exit codes and messages, `toolfactory_here`), against real Prefect
+and a real Ray cluster; the re-run in between, whose point is the spent budget, is the flow."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
-from conftest import small_run_overrides
+from conftest import Command, small_run_overrides
 from toolfactory.config import load_config
 from toolfactory.storage.shards import read_records, read_rejected
 from toolfactory.stages import STAGE_NAMES
@@ -20,14 +18,8 @@ from toolfactory.run.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e
-TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
 ROLES = ("user", "assistant", "tool", "judge", "designer")
 RUN_ID = "budget-run"
-
-
-def toolfactory(prefect_api: str, ray_head: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ray_head}
-    return subprocess.run([TOOLFACTORY, *args], env=env, capture_output=True, text=True, timeout=600)
 
 
 def sets(overrides: list[str]) -> list[str]:
@@ -35,14 +27,14 @@ def sets(overrides: list[str]) -> list[str]:
 
 
 def test_a_run_stopped_by_its_budget_is_finished_by_a_rerun_with_a_larger_one(
-    prefect_api: str, ray_head: str, ray_cluster: None, tmp_path: Path
+    prefect_api: str, toolfactory_here: Callable[..., Command], tmp_path: Path
 ) -> None:
     root = tmp_path / "data"
     prices = {f"llm.roles.{role}.usd_per_million_prompt_tokens": 2 for role in ROLES}
     prices.update({f"llm.roles.{role}.usd_per_million_completion_tokens": 8 for role in ROLES})
     overrides = small_run_overrides(root, **{"llm.budget.tokens": 3000, "tools.max_tools": 4, "llm.max_concurrency": 4, **prices})
 
-    first = toolfactory(prefect_api, ray_head, "run", "--run-id", RUN_ID, *sets(overrides))
+    first = toolfactory_here("run", "--run-id", RUN_ID, *sets(overrides))
     assert first.returncode == 3, first.stdout[-3000:] + first.stderr[-3000:]
     assert f"run {RUN_ID}: budget_exhausted" in first.stdout
     assert "llm.budget.tokens=3,000" in first.stderr
@@ -80,7 +72,7 @@ def test_a_run_stopped_by_its_budget_is_finished_by_a_rerun_with_a_larger_one(
     assert again["status"] == "budget_exhausted", again
     assert stats.run_spend(RUN_ID)[1] == tokens
 
-    second = toolfactory(prefect_api, ray_head, "rerun", RUN_ID, "--set", f"storage.root={root}", "--set", "llm.budget.tokens=10000000")
+    second = toolfactory_here("rerun", RUN_ID, "--set", f"storage.root={root}", "--set", "llm.budget.tokens=10000000")
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     finished = stats.run_summary(RUN_ID, STAGE_NAMES)
     assert finished["status"] == "completed" and not finished["message"]

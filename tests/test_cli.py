@@ -1,4 +1,5 @@
-"""The command line as a user runs it, in a subprocess."""
+"""The command line as a user runs it: in a subprocess, or through its entry point in this process
+(`toolfactory_here`) where a whole run is what it says and returns."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import httpx
 import pytest
 
-from conftest import small_run_overrides
+from conftest import Command, small_run_overrides
 from toolfactory.simulator import SimulatorSettings, start_simulator
 
 TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
@@ -26,19 +27,15 @@ def sets(overrides: list[str]) -> list[str]:
 
 @pytest.mark.fault_matrix
 @pytest.mark.e2e
-def test_a_run_with_failed_shards_exits_1_and_says_how_to_rerun(prefect_api: str, ray_head: str, tmp_path: Path) -> None:
+def test_a_run_with_failed_shards_exits_1_and_says_how_to_rerun(toolfactory_here: Callable[..., Command], tmp_path: Path) -> None:
     # Half the requests fail: the run's preflight retries past them, its shards (no retries) do not.
     with start_simulator(SimulatorSettings(rate_500=0.5)) as sim:
         overrides = small_run_overrides(tmp_path / "data", **{
             "llm.provider": "openai-compatible", "llm.base_url": sim.base_url,
             "llm.max_retries": 0, "orchestration.task_retries": 0, "tools.max_tools": 4,
         })
-        env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ray_head}
-        result = subprocess.run([TOOLFACTORY, "run", *sets(overrides)], env=env, capture_output=True, text=True, timeout=300)
+        result = toolfactory_here("run", *sets(overrides))
     assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
-    # The run used the Ray cluster named by RAY_ADDRESS, and started none of its own.
-    output = result.stdout + result.stderr
-    assert "Connecting to existing Ray cluster" in output and "Started a local Ray instance" not in output
     [run_line] = [line for line in result.stdout.splitlines() if line.startswith("run ") and line.endswith(": failed")]
     run_id = run_line.split()[1].rstrip(":")
     assert f"toolfactory rerun {run_id}" in result.stderr

@@ -301,6 +301,9 @@ def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, ray_
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+    # The run used the Ray cluster named by RAY_ADDRESS, and started none of its own.
+    output = process.stdout.read().decode() if process.stdout else ""
+    assert "Connecting to existing Ray cluster" in output and "Started a local Ray instance" not in output, output[-3000:]
     [run_dir] = list((root / "runs").iterdir())
     assert not (run_dir / "verify").exists() or len(list((run_dir / "verify").glob("part-*.parquet"))) < 4
 

@@ -10,11 +10,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 import pytest
 
-from conftest import small_run_overrides
+from conftest import Command, small_run_overrides
 from toolfactory.catalog import load_seed_catalog
 from toolfactory.config import load_config
 from toolfactory.models import DomainNode, Tool
@@ -144,16 +145,21 @@ def test_the_pool_grows_run_after_run_without_duplicates(prefect_api: str, ray_c
 
 @pytest.mark.fault_matrix
 @pytest.mark.e2e
-def test_two_runs_at_once_on_one_root_keep_the_pool_and_the_datasets_whole(prefect_api: str, ray_head: str, tmp_path: Path) -> None:
+def test_two_runs_at_once_on_one_root_keep_the_pool_and_the_datasets_whole(
+    prefect_api: str, ray_head: str, toolfactory_here: Callable[..., Command], tmp_path: Path
+) -> None:
     root = tmp_path / "data"
     # The run that waits finds every dialogue of the other one known: its dataset may be empty.
     overrides = small_run_overrides(root, **{"tools.max_tools": 4, "tasks.instructions_per_tool": 1, "verify.judges": "[]",
                                              "run.min_accepted": 0})
-    args = [str(Path(sys.executable).with_name("toolfactory")), "run", *(a for o in overrides for a in ("--set", o))]
+    args = ["run", *(a for o in overrides for a in ("--set", o))]
     env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ray_head}
-    runs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
-    outputs = [run.communicate(timeout=900)[0] for run in runs]
-    assert [run.returncode for run in runs] == [0, 0], outputs
+    # Two drivers: one in another process, one in this one (the command's entry point).
+    other = subprocess.Popen([TOOLFACTORY, *args], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    here = toolfactory_here(*args)
+    outputs = [other.communicate(timeout=900)[0], here.stdout + here.stderr]
+    assert [other.returncode, here.returncode] == [0, 0], outputs
     store = ObjectStore.open(load_config(None, [f"storage.root={root}"], environ={}).storage)
     pooled = [r["id"] for path in pool_files(store, TOOLS) for r in read_records(store, path)]
     assert len(pooled) == len(set(pooled)) == 4  # the second run found the first's tools known
