@@ -154,12 +154,19 @@ def test_two_runs_at_once_on_one_root_keep_the_pool_and_the_datasets_whole(
                                              "run.min_accepted": 0})
     args = ["run", *(a for o in overrides for a in ("--set", o))]
     env = {**os.environ, "PREFECT_API_URL": prefect_api, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ray_head}
-    # Two drivers: one in another process, one in this one (the command's entry point).
-    other = subprocess.Popen([TOOLFACTORY, *args], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    here = toolfactory_here(*args)
-    outputs = [other.communicate(timeout=900)[0], here.stdout + here.stderr]
-    assert [other.returncode, here.returncode] == [0, 0], outputs
+    # Two drivers: one in another process, one in this one (the command's entry point). The other
+    # writes to a file: a pipe nobody reads while this one runs could fill and stop it.
+    log = tmp_path / "other.log"
+    with log.open("w") as out:
+        other = subprocess.Popen([TOOLFACTORY, *args], env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            here = toolfactory_here(*args)
+            other.wait(timeout=900)
+        finally:
+            if other.poll() is None:
+                other.kill()
+                other.wait()
+    assert [other.returncode, here.returncode] == [0, 0], [log.read_text()[-3000:], (here.stdout + here.stderr)[-3000:]]
     store = ObjectStore.open(load_config(None, [f"storage.root={root}"], environ={}).storage)
     pooled = [r["id"] for path in pool_files(store, TOOLS) for r in read_records(store, path)]
     assert len(pooled) == len(set(pooled)) == 4  # the second run found the first's tools known
