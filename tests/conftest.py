@@ -4,7 +4,7 @@ and the simulator as a real HTTP server. Each is started once per session."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import subprocess
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -148,7 +148,6 @@ def ray_head() -> Iterator[str]:
     machine meet in /tmp/ray; stopped, with every process it started, at the session's end."""
     import shutil
     import signal
-    import subprocess
     import sys
     import tempfile
     import time
@@ -256,8 +255,6 @@ def small_run_overrides(root: Path | str, **extra: Any) -> list[str]:
 def small_tmpfs(tmp_path: Path) -> Iterator[Any]:
     """`mount(size, read_only)`: a real small file system of its own (a tmpfs, which needs root),
     for a full or read-only disk; unmounted afterwards."""
-    import subprocess
-
     if os.geteuid() != 0:  # CI runs as root: there the test must run
         reason = "mounting a tmpfs needs root"
         if _ci():
@@ -278,19 +275,11 @@ def small_tmpfs(tmp_path: Path) -> Iterator[Any]:
         subprocess.run(["umount", "-l", str(target)], check=False)
 
 
-@dataclass(frozen=True)
-class Command:
-    """What a command line returned: as `subprocess.CompletedProcess` has it."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
-def toolfactory_here(ray_cluster: None, capsys: pytest.CaptureFixture[str]) -> Callable[..., Command]:
-    """`toolfactory(*args)`: the command line's own entry point (`toolfactory.cli.main`, its exit
-    code and its output) run in this process, with the session's Prefect API and Ray cluster.
+def toolfactory_here(ray_cluster: None, capsys: pytest.CaptureFixture[str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`toolfactory_here(*args)`: the command line's own entry point (`toolfactory.cli.main`) run
+    in this process, with the session's Prefect API and Ray cluster; its exit code and output as
+    a subprocess's would be.
 
     For the tests whose point is what a command says and returns (a spent budget, failed shards,
     a second run on a root): in a subprocess, each run would also import the project and start
@@ -302,7 +291,7 @@ def toolfactory_here(ray_cluster: None, capsys: pytest.CaptureFixture[str]) -> C
 
     from toolfactory import cli
 
-    def run(*args: str) -> Command:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
         capsys.readouterr()  # what the test printed before is not the command's
         argv, sigterm = sys.argv, signal.getsignal(signal.SIGTERM)
         sys.argv = ["toolfactory", *args]
@@ -315,6 +304,6 @@ def toolfactory_here(ray_cluster: None, capsys: pytest.CaptureFixture[str]) -> C
             sys.argv = argv
             signal.signal(signal.SIGTERM, sigterm)
         out, err = capsys.readouterr()
-        return Command(code, out, err)
+        return subprocess.CompletedProcess(["toolfactory", *args], code, out, err)
 
     return run

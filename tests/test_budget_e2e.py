@@ -5,12 +5,13 @@ and a real Ray cluster; the re-run in between, whose point is the spent budget, 
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from conftest import Command, small_run_overrides
+from conftest import small_run_overrides
 from toolfactory.config import load_config
 from toolfactory.storage.shards import read_records, read_rejected
 from toolfactory.stages import STAGE_NAMES
@@ -27,7 +28,7 @@ def sets(overrides: list[str]) -> list[str]:
 
 
 def test_a_run_stopped_by_its_budget_is_finished_by_a_rerun_with_a_larger_one(
-    prefect_api: str, toolfactory_here: Callable[..., Command], tmp_path: Path
+    prefect_api: str, toolfactory_here: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
 ) -> None:
     root = tmp_path / "data"
     prices = {f"llm.roles.{role}.usd_per_million_prompt_tokens": 2 for role in ROLES}

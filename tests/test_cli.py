@@ -15,7 +15,7 @@ from typing import Any, Callable
 import httpx
 import pytest
 
-from conftest import Command, small_run_overrides
+from conftest import small_run_overrides
 from toolfactory.simulator import SimulatorSettings, start_simulator
 
 TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
@@ -27,7 +27,7 @@ def sets(overrides: list[str]) -> list[str]:
 
 @pytest.mark.fault_matrix
 @pytest.mark.e2e
-def test_a_run_with_failed_shards_exits_1_and_says_how_to_rerun(toolfactory_here: Callable[..., Command], tmp_path: Path) -> None:
+def test_a_run_with_failed_shards_exits_1_and_says_how_to_rerun(toolfactory_here: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
     # Half the requests fail: the run's preflight retries past them, its shards (no retries) do not.
     with start_simulator(SimulatorSettings(rate_500=0.5)) as sim:
         overrides = small_run_overrides(tmp_path / "data", **{

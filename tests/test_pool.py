@@ -15,7 +15,7 @@ from typing import Callable
 import duckdb
 import pytest
 
-from conftest import Command, small_run_overrides
+from conftest import small_run_overrides
 from toolfactory.catalog import load_seed_catalog
 from toolfactory.config import load_config
 from toolfactory.models import DomainNode, Tool
@@ -146,7 +146,7 @@ def test_the_pool_grows_run_after_run_without_duplicates(prefect_api: str, ray_c
 @pytest.mark.fault_matrix
 @pytest.mark.e2e
 def test_two_runs_at_once_on_one_root_keep_the_pool_and_the_datasets_whole(
-    prefect_api: str, ray_head: str, toolfactory_here: Callable[..., Command], tmp_path: Path
+    prefect_api: str, ray_head: str, toolfactory_here: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
 ) -> None:
     root = tmp_path / "data"
     # The run that waits finds every dialogue of the other one known: its dataset may be empty.
