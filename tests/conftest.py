@@ -231,7 +231,10 @@ def small_run_overrides(root: Path | str, **extra: Any) -> list[str]:
         "tools.synthesis.count": 0,
         # One recipe with no target mode: the recipes and modes have tests of their own.
         "tasks.recipes": "{toolalpaca: 1}",
-        "tools.tools_per_shard": 4,
+        # One shard a stage: each shard is a Prefect task run on Ray (about 0.25 CPU-seconds of
+        # orchestration in the driver, a worker and the server). Tests of what shards do to each
+        # other (fan-in, overlap, a failed shard, a re-run) ask for several.
+        "tools.tools_per_shard": 8,
         "tasks.instructions_per_tool": 2,
         "llm.simulator.latency_ms": 0,
         "llm.simulator.latency_jitter_ms": 0,

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import boto3
 import duckdb
@@ -78,7 +78,7 @@ def test_local_run_writes_shards_manifest_stats_and_artifacts(runtime: str, tmp_
         {"path": str(shared_data / "toolbench/instruction/G1_query.json"), "format": "toolbench"},
     ])
     root = tmp_path / "data"
-    summary = generate(small_run_overrides(root, **{"tools.files": files, "tools.max_tools": 12}))
+    summary = generate(small_run_overrides(root, **{"tools.files": files, "tools.max_tools": 12, "tools.tools_per_shard": 4}))
     run_id = summary["run_id"]
 
     assert summary["status"] == "completed"
@@ -178,7 +178,7 @@ def test_malformed_tools_are_rejected_with_reasons_and_counted(malformed_tools_r
 
 def test_s3_run_keeps_everything_in_the_bucket_and_no_secret_anywhere(runtime: str, tmp_path: Path, s3_server: dict[str, str]) -> None:
     prefix = f"nightly-{tmp_path.name}"
-    overrides = small_run_overrides(f"s3://{s3_server['bucket']}/{prefix}") + [
+    overrides = small_run_overrides(f"s3://{s3_server['bucket']}/{prefix}", **{"tools.tools_per_shard": 4}) + [
         f"storage.endpoint_url={s3_server['endpoint']}",
         f"stats.path={tmp_path / 'stats.duckdb'}",
     ]
@@ -224,7 +224,7 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
         def endpoint(root: Path) -> list[str]:
             return small_run_overrides(root, **{
                 "llm.provider": "openai-compatible", "llm.base_url": sim.base_url,
-                "llm.max_retries": 0, "orchestration.task_retries": 0,
+                "llm.max_retries": 0, "orchestration.task_retries": 0, "tools.tools_per_shard": 4,
                 "run.min_accepted": 0,  # a bare simulator's judges vote at random: shards are the point here
             })
 
@@ -285,7 +285,8 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
 
 
 @pytest.mark.fault_matrix
-def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, ray_head: str, tmp_path: Path) -> None:
+def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, ray_head: str, tmp_path: Path,
+                                                              toolfactory_here: Callable[..., Any]) -> None:
     root = tmp_path / "data"
     # The killed driver leaves the shared cluster to end its job.
     env = {**os.environ, "PREFECT_API_URL": runtime, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ray_head}
@@ -320,7 +321,8 @@ def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, ray_
     tasks = [r["id"] for i in range(4) for r in read_records(store, f"runs/{run_dir.name}/tasks/part-{i:05d}.parquet")]
     assert len(dialogues) == len(set(dialogues)) == len(tasks) == 24
 
-    stats = subprocess.run([TOOLFACTORY, "stats", run_dir.name, "--json", "--set", f"storage.root={root}"], env=env, capture_output=True, text=True, timeout=60)
+    stats = toolfactory_here("stats", run_dir.name, "--json", "--set", f"storage.root={root}")
+    assert stats.returncode == 0, stats.stderr
     summary = json.loads(stats.stdout)
     assert summary["run_id"] == run_dir.name and summary["status"] == "completed"
     for stage in summary["stages"]:

@@ -189,7 +189,8 @@ def test_a_failed_tools_shard_no_longer_empties_the_dataset_and_rerun_completes_
     obstacle = root / "runs" / run_id / "tools" / "_metrics" / "part-00001.json"
     obstacle.mkdir(parents=True)
     (obstacle / "in-the-way").write_text("")
-    overrides = small_run_overrides(root, **{"run.run_id": run_id, "run.fan_in": "proceed", "orchestration.task_retries": 0})
+    overrides = small_run_overrides(root, **{"run.run_id": run_id, "run.fan_in": "proceed", "orchestration.task_retries": 0,
+                                               "tools.tools_per_shard": 4})
     first = summary_of(generate(overrides=overrides, return_state=True))
     stages = {s["stage"]: s for s in first["stages"]}
     assert first["status"] == "failed"

@@ -268,7 +268,7 @@ def test_a_truncated_shard_of_a_finished_run_is_rebuilt_downstream_and_the_datas
     from flows.rerun import rerun
 
     root, run_id = tmp_path / "data", "integrity-e2e"
-    first = summary_of(generate(overrides=small_run_overrides(root, **{"run.run_id": run_id}), return_state=True))
+    first = summary_of(generate(overrides=small_run_overrides(root, **{"run.run_id": run_id, "tools.tools_per_shard": 4}), return_state=True))
     assert first["status"] == "completed"
     run_dir = root / "runs" / run_id
     clean = _dataset(run_dir)

@@ -4,10 +4,12 @@ cluster of two nodes, moto's S3 server as the storage root and the simulator ser
 OpenAI-compatible endpoint, each its own process, connected as docker-compose.yml connects them.
 
 One scenario: a nightly run, run by the worker from a folder of its own through the deployments'
-pull step (no image), completes on both nodes with everything in S3; a second one loses its
-endpoint after preflight and fails with one message; the endpoint recovers and the `rerun`
-deployment completes it; `toolfactory stats` reads it from another folder; and its dataset is the
-clean run's, record for record.
+pull step (no image), loses its endpoint after preflight and fails with one message; the endpoint
+recovers and the `rerun` deployment completes it on both nodes, everything in S3; `toolfactory
+stats` reads it from another folder; and its dataset is that of a clean run of the same config,
+record for record. The clean run is made in the test's own process (its Ray and Prefect API,
+against the stack's endpoint and bucket): a third deployment run would add a process and a Ray
+job on both nodes, and nothing the first two do not show.
 """
 
 from __future__ import annotations
@@ -178,7 +180,8 @@ def _timed(stack: Stack, step: str, started: float) -> None:
     stack.timings[step] = round(time.perf_counter() - started, 1)
 
 
-def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack) -> None:
+def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, prefect_api: str, ray_cluster: None,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     root = f"{int(time.time())}"  # a fresh prefix per test session: pools start empty
     clean, broken = f"{root}/clean", f"{root}/broken"
 
@@ -187,26 +190,8 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack) -> N
         return [f"run.seed={SEED}", *small_run_overrides(f"s3://{BUCKET}/{prefix}", **{
             "tools.max_tools": 4, "tools.tools_per_shard": 2, "llm.max_retries": 0, "orchestration.task_retries": 0})]
 
-    # 1. A nightly run completes, its shards spread over both nodes, everything in S3.
-    started = time.perf_counter()
-    first = _run(stack, "generate/nightly", {"overrides": overrides(clean)})
-    _timed(stack, "nightly", started)
-    worker_log = stack.worker_log.read_text()
-    assert first.state is not None and first.state.is_completed(), worker_log[-3000:]
-    clean_id = _run_id(first)
-    nodes = _nodes(stack, clean, clean_id)
-    assert len(nodes) == 2 and "none" not in nodes, nodes
-    stored = stack.keys(f"{clean}/")
-    for key in ("manifest.json", "run.json", "curate/part-00000.parquet", "report/index.html"):
-        assert f"{clean}/runs/{clean_id}/{key}" in stored, key
-    assert any(key.startswith(f"{clean}/llm-cache/") for key in stored)
-    # The worker runs from a folder of its own, with no image: the deployments' pull step finds
-    # the checkout through the worker's TOOLFACTORY_HOME, and the run leaves nothing in that folder.
-    assert "set_working_directory' completed successfully" in worker_log, worker_log[-3000:]
-    assert [p.name for p in stack.worker_dir.iterdir()] == ["worker.log"]
-    assert not (REPO / "toolfactory-data").exists() and not list(REPO.glob("*.duckdb"))
-
-    # 2. The endpoint fails once the run has passed preflight (its manifest is in S3).
+    # 1. A nightly run, run by the worker, loses its endpoint once it has passed preflight (its
+    # manifest is in S3) and fails with one message.
     def break_endpoint_once_planned() -> None:
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while not [k for k in stack.keys(f"{broken}/runs/") if k.endswith("/manifest.json")] and time.monotonic() < deadline:
@@ -220,21 +205,34 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack) -> N
     _timed(stack, "failing nightly", started)
     breaker.join(10)
     broken_id = _run_id(failed)
-    assert failed.state is not None and failed.state.is_failed(), stack.worker_log.read_text()[-3000:]
+    worker_log = stack.worker_log.read_text()
+    assert failed.state is not None and failed.state.is_failed(), worker_log[-3000:]
     message = failed.state.message or ""
     assert "shard" in message and "The server had an error" in message, message
     assert f"toolfactory rerun {broken_id}" in message, message
-    worker_log = stack.worker_log.read_text()
     assert "Traceback" not in worker_log and "unexpected exception" not in worker_log, worker_log[-3000:]
+    # The worker runs from a folder of its own, with no image: the deployments' pull step finds
+    # the checkout through the worker's TOOLFACTORY_HOME.
+    assert "set_working_directory' completed successfully" in worker_log, worker_log[-3000:]
 
-    # 3. The endpoint recovers; the rerun deployment completes the run.
+    # 2. The endpoint recovers; the rerun deployment completes the run, its shards spread over
+    # both nodes, everything in S3.
     httpx.post(f"{stack.simulator}/simulator/settings", json={"rate_500": 0}).raise_for_status()
     started = time.perf_counter()
     rerun = _run(stack, "rerun/rerun", {"run_id": broken_id, "overrides": [f"storage.root=s3://{BUCKET}/{broken}"]})
     _timed(stack, "rerun", started)
     assert rerun.state is not None and rerun.state.is_completed(), stack.worker_log.read_text()[-3000:]
+    nodes = _nodes(stack, broken, broken_id)
+    assert len(nodes) == 2 and "none" not in nodes, nodes
+    stored = stack.keys(f"{broken}/")
+    for key in ("manifest.json", "run.json", "curate/part-00000.parquet", "report/index.html"):
+        assert f"{broken}/runs/{broken_id}/{key}" in stored, key
+    assert any(key.startswith(f"{broken}/llm-cache/") for key in stored)
+    # The runs left nothing in the worker's folder nor in the checkout.
+    assert [p.name for p in stack.worker_dir.iterdir()] == ["worker.log"]
+    assert not (REPO / "toolfactory-data").exists() and not list(REPO.glob("*.duckdb"))
 
-    # 4. Its stats, from a folder that has never seen the run: only the storage settings.
+    # 3. Its stats, from a folder that has never seen the run: only the storage settings.
     elsewhere = stack.folder / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLFACTORY_")}
@@ -247,6 +245,23 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack) -> N
     assert stats.returncode == 0, stats.stderr[-3000:]
     summary = json.loads(stats.stdout)
     assert summary["run_id"] == broken_id and summary["status"] == "completed", summary
+
+    # 4. A clean run of the same config against the same endpoint and bucket, made here (this
+    # process's Ray and Prefect API: the cluster's part is above), as the worker would make it:
+    # the nightly deployment's config file, its endpoint and storage from the environment the
+    # worker has.
+    from flows.execute import summary_of
+    from flows.generate import generate
+
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(stack.folder / "reference-cache"))  # the stats cache of an S3 root
+    started = time.perf_counter()
+    reference = summary_of(generate(config_path=str(REPO / "configs" / "quickstart.yaml"), overrides=[
+        *overrides(clean), "llm.provider=openai-compatible", f"llm.base_url={stack.simulator}/v1",
+        f"storage.endpoint_url={stack.s3_endpoint}"], return_state=True))
+    _timed(stack, "clean run", started)
+    assert reference["status"] == "completed", reference
+    clean_id = reference["run_id"]
 
     # 5. The failed-then-rerun run's dataset is the clean run's: same ids, same records. A dialogue
     # that ran a real tool is the exception where its shard was made again: mcp-server-time

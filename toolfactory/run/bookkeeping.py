@@ -86,9 +86,10 @@ class RunBook:
         run_id, manifest, store = self.run_id, self.manifest, self.store
         sync_stats(store, self.stats, run_id)  # a re-run on another machine goes on from what storage holds
         made_by = manifest.endpoint()
-        self.stats.start_run(run_id, manifest.created_at, store.url, manifest.config, manifest.versions, now(),
-                             made_by.label, made_by.simulated)
-        self.publish_record()
+        with self.stats.burst():
+            self.stats.start_run(run_id, manifest.created_at, store.url, manifest.config, manifest.versions, now(),
+                                 made_by.label, made_by.simulated)
+            self.publish_record()
         store.remove_temporary(f"runs/{run_id}")  # left by a killed run; never read
         store.abort_uploads(f"runs/{run_id}/")  # likewise, on S3
         self._rebuild_damaged(checksums)
@@ -174,20 +175,21 @@ class RunBook:
         config, run_id = self.config, self.run_id
         failed = [s for specs in self.plan.values() for s in specs
                   if not self.store.exists(ShardPaths(run_id, s.stage, s.index).main)]
-        reasons = [stopped] if stopped else [] if failed else below_floors(config.run, self.stats.run_summary(run_id, STAGE_NAMES))
-        status = "budget_exhausted" if failed and stop is not None else "failed" if failed or reasons else "completed"
-        self.stats.finish_run(run_id, status, now(), "; ".join(reasons) or None)
-        summary = self.stats.run_summary(run_id, STAGE_NAMES)
-        if failed:
-            rerun = rerun_command(run_id, self.store, config.storage.endpoint_url, config.storage.region)
-            if stop is not None:
-                summary["rerun"] = with_larger_budget(rerun, config.llm.budget)
-                summary["message"] = budget_message(summary, stop, summary["rerun"])
-            else:
-                summary["rerun"] = rerun
-                summary["message"] = failure_message(summary, rerun)
-            self.stats.record_message(run_id, summary["message"])
-        self.publish_record()
+        with self.stats.burst():  # one open of the file for the run's last records
+            reasons = [stopped] if stopped else [] if failed else below_floors(config.run, self.stats.run_summary(run_id, STAGE_NAMES))
+            status = "budget_exhausted" if failed and stop is not None else "failed" if failed or reasons else "completed"
+            self.stats.finish_run(run_id, status, now(), "; ".join(reasons) or None)
+            summary = self.stats.run_summary(run_id, STAGE_NAMES)
+            if failed:
+                rerun = rerun_command(run_id, self.store, config.storage.endpoint_url, config.storage.region)
+                if stop is not None:
+                    summary["rerun"] = with_larger_budget(rerun, config.llm.budget)
+                    summary["message"] = budget_message(summary, stop, summary["rerun"])
+                else:
+                    summary["rerun"] = rerun
+                    summary["message"] = failure_message(summary, rerun)
+                self.stats.record_message(run_id, summary["message"])
+            self.publish_record()
         return summary
 
     def publish_record(self) -> None:

