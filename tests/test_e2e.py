@@ -373,25 +373,6 @@ def test_api_key_from_a_prefect_secret_block(runtime: str, tmp_path: Path) -> No
         resolve_api_key(missing.llm)
 
 
-@pytest.mark.parametrize(
-    ("knob", "code"),
-    [
-        ("rate_hallucinated_function", "call_unknown_function"),
-        ("rate_missing_required", "call_missing_required"),
-        ("rate_wrong_type", "call_argument_type"),
-    ],
-)
-def test_each_simulator_fault_knob_is_caught_by_its_rule(runtime: str, tmp_path: Path, knob: str, code: str) -> None:
-    summary = generate(small_run_overrides(tmp_path / "data", **{
-        f"llm.simulator.{knob}": 1.0, "tools.max_tools": 3, "tools.tools_per_shard": 3, "verify.judges": "[]",
-        "run.min_accepted": 0,  # every dialogue is rejected, on purpose
-    }))
-    verify = stage_of(summary, "verify")
-    assert summary["status"] == "completed"
-    assert verify["items_out"] == 0 and verify["rejected"] == verify["items_in"] == 6
-    assert verify["rejections"][code] == 6  # every dialogue, by the rule for that fault
-
-
 @pytest.mark.fault_matrix
 def test_an_endpoint_that_fails_after_preflight_fails_its_shards_with_its_own_words_after_every_retry(runtime: str, tmp_path: Path) -> None:
     """A shard's error crosses from the Ray worker intact: its class and the endpoint's words reach

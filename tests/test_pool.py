@@ -95,7 +95,9 @@ def test_the_hierarchy_groups_tools_by_category_collection_and_domain() -> None:
 
 
 @pytest.mark.e2e
-def test_the_pool_grows_run_after_run_without_duplicates(prefect_api: str, ray_cluster: None, tmp_path: Path) -> None:
+def test_the_pool_grows_run_after_run_without_duplicates(
+    prefect_api: str, toolfactory_here: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
     from flows.generate import generate
     from flows.rerun import rerun
 
@@ -138,8 +140,7 @@ def test_the_pool_grows_run_after_run_without_duplicates(prefect_api: str, ray_c
             "SELECT dimension, sum(count) FROM profiles WHERE run_id = ? AND stage = 'pool' GROUP BY dimension", [second["run_id"]]
         ).fetchall()
     assert {"tools_by_source", "tools_by_domain", "parameter_types", "nesting_depth", "functions_per_tool"} <= {d for d, _ in rows}
-    shown = subprocess.run([TOOLFACTORY, "stats", second["run_id"], "--set", f"storage.root={root}"],
-                           capture_output=True, text=True, timeout=60)
+    shown = toolfactory_here("stats", second["run_id"], "--set", f"storage.root={root}")
     assert "pool tools_by_source: catalog=4" in shown.stdout and "pool parameter_types:" in shown.stdout
 
 

@@ -22,6 +22,7 @@ from toolfactory.stages.dialogues.modes import shown_mode
 from toolfactory.stages.dialogues.stage import DialoguesStage
 from toolfactory.stages.tasks.stage import TasksStage
 from toolfactory.stages.verify.policy import for_recipe
+from toolfactory.stages.verify.stage import VerifyStage
 from toolfactory.stages.verify.rules import check, errors
 from toolfactory.storage import ObjectStore
 
@@ -223,6 +224,27 @@ def test_malformed_llm_answers_become_reason_coded_rejections(sim: Any, pool: li
                           tmp_path, {"rate_malformed_json": 1.0}, "llm.max_reasks=1")
     assert not tasks_out.records and set(tasks_out.rejections()) == {"llm_malformed_json"}
     assert tasks_out.items_in == 4
+
+
+@pytest.mark.parametrize(
+    ("knob", "code"),
+    [
+        ("rate_hallucinated_function", "call_unknown_function"),
+        ("rate_missing_required", "call_missing_required"),
+        ("rate_wrong_type", "call_argument_type"),
+    ],
+)
+def test_each_simulator_fault_knob_is_caught_by_its_rule(sim: Any, pool: list[Tool], tmp_path: Path, knob: str, code: str) -> None:
+    """Every dialogue made with one of the simulator's call faults is rejected by the verify rule
+    for that fault, as a run's verify shard checks it (judges off: the rules are the point)."""
+    recipe = ("tasks.recipes={toolalpaca: 1}", "tasks.instructions_per_tool=2")
+    tasks = [t for t in tasks_of(sim, pool[:3], tmp_path, *recipe).records if isinstance(t, Task)]
+    made = dialogues_of(sim, tasks, tmp_path, {knob: 1.0}, *recipe)
+    assert len(made.records) == len(tasks) == 6, made.rejections()
+    inputs = [d.model_dump() for d in made.records]
+    verified = run_stage(sim, VerifyStage(), ShardSpec("verify", 0, ()), inputs, tmp_path, {knob: 1.0}, "verify.judges=[]")
+    assert not verified.records and verified.items_in == 6
+    assert verified.rejections()[code] == 6  # every dialogue, by the rule for that fault
 
 
 def test_dialogues_record_their_shown_mode(sim: Any, pool: list[Tool], tmp_path: Path) -> None:
