@@ -285,8 +285,9 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
 
 
 @pytest.mark.fault_matrix
-def test_a_killed_run_is_finished_by_rerun_without_duplicates(runtime: str, ray_head: str, tmp_path: Path,
-                                                              toolfactory_here: Callable[..., Any]) -> None:
+def test_a_killed_run_is_finished_by_rerun_without_duplicates(
+    runtime: str, ray_head: str, tmp_path: Path, toolfactory_here: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     root = tmp_path / "data"
     # The killed driver leaves the shared cluster to end its job.
     env = {**os.environ, "PREFECT_API_URL": runtime, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ray_head}
