@@ -29,6 +29,7 @@ from typing import Any, Iterator
 import httpx
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from conftest import REPO, small_run_overrides
 from stack_services import BIN, Database, prefect_database, prefect_server, process_worker, ray_cluster, simulator
@@ -180,8 +181,7 @@ def _timed(stack: Stack, step: str, started: float) -> None:
     stack.timings[step] = round(time.perf_counter() - started, 1)
 
 
-def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, prefect_api: str, ray_cluster: None,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, ray_cluster: None, monkeypatch: pytest.MonkeyPatch) -> None:
     root = f"{int(time.time())}"  # a fresh prefix per test session: pools start empty
     clean, broken = f"{root}/clean", f"{root}/broken"
 
@@ -253,10 +253,13 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, pref
     from flows.execute import summary_of
     from flows.generate import generate
 
+    deployments = yaml.safe_load((REPO / "deploy" / "prefect.yaml").read_text())["deployments"]
+    [config_path] = [d["parameters"]["config_path"] for d in deployments if d["name"] == "nightly"]
+
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     monkeypatch.setenv("XDG_CACHE_HOME", str(stack.folder / "reference-cache"))  # the stats cache of an S3 root
     started = time.perf_counter()
-    reference = summary_of(generate(config_path=str(REPO / "configs" / "quickstart.yaml"), overrides=[
+    reference = summary_of(generate(config_path=str(REPO / config_path), overrides=[
         *overrides(clean), "llm.provider=openai-compatible", f"llm.base_url={stack.simulator}/v1",
         f"storage.endpoint_url={stack.s3_endpoint}"], return_state=True))
     _timed(stack, "clean run", started)
