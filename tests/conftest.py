@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import httpx
 import pytest
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -31,6 +32,12 @@ REPO = Path(__file__).resolve().parents[1]
 # Read here, at import, because the autouse fixture below hides every TOOLFACTORY_* variable.
 REAL_DATA = Path(os.environ.get("TOOLFACTORY_REAL_DATA") or REPO.parent / "shared" / "data")
 REAL_DATA_PARTS = ("toolbench/answer", "toolbench/instruction", "toolbench/response_examples", "toolalpaca")
+
+
+# One HTTP client for the tests' own requests (a simulator's settings and counters, a server's
+# readiness): each new httpx client loads the system's certificates, about 20 ms. No connection is
+# kept open, since a later simulator may listen on a port an earlier one left.
+http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
 
 
 def _ci() -> bool:

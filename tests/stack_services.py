@@ -23,6 +23,8 @@ from typing import Callable, Iterator
 
 import httpx
 
+from conftest import http
+
 BIN = Path(sys.executable).parent
 STARTUP_S = 180  # a loaded 2-core machine starts a Prefect server or a raylet in over a minute
 
@@ -51,7 +53,7 @@ def _tail(log: Path | None) -> str:
 def _answers(url: str) -> Callable[[], bool]:
     def ready() -> bool:
         try:
-            return httpx.get(url, timeout=3).status_code == 200
+            return http.get(url, timeout=3).status_code == 200
         except httpx.HTTPError:
             return False
     return ready

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import httpx
 import pytest
 
-from conftest import small_run_overrides
+from conftest import http, small_run_overrides
 from toolfactory.simulator import SimulatorSettings, start_simulator
 
 TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
@@ -52,13 +52,13 @@ def test_simulator_serve_answers_on_the_given_port() -> None:
         deadline = time.monotonic() + 30
         while True:
             try:
-                models = httpx.get(f"http://127.0.0.1:{port}/v1/models").json()
+                models = http.get(f"http://127.0.0.1:{port}/v1/models").json()
                 break
             except httpx.TransportError:
                 assert process.poll() is None and time.monotonic() < deadline
                 time.sleep(0.1)
         assert models["object"] == "list" and models["data"]
-        settings = httpx.get(f"http://127.0.0.1:{port}/simulator/settings").json()
+        settings = http.get(f"http://127.0.0.1:{port}/simulator/settings").json()
         assert settings["latency_ms"] == 5
     finally:
         process.terminate()

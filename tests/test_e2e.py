@@ -14,10 +14,9 @@ from typing import Any, Callable
 
 import boto3
 import duckdb
-import httpx
 import pytest
 
-from conftest import small_run_overrides
+from conftest import http, small_run_overrides
 from toolfactory.config import load_config
 from toolfactory.models import Dialogue
 from toolfactory.storage.shards import read_records, read_rejected
@@ -253,8 +252,8 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
         paid_first = sum(s["llm_calls"] for s in first["stages"])
 
         # The endpoint recovers; the re-run uses the run's own config from its manifest.
-        httpx.post(f"{sim.root_url}/simulator/settings", json={"rate_500": 0.0}).raise_for_status()
-        httpx.post(f"{sim.root_url}/simulator/reset").raise_for_status()
+        http.post(f"{sim.root_url}/simulator/settings", json={"rate_500": 0.0}).raise_for_status()
+        http.post(f"{sim.root_url}/simulator/reset").raise_for_status()
         from flows.rerun import rerun
 
         # An operational setting is applied and recorded (the endpoint recovered: retries are back on).
@@ -262,7 +261,7 @@ def test_rerun_completes_only_failed_shards_and_pays_only_for_missing_answers(ru
         manifest = json.loads((root / "runs" / run_id / "manifest.json").read_text())
         assert manifest["config"]["llm"]["max_retries"] == 3
         assert manifest["reruns"][0]["overrides"] == [f"storage.root={root}", "llm.max_retries=3"]
-        sent_by_rerun = httpx.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"]
+        sent_by_rerun = http.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"]
 
         assert second["status"] == "completed" and second["run_id"] == run_id
         after = part_files(root, run_id)
@@ -387,7 +386,7 @@ def test_an_endpoint_that_fails_after_preflight_fails_its_shards_with_its_own_wo
             deadline = time.monotonic() + 300
             while not list(root.glob("runs/*/manifest.json")) and time.monotonic() < deadline:
                 time.sleep(0.02)
-            httpx.post(f"{sim.root_url}/simulator/settings", json={"rate_500": 1.0}).raise_for_status()
+            http.post(f"{sim.root_url}/simulator/settings", json={"rate_500": 1.0}).raise_for_status()
 
         breaker = threading.Thread(target=break_endpoint_once_planned, daemon=True)
         breaker.start()

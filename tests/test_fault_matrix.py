@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import httpx
 import pytest
 
-from conftest import process_alive, small_run_overrides
+from conftest import http, process_alive, small_run_overrides
 from toolfactory.run.lifetime import descendants
 from toolfactory.simulator import SimulatorSettings, start_simulator
 
@@ -108,7 +107,7 @@ def test_a_ray_worker_killed_mid_shard_is_retried_and_its_calls_are_counted(
         finally:
             flow.join(900)
         summary = summary_of(result["state"])
-        sent = httpx.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"]
+        sent = http.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"]
         assert summary["status"] == "completed"
         run_id = summary["run_id"]
         attempts = _attempts(root, run_id)
@@ -123,7 +122,7 @@ def test_a_ray_worker_killed_mid_shard_is_retried_and_its_calls_are_counted(
 
         # A re-run of the finished run sends nothing and counts nothing twice.
         again = summary_of(rerun(run_id=run_id, overrides=[f"storage.root={root}"], return_state=True))
-        assert httpx.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"] == sent
+        assert http.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"] == sent
     assert again["status"] == "completed"
     assert sorted(_attempts(root, run_id)) == sorted(attempts)
 

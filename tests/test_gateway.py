@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-import httpx
 import pytest
 
+from conftest import http
 from toolfactory.config import LLMConfig, StorageConfig, load_config
 from toolfactory.errors import LLMFailure, TerminalError
 from toolfactory.llm import Endpoint, LLMGateway, RequestCache
@@ -37,15 +37,15 @@ def knobs(sim: Any) -> Iterator[Any]:
     """Set the simulator's knobs for one test; reset counters and knobs afterwards."""
 
     def set_knobs(**values: Any) -> None:
-        httpx.post(f"{sim.root_url}/simulator/settings", json=values).raise_for_status()
+        http.post(f"{sim.root_url}/simulator/settings", json=values).raise_for_status()
 
-    httpx.post(f"{sim.root_url}/simulator/reset").raise_for_status()
+    http.post(f"{sim.root_url}/simulator/reset").raise_for_status()
     yield set_knobs
-    httpx.post(f"{sim.root_url}/simulator/settings", json=SimulatorSettings().model_dump()).raise_for_status()
+    http.post(f"{sim.root_url}/simulator/settings", json=SimulatorSettings().model_dump()).raise_for_status()
 
 
 def server_stats(sim: Any) -> dict[str, Any]:
-    return httpx.get(f"{sim.root_url}/simulator/stats").json()
+    return http.get(f"{sim.root_url}/simulator/stats").json()
 
 
 def llm(**values: Any) -> LLMConfig:

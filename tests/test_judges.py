@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Iterator
 
-import httpx
 import pytest
 
+from conftest import http
 from toolfactory.config import load_config
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue
@@ -28,7 +28,7 @@ def sim() -> Iterator[Any]:
 
 
 def verify(sim: Any, dialogues: list[Dialogue], true_rate: float, *overrides: str) -> tuple[StageOutput, Any]:
-    httpx.post(f"{sim.root_url}/simulator/settings", json={"boolean_true_rate": true_rate}).raise_for_status()
+    http.post(f"{sim.root_url}/simulator/settings", json={"boolean_true_rate": true_rate}).raise_for_status()
     config = load_config(None, list(overrides), environ={})
 
     async def go() -> tuple[StageOutput, Any]:
@@ -163,11 +163,11 @@ def test_judge_benchmark_pairs_are_labelled_by_construction() -> None:
 
 def test_a_dialogues_judges_find_their_shared_beginning_in_the_endpoints_prompt_cache(sim: Any) -> None:
     # Answers take 50 ms: requests sent together would all be prefilled in full.
-    httpx.post(f"{sim.root_url}/simulator/settings", json={"profile": "vllm-hermes", "latency_ms": 50}).raise_for_status()
+    http.post(f"{sim.root_url}/simulator/settings", json={"profile": "vllm-hermes", "latency_ms": 50}).raise_for_status()
     try:
         out, meter = verify(sim, valid_dialogues(1, seed=3), 1.0, PER_ASPECT, "verify.judge_stop=all")
     finally:
-        httpx.post(f"{sim.root_url}/simulator/settings", json={"profile": "openai", "latency_ms": 0}).raise_for_status()
+        http.post(f"{sim.root_url}/simulator/settings", json={"profile": "openai", "latency_ms": 0}).raise_for_status()
     judge = meter.role("judge")
     assert judge.calls == 5 * 2  # per aspect: two votes in one request, the third alone
     assert judge.cached_prompt_tokens > 0.8 * judge.prompt_tokens * (judge.calls - 1) / judge.calls

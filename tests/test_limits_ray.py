@@ -8,9 +8,9 @@ import sys
 import time
 from typing import Any
 
-import httpx
 import pytest
 
+from conftest import http
 from toolfactory.config import load_config
 from toolfactory.errors import LLMFailure
 from toolfactory.llm import Endpoint, LLMGateway
@@ -96,9 +96,9 @@ def test_a_retry_after_met_by_one_worker_pauses_every_worker(ledger: Any) -> Non
 
         def largest_gap(shared: Any) -> tuple[float, float]:  # shared=None: each worker on its own
             """B's longest stillness, and when it began relative to A's 429."""
-            httpx.post(f"{free.root_url}/simulator/reset").raise_for_status()
+            http.post(f"{free.root_url}/simulator/reset").raise_for_status()
             b = worker.remote(free.base_url, llm, shared, "b", 30, 0.1)  # ~3 s of steady requests
-            while httpx.get(f"{free.root_url}/simulator/stats").json()["chat_requests"] < 5:
+            while http.get(f"{free.root_url}/simulator/stats").json()["chat_requests"] < 5:
                 time.sleep(0.05)  # B is under way
             [met_429] = ray.get(worker.remote(limited.base_url, llm, shared, "a", 1))
             answered = ray.get(b)

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-import httpx
 import pytest
 
+from conftest import http
 from toolfactory.config import Config, load_config
 from toolfactory.llm import Endpoint
 from toolfactory.run.manifest import Manifest
@@ -36,10 +36,10 @@ def profile(sim: Any) -> Iterator[Any]:
     """Set the simulator's profile for one test; its defaults come back afterwards."""
 
     def set_profile(name: str) -> None:
-        httpx.post(f"{sim.root_url}/simulator/settings", json={"profile": name}).raise_for_status()
+        http.post(f"{sim.root_url}/simulator/settings", json={"profile": name}).raise_for_status()
 
     yield set_profile
-    httpx.post(f"{sim.root_url}/simulator/settings", json=SimulatorSettings().model_dump()).raise_for_status()
+    http.post(f"{sim.root_url}/simulator/settings", json=SimulatorSettings().model_dump()).raise_for_status()
 
 
 def config(*overrides: str, path: Path | None = None, root: Path | None = None) -> Config:
@@ -52,7 +52,7 @@ def check(sim: Any, cfg: Config) -> Preflight:
 
 
 def chat_requests(sim: Any) -> int:
-    return int(httpx.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"])
+    return int(http.get(f"{sim.root_url}/simulator/stats").json()["chat_requests"])
 
 
 def test_the_openai_profile_serves_every_role_natively(sim: Any, profile: Any) -> None:

@@ -1,9 +1,8 @@
-"""A small run against each provider profile of the simulator: the same pipeline makes accepted
-dialogues of every recipe from every family's answer shapes. Settings left `auto` are chosen by
-the run's preflight (text calls without a tool parser, the schema in the prompt for a plain-text
-server, `max_completion_tokens` and no temperature for a reasoning model), and a re-run sends what
-its run chose. Then what ends a run failed: an endpoint that refuses one kind of request again
-and again, and a dataset below `run.min_accepted`."""
+"""Preflight's choices through a whole run and its re-run, and what ends a run failed. A run
+against a reasoning model records the modes its preflight chose (`max_completion_tokens`, no
+temperature) in its manifest, its shards send them, and a re-run sends what its run chose. Then
+an endpoint that refuses one kind of request again and again, and a dataset below
+`run.min_accepted`. Each profile's choices and dialogues at the stage level: tests/test_profiles.py."""
 
 from __future__ import annotations
 
@@ -15,21 +14,13 @@ import duckdb
 import pytest
 
 from conftest import small_run_overrides
+from test_profiles import assert_chosen, assert_clean_dialogues_of_every_recipe, profile_overrides
 from toolfactory.config import StorageConfig
 from toolfactory.models import Dialogue
 from toolfactory.storage.shards import read_records
 from toolfactory.storage import ObjectStore
 
 pytestmark = pytest.mark.e2e
-
-# The modes each profile's preflight chooses for the assistant's calls and the user's JSON.
-CHOSEN = {
-    "openai": ("native", "json_schema"),
-    "vllm-hermes": ("native", "json_schema"),
-    "vllm-no-tool-parser": ("text", "json_schema"),
-    "plain-text": ("text", "prompt"),
-    "reasoning": ("native", "json_schema"),
-}
 
 
 @pytest.fixture
@@ -44,63 +35,31 @@ def generate_state(overrides: list[str]) -> Any:
     return generate_flow(config_path=None, overrides=overrides, return_state=True)
 
 
-def run_overrides(root: Path, **extra: Any) -> list[str]:
-    return small_run_overrides(root, **{
-        # toolllm keeps about half of its instructions (its searches give up, as real ones do), so
-        # it anchors more of the tools than the others: a handful of its instructions, not two.
-        "tools.max_tools": 6, "tools.tools_per_shard": 6, "tasks.recipes": "{toolalpaca: 1, toolllm: 3, toolace: 1}",
-        # toolllm's tool sets of one tool: its multi-tool sets, whose (tool, API) pairs the
-        # simulator draws apart, are measured by benchmarks/recipes.py, too few here to count on.
-        "tasks.scenarios": "{single_tool: 1}",
-        "llm.simulator.obedience": 0.9, "verify.judges": "[]",  # the judges' own answers are shapes like any other
-        **extra,
-    })
-
-
 @pytest.fixture(scope="module")
-def profile_runs(prefect_api: str, ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """`run(profile)`: the storage root and summary of the module's run against `profile`, made
-    once for the tests that read it (the reasoning run is read again by its re-run's test)."""
-    made: dict[str, tuple[Path, dict[str, Any]]] = {}
-
-    def run(profile: str) -> tuple[Path, dict[str, Any]]:
-        if profile not in made:
-            root = tmp_path_factory.mktemp(profile) / "data"
-            with pytest.MonkeyPatch.context() as env:
-                env.setenv("OPENAI_API_KEY", "sk-profiles")  # in the environment of the run, as `runtime` sets it
-                # everything else `auto`
-                made[profile] = root, generate_state(run_overrides(root) + [f"llm.simulator.profile={profile}"]).result()
-        return made[profile]
-
-    return run
+def reasoning_run(prefect_api: str, ray_cluster: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The storage root and summary of a run against the reasoning profile, everything else
+    `auto`: read by its own test and again by its re-run's."""
+    root = tmp_path_factory.mktemp("reasoning") / "data"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OPENAI_API_KEY", "sk-profiles")  # in the environment of the run, as `runtime` sets it
+        return root, generate_state(profile_overrides(root, "reasoning")).result()
 
 
 def manifest_of(root: Path, run_id: str) -> dict[str, Any]:
     return json.loads((root / "runs" / run_id / "manifest.json").read_text())
 
 
-@pytest.mark.parametrize("profile", list(CHOSEN))
-def test_a_run_against_each_profile_accepts_dialogues_of_every_recipe(profile_runs: Any, profile: str) -> None:
-    root, summary = profile_runs(profile)
+def test_a_run_against_a_reasoning_model_records_and_sends_what_its_preflight_chose(reasoning_run: Any) -> None:
+    root, summary = reasoning_run
     assert summary["status"] == "completed", summary
-    preflight = manifest_of(root, summary["run_id"])["preflight"]
-    choices = preflight["choices"]
-    assert (choices["llm.roles.assistant.tool_calling"], choices["llm.roles.user.structured_output"]) == CHOSEN[profile]
-    limit_field = "max_completion_tokens" if profile == "reasoning" else "max_tokens"
-    assert {v for k, v in choices.items() if k.endswith(".max_tokens_parameter")} == {limit_field}
-    dropped = {k for k, v in choices.items() if k.endswith(".temperature") and v is None}
-    checked = {p["role"] for p in preflight["probes"] if p["capability"] == "chat"}
-    assert dropped == ({f"llm.roles.{role}.temperature" for role in checked} if profile == "reasoning" else set())
+    assert_chosen(manifest_of(root, summary["run_id"])["preflight"], "reasoning")
     store = ObjectStore.open(StorageConfig(root=str(root)))
     accepted = [Dialogue.model_validate(r) for r in read_records(store, f"runs/{summary['run_id']}/curate/part-00000.parquet")]
-    assert {d.recipe for d in accepted} == {"toolalpaca", "toolllm", "toolace"}
-    # Reasoning and call syntax never leak into the training text.
-    texts = [m.content or "" for d in accepted for m in d.messages]
-    assert not any("<think>" in t or "<tool_call>" in t or "```" in t for t in texts)
+    assert_clean_dialogues_of_every_recipe(accepted)
 
 
-def test_a_rerun_against_a_reasoning_model_sends_what_its_run_chose(profile_runs: Any) -> None:
-    root, first = profile_runs("reasoning")
+def test_a_rerun_against_a_reasoning_model_sends_what_its_run_chose(reasoning_run: Any) -> None:
+    root, first = reasoning_run
     assert first["status"] == "completed", first
     run_id = first["run_id"]
     (root / "runs" / run_id / "dialogues" / "part-00000.parquet").unlink()

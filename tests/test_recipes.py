@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-import httpx
 import pytest
 
+from conftest import http
 from toolfactory.catalog import load_seed_catalog
 from toolfactory.config import load_config
 from toolfactory.llm import Endpoint, LLMGateway
@@ -43,7 +43,7 @@ def pool() -> list[Tool]:
 
 def run_stage(sim: Any, stage: Any, spec: ShardSpec, inputs: list[dict[str, Any]], root: Path,
               knobs: dict[str, float] | None = None, *overrides: str) -> StageOutput:
-    httpx.post(f"{sim.root_url}/simulator/settings", json={**NO_FAULTS, "boolean_true_rate": 0.5, **(knobs or {})}).raise_for_status()
+    http.post(f"{sim.root_url}/simulator/settings", json={**NO_FAULTS, "boolean_true_rate": 0.5, **(knobs or {})}).raise_for_status()
     config = load_config(None, [f"storage.root={root}", *overrides], environ={})
 
     async def go() -> StageOutput:

@@ -18,9 +18,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterator
 
-import httpx
 import pytest
 
+from conftest import http
 from toolfactory.config import load_config
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Function, Message, Tool, ToolCall
@@ -253,11 +253,11 @@ def test_react_is_a_single_chain(sim: Any) -> None:
     [("rate_missing_required", "is a required property"), ("rate_hallucinated_function", "unknown function")],
 )
 def test_invalid_calls_get_error_observations(sim: Any, fault: str, error: str) -> None:
-    httpx.post(f"{sim.root_url}/simulator/settings", json={fault: 1.0}).raise_for_status()
+    http.post(f"{sim.root_url}/simulator/settings", json={fault: 1.0}).raise_for_status()
     try:
         runs = search(sim, WEATHER_QUERIES[:3], max_depth=4, max_children=2)
     finally:
-        httpx.post(f"{sim.root_url}/simulator/settings", json={fault: 0.0}).raise_for_status()
+        http.post(f"{sim.root_url}/simulator/settings", json={fault: 0.0}).raise_for_status()
     for run in runs:
         assert not run.agents.executed  # no invalid call reaches the executor
         observations = {m["content"] for e in run.agents.exchanges for m in e.messages if m["role"] == "tool"}

@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-import httpx
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import REPO, small_run_overrides
+from conftest import REPO, http, small_run_overrides
 from stack_services import BIN, Database, prefect_database, prefect_server, process_worker, ray_cluster, simulator
 
 pytestmark = [pytest.mark.e2e, pytest.mark.fault_matrix]
@@ -196,7 +195,7 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, ray_
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while not [k for k in stack.keys(f"{broken}/runs/") if k.endswith("/manifest.json")] and time.monotonic() < deadline:
             time.sleep(0.1)
-        httpx.post(f"{stack.simulator}/simulator/settings", json={"rate_500": 1.0}).raise_for_status()
+        http.post(f"{stack.simulator}/simulator/settings", json={"rate_500": 1.0}).raise_for_status()
 
     breaker = threading.Thread(target=break_endpoint_once_planned, daemon=True)
     breaker.start()
@@ -217,7 +216,7 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, ray_
 
     # 2. The endpoint recovers; the rerun deployment completes the run, its shards spread over
     # both nodes, everything in S3.
-    httpx.post(f"{stack.simulator}/simulator/settings", json={"rate_500": 0}).raise_for_status()
+    http.post(f"{stack.simulator}/simulator/settings", json={"rate_500": 0}).raise_for_status()
     started = time.perf_counter()
     rerun = _run(stack, "rerun/rerun", {"run_id": broken_id, "overrides": [f"storage.root=s3://{BUCKET}/{broken}"]})
     _timed(stack, "rerun", started)

@@ -18,6 +18,7 @@ import boto3
 import httpx
 import pytest
 
+from conftest import http
 from toolfactory.config import StorageConfig
 from toolfactory.errors import TransientError
 from toolfactory.storage import ObjectStore, StorageUnavailable
@@ -35,7 +36,7 @@ def s3_process() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     deadline = time.monotonic() + 60
     while True:
         try:
-            httpx.get(endpoint, timeout=1)
+            http.get(endpoint, timeout=1)
             break
         except httpx.TransportError:
             assert process.poll() is None and time.monotonic() < deadline, "moto_server did not start"

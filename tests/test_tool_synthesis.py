@@ -9,10 +9,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
-import httpx
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
+from conftest import http
 from toolfactory.config import load_config
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import DomainNode, Function, Tool
@@ -44,7 +44,7 @@ def sim() -> Iterator[Any]:
 
 def run_stage(sim: Any, stage: Any, spec: ShardSpec, inputs: list[dict[str, Any]], root: Path,
               true_rate: float = 0.5, *overrides: str) -> StageOutput:
-    httpx.post(f"{sim.root_url}/simulator/settings", json={"boolean_true_rate": true_rate}).raise_for_status()
+    http.post(f"{sim.root_url}/simulator/settings", json={"boolean_true_rate": true_rate}).raise_for_status()
     config = load_config(None, [f"storage.root={root}", *overrides], environ={})
     store = ObjectStore.open(config.storage)
 

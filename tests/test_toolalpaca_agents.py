@@ -7,10 +7,10 @@ import asyncio
 import json
 from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
-import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
+from conftest import http
 from toolfactory.config import Config, load_config
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue, Function, Task, Tool, ToolCall
@@ -59,7 +59,7 @@ def sim() -> Iterator[Any]:
 
 
 def run(sim: Any, job: Callable[[ShardContext], Awaitable[T]], settings: dict[str, Any] | None = None, *overrides: str) -> T:
-    httpx.post(f"{sim.root_url}/simulator/settings", json={**QUIET, **(settings or {})}).raise_for_status()
+    http.post(f"{sim.root_url}/simulator/settings", json={**QUIET, **(settings or {})}).raise_for_status()
     config: Config = load_config(None, list(overrides), environ={})
 
     async def go() -> T:

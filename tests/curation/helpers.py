@@ -7,8 +7,7 @@ import asyncio
 import json
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
-import httpx
-
+from conftest import http
 from toolfactory.config import load_config
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue, Function, Message, ToolCall
@@ -18,7 +17,7 @@ MODEL = "sim-embedding"
 
 
 def embedding_requests(sim: Any) -> int:
-    return int(httpx.get(f"{sim.root_url}/simulator/stats").json()["embedding_requests"])
+    return int(http.get(f"{sim.root_url}/simulator/stats").json()["embedding_requests"])
 
 
 def with_gateway(sim: Any, work: Callable[[LLMGateway], Awaitable[T]]) -> T:

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from conftest import http
 from toolfactory.simulator import SimulatorSettings, start_simulator
 
 QUIET = {"latency_ms": 0, "latency_jitter_ms": 0, "rate_malformed_json": 0, "rate_hallucinated_function": 0,
@@ -22,7 +22,7 @@ QUIET = {"latency_ms": 0, "latency_jitter_ms": 0, "rate_malformed_json": 0, "rat
 @pytest.fixture(scope="module")
 def sim() -> Iterator[Any]:
     with start_simulator(SimulatorSettings(**QUIET)) as simulator:
-        httpx.post(f"{simulator.root_url}/simulator/settings", json=QUIET).raise_for_status()
+        http.post(f"{simulator.root_url}/simulator/settings", json=QUIET).raise_for_status()
         yield simulator
 
 

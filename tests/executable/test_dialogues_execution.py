@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from conftest import http
 from toolfactory.config import Config, validate_config
 from toolfactory.executable.confine import descendants
 from toolfactory.llm import Endpoint, LLMGateway
@@ -43,7 +43,7 @@ def source_tool(cfg: Config, name: str) -> Tool:
 
 def dialogues(sim: Any, cfg: Config, tasks: list[Task], **settings: float) -> tuple[StageOutput, int]:
     """The shard's output, and the LLM calls made for the tool role (the LLM playing a tool)."""
-    httpx.post(f"{sim.root_url}/simulator/settings", json={**QUIET, **settings}).raise_for_status()
+    http.post(f"{sim.root_url}/simulator/settings", json={**QUIET, **settings}).raise_for_status()
 
     async def go() -> tuple[StageOutput, int]:
         async with LLMGateway(Endpoint(sim.base_url, "sk-test"), cfg.llm) as gateway:

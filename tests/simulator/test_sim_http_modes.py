@@ -11,6 +11,7 @@ import openai
 import pytest
 
 from .sample_tools import HOTEL_TOOLS, WEATHER_TOOLS, parameters_of
+from conftest import http
 
 Configure = Callable[..., dict[str, Any]]
 
@@ -375,16 +376,15 @@ def test_same_request_gets_the_same_behaviour(configure: Configure, client: open
 
 
 def test_sample_variation_decides_whether_a_resample_repeats_the_first_answer() -> None:
-    import httpx
     from toolfactory.simulator import SimulatorSettings, start_simulator
 
     body = {"model": "sim-small", "messages": [{"role": "user", "content": "Name three rivers in France."}]}
     with start_simulator(SimulatorSettings(sample_variation=0.0)) as sim:
-        first = httpx.post(f"{sim.base_url}/chat/completions", json=body).json()["choices"][0]["message"]["content"]
-        again = [httpx.post(f"{sim.base_url}/chat/completions", json={**body, "seed": k}).json()["choices"][0]["message"]["content"]
+        first = http.post(f"{sim.base_url}/chat/completions", json=body).json()["choices"][0]["message"]["content"]
+        again = [http.post(f"{sim.base_url}/chat/completions", json={**body, "seed": k}).json()["choices"][0]["message"]["content"]
                  for k in range(1, 6)]
         assert again == [first] * 5
-        httpx.post(f"{sim.root_url}/simulator/settings", json={"sample_variation": 1.0}).raise_for_status()
-        fresh = [httpx.post(f"{sim.base_url}/chat/completions", json={**body, "seed": k}).json()["choices"][0]["message"]["content"]
+        http.post(f"{sim.root_url}/simulator/settings", json={"sample_variation": 1.0}).raise_for_status()
+        fresh = [http.post(f"{sim.base_url}/chat/completions", json={**body, "seed": k}).json()["choices"][0]["message"]["content"]
                  for k in range(1, 6)]
         assert len(set(fresh) | {first}) > 2

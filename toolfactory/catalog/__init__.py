@@ -10,8 +10,7 @@ from __future__ import annotations
 import pathlib
 from importlib import resources
 
-import yaml
-
+from toolfactory import fast_yaml
 from toolfactory.models import Tool
 
 SEED_CATALOG_FILE = "seed_tools.yaml"
@@ -31,7 +30,7 @@ def introductions_path() -> pathlib.Path:
 
 def load_seed_catalog() -> list[Tool]:
     """The seed catalog as validated :class:`~toolfactory.models.Tool` objects."""
-    data = yaml.safe_load(seed_catalog_path().read_text(encoding="utf-8"))
+    data = fast_yaml.load_file(seed_catalog_path())
     if not isinstance(data, dict) or not isinstance(data.get("tools"), list):
         raise ValueError(f"{SEED_CATALOG_FILE}: expected a mapping with a 'tools' list")
     return [Tool.model_validate(entry) for entry in data["tools"]]

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import pathlib
 import random
+from functools import lru_cache
 from importlib import resources
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from toolfactory import fast_yaml
 
 INSTRUCTION_SEEDS_FILE = "instruction_seeds.yaml"
 SEEDS_PER_PROMPT = 3
@@ -95,9 +97,11 @@ def instruction_seeds_path() -> pathlib.Path:
     return pathlib.Path(str(resources.files(__package__).joinpath(INSTRUCTION_SEEDS_FILE)))
 
 
+@lru_cache(maxsize=1)
 def load_instruction_seeds() -> InstructionSeeds:
-    """The shipped seed pool, validated."""
-    data = yaml.safe_load(instruction_seeds_path().read_text(encoding="utf-8"))
+    """The shipped seed pool, validated; read once a process (the tasks stage asks for it per
+    tool set), and frozen, so every caller sees the same pool."""
+    data = fast_yaml.load_file(instruction_seeds_path())
     if not isinstance(data, dict):
         raise ValueError(f"{INSTRUCTION_SEEDS_FILE}: expected a mapping with 'single_tool' and 'multi_tool'")
     return InstructionSeeds.model_validate(data)

@@ -26,6 +26,7 @@ from typing import Any, Literal, Sequence
 import yaml
 from pydantic import ValidationError
 
+from toolfactory import fast_yaml
 from toolfactory.models import Function
 from toolfactory.render import tools_markdown, tools_prose, tools_xml
 from toolfactory.render.errors import ToolFormatError, unknown_format
@@ -36,9 +37,6 @@ TOOL_FORMATS: tuple[str, ...] = ("json", "yaml", "xml", "markdown", "natural")
 PARSABLE_TOOL_FORMATS: tuple[str, ...] = ("json", "yaml", "xml", "markdown")
 
 DEFAULT_RETURNS: dict[str, Any] = {"type": "object"}
-# The safe dumper and loader, in libyaml's C version when PyYAML was built with it (~10x faster).
-_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def function_fields(fn: Function) -> dict[str, Any]:
@@ -78,7 +76,7 @@ def _functions(value: Any, fmt: str) -> list[Function]:
 
 def _parse_yaml(text: str) -> list[Function]:
     try:
-        value = yaml.load(text, Loader=_YAML_LOADER)
+        value = fast_yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
@@ -96,7 +94,7 @@ def render_tools(functions: Sequence[Function], fmt: str) -> str:
         return json.dumps(fields, indent=2, ensure_ascii=False)
     if fmt == "yaml":
         # A wide line limit: PyYAML would otherwise fold long descriptions over several lines.
-        text: str = yaml.dump(fields, Dumper=_YAML_DUMPER, sort_keys=False, allow_unicode=True, width=1 << 16)
+        text: str = yaml.dump(fields, Dumper=fast_yaml.DUMPER, sort_keys=False, allow_unicode=True, width=1 << 16)
         return text.rstrip("\n")
     if fmt == "xml":
         return tools_xml.render(fields)
