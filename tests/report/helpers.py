@@ -96,39 +96,40 @@ def write_stats(path: Path, run_id: str = RUN, storage: str = "/tmp/store", star
     (its attempt's LLM use counted), rejections with several reasons, verify's two layers and
     the profiles the pool and tasks stages record."""
     db = StatsDB(path)
-    db.start_run(run_id, started_at, storage, {"run": {"seed": 1}}, {"toolfactory": "0"}, started_at)
-    db.record_shard(metrics("domains", 0, 4, 9, run_id=run_id), attempts=1)
-    for shard in (0, 1):
-        db.record_shard(metrics("tools", shard, 23, 21, {"tool_invalid_openapi": 1, "tool_no_functions": 1}, run_id=run_id), 1)
-    pool_profile = {
-        "tools_by_source": {"catalog": 36, "synthesized": 4},
-        "functions_by_source": {"catalog": 30, "synthesized": 6},
-        "tools_by_domain": {"Weather": 16, "Finance": 11, "Travel": 10, EVIL: 3},
-        "pool": {"new": 40},
-    }
-    db.record_shard(metrics("pool", 0, 42, 40, {"tool_near_duplicate": 2}, profile=pool_profile, run_id=run_id), 1)
-    for shard in (0, 1):
-        profile: dict[str, dict[str, int]] = {
-            "recipes": {"toolace": 10, "toolllm": 8},
-            "tool_uses": {f"tool-{shard}-{k}": 2 for k in range(6)},  # 12 distinct pool tools in all
-            "api_uses": {f"tool-{shard}-{k}/f": 2 for k in range(9)},
+    with db.burst():  # one open of the file for all of it, as the driver writes a stage's results
+        db.start_run(run_id, started_at, storage, {"run": {"seed": 1}}, {"toolfactory": "0"}, started_at)
+        db.record_shard(metrics("domains", 0, 4, 9, run_id=run_id), attempts=1)
+        for shard in (0, 1):
+            db.record_shard(metrics("tools", shard, 23, 21, {"tool_invalid_openapi": 1, "tool_no_functions": 1}, run_id=run_id), 1)
+        pool_profile = {
+            "tools_by_source": {"catalog": 36, "synthesized": 4},
+            "functions_by_source": {"catalog": 30, "synthesized": 6},
+            "tools_by_domain": {"Weather": 16, "Finance": 11, "Travel": 10, EVIL: 3},
+            "pool": {"new": 40},
         }
-        if shard == 0:
-            profile["coverage"] = {"pool_tools": 40}
-        db.record_shard(metrics("tasks", shard, 9, 18, {"task_no_relevant_api": 1}, run_id=run_id, profile=profile), 1)
-    db.record_shard(metrics("dialogues", 0, 18, 16, {"dialogue_no_call": 2, "llm_invalid_json": 1}, rejected=2, run_id=run_id), 1)
-    failed = metrics("dialogues", 1, 18, 0, run_id=run_id)
-    db.record_shard_status(run_id, "dialogues", 1, "failed", 3, "2 of 18 records failed on transient LLM errors",
-                           failed["fingerprint"], metrics=failed)
-    verify_reasons = [
-        {"call_unknown_function": 2, "answer_missing": 1, EVIL: 1},
-        {"call_unknown_function": 1, "judge_unhelpful": 2},
-    ]
-    for shard, reasons in enumerate(verify_reasons):
-        db.record_shard(metrics("verify", shard, 10 - 2 * shard, 7, reasons, rejected=3 - 2 * shard,
-                                layers={"rules": [10 - 2 * shard, 9 - 2 * shard], "model": [9 - 2 * shard, 7]},
-                                run_id=run_id), 1)
-    db.finish_run(run_id, "failed", "2026-11-22T03:10:00")
+        db.record_shard(metrics("pool", 0, 42, 40, {"tool_near_duplicate": 2}, profile=pool_profile, run_id=run_id), 1)
+        for shard in (0, 1):
+            profile: dict[str, dict[str, int]] = {
+                "recipes": {"toolace": 10, "toolllm": 8},
+                "tool_uses": {f"tool-{shard}-{k}": 2 for k in range(6)},  # 12 distinct pool tools in all
+                "api_uses": {f"tool-{shard}-{k}/f": 2 for k in range(9)},
+            }
+            if shard == 0:
+                profile["coverage"] = {"pool_tools": 40}
+            db.record_shard(metrics("tasks", shard, 9, 18, {"task_no_relevant_api": 1}, run_id=run_id, profile=profile), 1)
+        db.record_shard(metrics("dialogues", 0, 18, 16, {"dialogue_no_call": 2, "llm_invalid_json": 1}, rejected=2, run_id=run_id), 1)
+        failed = metrics("dialogues", 1, 18, 0, run_id=run_id)
+        db.record_shard_status(run_id, "dialogues", 1, "failed", 3, "2 of 18 records failed on transient LLM errors",
+                               failed["fingerprint"], metrics=failed)
+        verify_reasons = [
+            {"call_unknown_function": 2, "answer_missing": 1, EVIL: 1},
+            {"call_unknown_function": 1, "judge_unhelpful": 2},
+        ]
+        for shard, reasons in enumerate(verify_reasons):
+            db.record_shard(metrics("verify", shard, 10 - 2 * shard, 7, reasons, rejected=3 - 2 * shard,
+                                    layers={"rules": [10 - 2 * shard, 9 - 2 * shard], "model": [9 - 2 * shard, 7]},
+                                    run_id=run_id), 1)
+        db.finish_run(run_id, "failed", "2026-11-22T03:10:00")
     return db
 
 
