@@ -253,35 +253,6 @@ def test_dialogues_record_their_shown_mode(sim: Any, pool: list[Tool], tmp_path:
     assert d.mode == shown_mode(d) == "single" and out.profile["modes"] == {"single": 1}
 
 
-@pytest.mark.e2e
-def test_a_run_mixes_the_three_recipes_and_every_dialogue_records_its_recipe_and_mode(prefect_api: str, ray_cluster: None, tmp_path: Path) -> None:
-    from conftest import small_run_overrides
-    from flows.generate import generate
-    from toolfactory.storage.shards import read_records
-
-    root = tmp_path / "data"
-    overrides = small_run_overrides(root, **{
-        "tasks.recipes": "{toolalpaca: 1, toolllm: 1, toolace: 1}", "tools.max_tools": 9, "tools.tools_per_shard": 3,
-        "verify.judges": "[]", "llm.simulator.rate_parallel_calls": 0.3, "llm.simulator.rate_follow_up_call": 0.3,
-        "llm.simulator.sample_variation": 0.3,
-    })
-    summary = generate(config_path=None, overrides=overrides)
-    assert summary["status"] == "completed"
-    tasks = next(s for s in summary["stages"] if s["stage"] == "tasks")
-    assert set(tasks["profile"]["recipes"]) == {"toolalpaca", "toolllm", "toolace"}
-    assert tasks["profile"]["tool_uses"]["distinct"] <= tasks["profile"]["coverage"]["pool_tools"] == 9
-    store = ObjectStore.open(load_config(None, [f"storage.root={root}"], environ={}).storage)
-    dialogues = [Dialogue.model_validate(r) for path in store.list(f"runs/{summary['run_id']}/dialogues")
-                 if path.endswith(".parquet") and "/rejected/" not in path for r in read_records(store, path)]
-    assert {d.recipe for d in dialogues} >= {"toolalpaca", "toolace"}
-    assert all(d.mode == shown_mode(d) and d.target_mode for d in dialogues)
-    for d in dialogues:
-        if d.recipe == "toolllm":
-            assert d.generation["search"]["finish_type"] == "give_answer"
-        if d.recipe == "toolace":
-            assert any(m.reasoning for m in d.messages if m.role == "assistant")
-
-
 def test_an_allowlisted_tool_is_called_over_real_http_instead_of_the_executor_llm(sim: Any, pool: list[Tool], tmp_path: Path) -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

@@ -1,7 +1,8 @@
 """Our exports verify clean: a real run of the factory on the simulator (the three recipes, with
 the simulator's faults, so that ToolLLM's Finish and deliberate error recovery occur), exported in
 every format and read back with ``toolfactory verify --format <that format>``, accepts every
-record the factory accepted.
+record the factory accepted. The same run is the suite's check that one run mixes the recipes and
+that every dialogue records its recipe and the mode it shows.
 
 A format that keeps no recipe (all but ``hf``) cannot tell ``verify`` which policy made a record,
 and one ``--policy`` cannot serve records of several recipes (ToolAlpaca's five-step cap would cut
@@ -28,6 +29,7 @@ from toolfactory.config import StorageConfig
 from toolfactory.export import SPLITS, export_run
 from toolfactory.formats import FormatError, read
 from toolfactory.models import Dialogue
+from toolfactory.stages.dialogues.modes import shown_mode
 from toolfactory.storage.shards import dataset_parts, read_records, stage_parts, write_rows
 from toolfactory.stages.verify.policy import api_error
 from toolfactory.storage import ObjectStore
@@ -48,10 +50,12 @@ VERIFIED = {"openai": "{split}.jsonl", "sharegpt": "{split}.jsonl", "xlam": "{sp
 class FactoryRun:
     """The run's dataset and, per recipe, a store holding that recipe's records as the run's dataset."""
 
-    def __init__(self, root: Path, run_id: str, stores: Path) -> None:
-        self.root, self.run_id = root, run_id
+    def __init__(self, root: Path, summary: dict[str, Any], stores: Path) -> None:
+        self.root, self.summary, self.run_id = root, summary, summary["run_id"]
+        run_id = self.run_id
         store = ObjectStore.open(StorageConfig(root=str(root)))
         self.dataset = [Dialogue.model_validate(r) for path in dataset_parts(store, run_id) for r in read_records(store, path)]
+        self.made = [Dialogue.model_validate(r) for path in stage_parts(store, run_id, "dialogues") for r in read_records(store, path)]
         pool = [(r["id"], json.dumps(r)) for path in stage_parts(store, run_id, "pool") for r in read_records(store, path)]
         self.stores: dict[str, ObjectStore] = {}
         for recipe in RECIPES:
@@ -86,7 +90,7 @@ def factory_run(prefect_api: str, ray_cluster: None, tmp_path_factory: pytest.Te
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OPENAI_API_KEY", API_KEY)
         summary = summary_of(generate(config_path=None, overrides=overrides, run_id="roundtrip", return_state=True))
-    return FactoryRun(root, summary["run_id"], tmp_path_factory.mktemp("per-recipe"))
+    return FactoryRun(root, summary, tmp_path_factory.mktemp("per-recipe"))
 
 
 def recovers_from_an_error(dialogue: Dialogue) -> bool:
@@ -98,6 +102,21 @@ def test_the_run_holds_every_recipe_finish_and_error_recovery(factory_run: Facto
     assert {d.recipe for d in factory_run.dataset} == set(RECIPES)
     assert any(d.recipe == "toolllm" and isinstance(d.generation.get("search"), dict) for d in factory_run.dataset)
     assert any(recovers_from_an_error(d) for d in factory_run.dataset)
+
+
+def test_the_run_mixes_the_three_recipes_and_every_dialogue_records_its_recipe_and_mode(factory_run: FactoryRun) -> None:
+    """Each recipe's tasks in one run, over the pool's tools, and what the dialogues stage made of
+    them: the mode each dialogue shows, ToolLLM's search ended by Finish, ToolACE's thinking."""
+    tasks = next(s for s in factory_run.summary["stages"] if s["stage"] == "tasks")
+    assert set(tasks["profile"]["recipes"]) == set(RECIPES)
+    assert tasks["profile"]["tool_uses"]["distinct"] <= tasks["profile"]["coverage"]["pool_tools"] == 12
+    assert {d.recipe for d in factory_run.made} == set(RECIPES)
+    assert all(d.mode == shown_mode(d) and d.target_mode for d in factory_run.made)
+    for d in factory_run.made:
+        if d.recipe == "toolllm":
+            assert d.generation["search"]["finish_type"] == "give_answer"
+        if d.recipe == "toolace":
+            assert any(m.reasoning for m in d.messages if m.role == "assistant")
 
 
 def verified_file(path: Path, fmt: str, recipe: str, reports: Path) -> Iterator[dict[str, Any]]:
