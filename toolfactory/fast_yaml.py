@@ -4,7 +4,8 @@ on PyPI are), else through its pure-Python ones: the same safe subset and the sa
 The C parser reads the built-in catalog in about a fifth of the time of the pure-Python one (76 ms
 instead of 364 ms on this project's 2-core machine). :func:`load_file` also parses a file once
 per version of it: the catalog, the introductions and a user's tool files are read by every run
-a driver plans and by every synthesis and corpus shard a worker runs.
+a driver plans, and the catalog and the instruction seeds by the shards that synthesize tools or
+write ToolLLM's instructions.
 """
 
 from __future__ import annotations
