@@ -111,7 +111,9 @@ def test_a_terminal_holds_one_block_of_bars_below_every_log_line_intact() -> Non
     assert lines[-1] == bars[0]  # the block is at the bottom, below every log line
     for stage in ("tasks", "dialogues"):
         for shard in range(20):
-            [logged] = [line for line in lines if f"{stage} shard {shard:02d} finished" in line]
+            found = [line for line in lines if f"{stage} shard {shard:02d} finished" in line]
+            assert len(found) == 1, "\n".join(lines)  # the whole screen, to tell a lost line from a garbled one
+            [logged] = found
             assert PREFECT_LINE.match(logged) and logged.endswith(f"prefect.display - {stage} shard {shard:02d} finished"), logged
             assert lines.count(f"print from {stage} {shard:02d}") == 1
             assert lines.count(f"late handler: {stage} {shard:02d}") == 1
