@@ -25,6 +25,30 @@ def test_a_reader_waits_while_another_process_writes(tmp_path: Path) -> None:
     assert time.monotonic() - started > 0.3
 
 
+
+def test_files_are_attached_one_at_a_time_per_file_and_released_after_each_open(tmp_path: Path) -> None:
+    """Every open attaches the file to this process's one in-memory DuckDB: an open nested in
+    another of the same file uses it, two files are open at once from two threads, and each
+    file is free for another process as soon as its last open ends."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    first, second = StatsDB(tmp_path / "a" / "stats.duckdb"), StatsDB(tmp_path / "b" / "stats.duckdb")
+    with first.burst():
+        first.start_run("r1", "2026-01-01", "/a", {}, {}, "2026-01-01T00:00:00")
+        assert first.latest_run_id() == "r1"  # a read nested in the burst's open
+
+        def write_second() -> str | None:
+            second.start_run("r2", "2026-01-01", "/b", {}, {}, "2026-01-01T00:00:00")
+            return second.latest_run_id()
+
+        with ThreadPoolExecutor(1) as pool:
+            assert pool.submit(write_second).result(30) == "r2"  # while the first file is attached
+    for db, run_id in ((first, "r1"), (second, "r2")):
+        read = subprocess.run([sys.executable, "-c", f"import duckdb; print(duckdb.connect({str(db.path)!r}).execute('SELECT run_id FROM runs').fetchall())"],
+                              capture_output=True, text=True, timeout=60)
+        assert read.stdout.strip() == f"[('{run_id}',)]", read.stderr[-2000:]
+
+
 def _shard(stage: str, shard: int, *, out: int, calls: int, started: str, finished: str,
            profile: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
     return {

@@ -112,27 +112,35 @@ def test_the_memory_server_lists_its_graph_tools(npm_servers: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def everything_url(npm_servers: Path) -> Iterator[str]:
-    """server-everything in its streamable HTTP mode, on a free port of the loopback."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        ["node", str(npm_servers / "server-everything" / "dist" / "index.js"), "streamableHttp"],
-        env={**os.environ, "PORT": str(port)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.terminate()
-        server.wait(10)
+def everything_url(npm_servers: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """server-everything in its streamable HTTP mode, on a free port of the loopback. A port found
+    free can be taken before the server binds it (the other worker's Ray and Prefect take ports
+    all the time): a server that exits is started again on another port, up to three times."""
+    log = tmp_path_factory.mktemp("everything") / "server.log"
+    for _ in range(3):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        with log.open("ab") as out:
+            server = subprocess.Popen(
+                ["node", str(npm_servers / "server-everything" / "dist" / "index.js"), "streamableHttp"],
+                env={**os.environ, "PORT": str(port)}, stdout=out, stderr=subprocess.STDOUT,
+            )
+        try:
+            deadline = time.monotonic() + 60
+            while server.poll() is None:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                except OSError:
+                    assert time.monotonic() < deadline, f"server-everything not listening after 60 s:\n{log.read_text()[-3000:]}"
+                    time.sleep(0.1)
+                    continue
+                yield f"http://127.0.0.1:{port}/mcp"
+                return
+        finally:
+            server.terminate()
+            server.wait(10)
+    pytest.fail(f"server-everything exited three times:\n{log.read_text()[-3000:]}")
 
 
 def test_a_server_over_streamable_http_lists_and_runs_its_tools(everything_url: str) -> None:
