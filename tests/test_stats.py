@@ -25,8 +25,7 @@ def test_a_reader_waits_while_another_process_writes(tmp_path: Path) -> None:
     assert time.monotonic() - started > 0.3
 
 
-
-def test_files_are_attached_one_at_a_time_per_file_and_released_after_each_open(tmp_path: Path) -> None:
+def test_opens_nest_two_files_are_attached_at_once_and_each_is_released_after_its_last_open(tmp_path: Path) -> None:
     """Every open attaches the file to this process's one in-memory DuckDB: an open nested in
     another of the same file uses it, two files are open at once from two threads, and each
     file is free for another process as soon as its last open ends."""
