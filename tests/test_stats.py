@@ -25,10 +25,10 @@ def test_a_reader_waits_while_another_process_writes(tmp_path: Path) -> None:
     assert time.monotonic() - started > 0.3
 
 
-def test_opens_nest_two_files_are_attached_at_once_and_each_is_released_after_its_last_open(tmp_path: Path) -> None:
-    """Every open attaches the file to this process's one in-memory DuckDB: an open nested in
-    another of the same file uses it, two files are open at once from two threads, and each
-    file is free for another process as soon as its last open ends."""
+def test_two_files_are_attached_at_once_and_each_is_released_after_its_open(tmp_path: Path) -> None:
+    """Every open attaches the file to this process's one in-memory DuckDB: a read in a burst
+    uses the burst's attachment, two files are attached at once from two threads, and each file
+    is free for another process as soon as its open ends."""
     from concurrent.futures import ThreadPoolExecutor
 
     first, second = StatsDB(tmp_path / "a" / "stats.duckdb"), StatsDB(tmp_path / "b" / "stats.duckdb")

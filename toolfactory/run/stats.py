@@ -190,9 +190,6 @@ USES = "_uses"
 # checkpointed, and its lock released for other processes. A forked child makes its own.
 _HOST: tuple[int, duckdb.DuckDBPyConnection] | None = None
 _HOST_GUARD = threading.Lock()
-# Attachments of this process: path -> (schema name, how many opens use it). An open nested in
-# another of the same file (in the thread holding its lock) uses the outer one's.
-_ATTACHED: dict[Path, list[Any]] = {}
 _NAMES = itertools.count()
 
 
@@ -200,7 +197,6 @@ def _host() -> duckdb.DuckDBPyConnection:
     global _HOST
     with _HOST_GUARD:
         if _HOST is None or _HOST[0] != os.getpid():
-            _ATTACHED.clear()  # a forked child's copy: the parent's attachments are not in its DuckDB
             _HOST = (os.getpid(), duckdb.connect(":memory:"))
         return _HOST[1]
 
@@ -219,24 +215,19 @@ def _attach(con: duckdb.DuckDBPyConnection, path: Path, name: str, read_only: bo
 
 @contextmanager
 def _open(path: Path, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection whose default database is the file (the caller holds the file's lock)."""
+    """A connection whose default database is the file, attached until the block ends. The caller
+    holds the file's lock, and reads and writes nested in a burst use the burst's connection, so
+    a file is attached once at a time."""
     con = _host().cursor()
+    name = f"stats_{next(_NAMES)}"
     try:
-        attached = _ATTACHED.get(path)
-        if attached is None:
-            name = f"stats_{next(_NAMES)}"
-            _attach(con, path, name, read_only)
-            attached = _ATTACHED[path] = [name, 0]
-        attached[1] += 1
+        _attach(con, path, name, read_only)
         try:
-            con.execute(f"USE {attached[0]}")
+            con.execute(f"USE {name}")
             yield con
         finally:
-            attached[1] -= 1
-            if attached[1] == 0:
-                del _ATTACHED[path]
-                con.execute("USE memory")
-                con.execute(f"DETACH {attached[0]}")
+            con.execute("USE memory")
+            con.execute(f"DETACH {name}")
     finally:
         con.close()
 
