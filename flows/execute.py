@@ -19,13 +19,13 @@ from prefect.client.orchestration import get_client
 from prefect.context import TagsContext
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Failed, State
-from prefect_ray import RayTaskRunner
 from prefect_ray.context import remote_options
 
 from flows.full_disk import full_disk_state
 from flows.overlap import Group, Settled, StageFlows, StageWork, current_link
 from flows.progress import StageProgress, shared_display
 from flows.runtime import ray_session, run_ledger
+from flows.task_runner import KeptContextRayTaskRunner
 from tasks.shard import configured
 from toolfactory.config import Config
 from toolfactory.errors import EndpointRefused, RunFailed
@@ -166,7 +166,7 @@ def summary_of(state: State[Any]) -> dict[str, Any]:
 
 # Named and given its task runner here, once: `with_options` per call would build the flow's
 # parameter schema (the whole Config) again for every stage of every run.
-@flow(name="stage", flow_run_name="{run_id}/{stage}", task_runner=RayTaskRunner(), log_prints=False)
+@flow(name="stage", flow_run_name="{run_id}/{stage}", task_runner=KeptContextRayTaskRunner(), log_prints=False)
 def stage_flow(run_id: str, config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
     """One stage of a run: one task per shard, each recorded as it finishes. `jobs` are submitted
     at once; in a group of stages that run at once (see :mod:`flows.overlap`), a shard that waits
