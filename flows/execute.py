@@ -183,6 +183,7 @@ def stage_flow(run_id: str, config: Config, stage: str, jobs: list[ShardJob], bl
 def _stage(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int], stats_path: str) -> Any:
     link = current_link(stage)
     link.started.set()
+    link.all_started.wait()
     book = ShardBook(StatsDB(stats_path))
     shard = configured(config)
     logger = get_run_logger()

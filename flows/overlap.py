@@ -9,7 +9,10 @@ a whole stage published.
 Within a group every stage is still its own Prefect sub-flow, with its shard tasks in it. The
 flows run at once, each in a thread of the driver; the first submits all its shards, and a follower
 submits shard i when the flow upstream reports shard i committed (:class:`Settled`, through the
-follower's inbox). A shard whose input did not commit (failed, blocked, or never started) is
+follower's inbox). No flow submits a shard before every flow of its group has begun: a Prefect
+server on SQLite (a run's temporary one) often refuses a sub-flow created while shard task runs are
+being created ("database is locked", answered 503), and the client asks again only 2 s later,
+once per follower (measured in a small run: up to three such waits). A shard whose input did not commit (failed, blocked, or never started) is
 recorded as blocked, and passes that on to its own follower; a committed shard is never submitted,
 as before. So verify shard 0 may run while dialogues shard 7 does, and the run's wall time comes
 close to its longest chain of shards rather than the sum of its stages' slowest shards. The next
@@ -86,15 +89,20 @@ class StageLink:
     :class:`Settled` from the stage upstream), the shards that wait for their input, and the
     follower to tell about its own shards."""
 
-    __slots__ = ("stage", "group", "inbox", "awaited", "downstream", "started", "ended", "_told")
+    __slots__ = ("stage", "group", "inbox", "awaited", "downstream", "started", "all_started", "ended", "_told")
 
-    def __init__(self, stage: str, group: Group, awaited: dict[int, ShardJob] | None = None) -> None:
+    def __init__(self, stage: str, group: Group, awaited: dict[int, ShardJob] | None = None,
+                 all_started: threading.Event | None = None) -> None:
         self.stage = stage
         self.group = group
         self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.awaited = dict(awaited or {})
         self.downstream: StageLink | None = None
-        self.started = threading.Event()
+        self.started = threading.Event()  # this stage's flow has begun
+        if all_started is None:  # a stage alone
+            all_started = threading.Event()
+            all_started.set()
+        self.all_started = all_started  # every flow of the group has begun
         self.ended = threading.Event()  # every shard of the stage has settled
         self._told: set[int] = set()
 
@@ -172,8 +180,9 @@ def run_group(work: list[StageWork], group: Group, run_stage: Callable[[StageWor
     """Start the stage flows of `work` at once, each as `run_stage(work)` in a thread, where
     :func:`current_link` is its link. Each flow is started once the one before it has begun, as a
     sub-flow is created in the parent flow's context (its task-run key), which threads may not
-    race for."""
-    links = [StageLink(item.stage, group, {job.spec.index: job for job in item.waiting}) for item in work]
+    race for; each waits for `all_started` before it submits a shard."""
+    all_started = threading.Event()
+    links = [StageLink(item.stage, group, {job.spec.index: job for job in item.waiting}, all_started) for item in work]
     for upstream, follower in zip(links, links[1:]):
         upstream.downstream = follower
     running = GroupRun(links)
@@ -194,6 +203,7 @@ def run_group(work: list[StageWork], group: Group, run_stage: Callable[[StageWor
         thread.start()
         running.threads.append(thread)
         link.started.wait()
+    all_started.set()
     return running
 
 

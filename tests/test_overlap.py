@@ -150,6 +150,36 @@ def test_a_group_is_settled_once_its_shards_have_while_its_flows_still_end() -> 
     assert running.join() == ["tasks", "dialogues"]
 
 
+def test_no_flow_of_a_group_submits_a_shard_before_every_flow_of_the_group_has_begun() -> None:
+    """A flow begins (its sub-flow is created in Prefect) before any flow of its group submits a
+    shard: on a server on SQLite, a sub-flow created while shard task runs are created is often
+    refused as "database is locked", and its client waits about 2 s before it asks again."""
+    import threading
+
+    from flows.overlap import Group, StageWork, current_link, run_group
+
+    begun: list[str] = []
+    submitted_after: dict[str, list[str]] = {}
+    lock = threading.Lock()
+
+    def flow(item: StageWork) -> None:
+        link = current_link(item.stage)
+        with lock:
+            begun.append(item.stage)
+        link.started.set()
+        assert link.all_started.wait(10)
+        with lock:
+            submitted_after[item.stage] = list(begun)  # the flows begun when this one submits
+        link.end()
+
+    stages = ["tasks", "dialogues", "verify", "measure"]
+    running = run_group([StageWork(stage, []) for stage in stages], Group(lambda: None, None), flow)
+    running.settled()
+    running.join()
+    assert submitted_after == {stage: stages for stage in stages}
+    assert current_link("tools").all_started.is_set()  # a stage alone does not wait
+
+
 def test_a_flow_that_fails_before_its_shards_settle_fails_the_group() -> None:
     from flows.overlap import Group, StageWork, run_group
 
