@@ -59,3 +59,19 @@ def test_a_child_the_driver_released_is_left_alone() -> None:
         assert process_alive(child)
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+def test_the_guard_does_not_watch_a_process_that_has_ended() -> None:
+    """A process that ended before the guard noted it (a short-lived child found in a tree) has no
+    start time; its id may go to another process by the time the guard stops what it watches,
+    which it would then stop in its place."""
+    from toolfactory.run.lifetime import _Watched
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    watched = _Watched()
+    watched.add(ended.pid, tree=True)
+    watched.add(os.getpid(), tree=False)
+    assert ended.pid not in watched.pids and ended.pid not in watched.trees
+    assert os.getpid() in watched.pids
+

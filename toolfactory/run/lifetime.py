@@ -167,8 +167,13 @@ class _Watched:
         self.lock = threading.Lock()
 
     def add(self, pid: int, tree: bool) -> None:
+        """Watch `pid` unless it has ended already: without its start time, the process given
+        its id later would be taken for it and stopped."""
+        started = _start_ticks(pid)
+        if started is None:
+            return
         with self.lock:
-            self.pids.setdefault(pid, _start_ticks(pid))
+            self.pids.setdefault(pid, started)
             if tree:
                 self.trees.add(pid)
 
@@ -183,10 +188,8 @@ class _Watched:
         the driver lives, not when it dies."""
         with self.lock:
             roots = {pid for pid in self.trees if _alive(pid, self.pids.get(pid))}
-        found = {pid: _start_ticks(pid) for pid in descendants(roots)} if roots else {}
-        with self.lock:
-            for pid, started in found.items():
-                self.pids.setdefault(pid, started)
+        for pid in descendants(roots) if roots else ():
+            self.add(pid, tree=False)  # one that has ended since it was found is not noted
 
 
 _FOLLOW_EVERY_S = 0.5
