@@ -74,6 +74,7 @@ bench: $(STAMP) mcp-servers
 	$(BIN)/python -m benchmarks.curate_scale
 	$(BIN)/python -m benchmarks.execution
 	$(BIN)/python -m benchmarks.executable_runs
+	$(BIN)/python -m benchmarks.task_runner
 
 # benchmarks.gateway with the peer frameworks beside it: they pin other versions of our
 # dependencies (curator: openai<3), so they get a venv of their own, and run there.
