@@ -11,13 +11,14 @@ flows run at once, each in a thread of the driver; the first submits all its sha
 submits shard i when the flow upstream reports shard i committed (:class:`Settled`, through the
 follower's inbox). No flow submits a shard before every flow of its group has begun: a Prefect
 server on SQLite (a run's temporary one) often refuses a sub-flow created while shard task runs are
-being created ("database is locked", answered 503), and the client asks again only 2 s later,
-once per follower (measured in a small run: up to three such waits). A shard whose input did not commit (failed, blocked, or never started) is
-recorded as blocked, and passes that on to its own follower; a committed shard is never submitted,
-as before. So verify shard 0 may run while dialogues shard 7 does, and the run's wall time comes
-close to its longest chain of shards rather than the sum of its stages' slowest shards. The next
-group starts once every shard of this one has settled (:meth:`GroupRun.settled`), while its flows
-still end in Prefect (up to a second each, for the flow-run heartbeat thread Prefect joins).
+being created ("database is locked", answered 503), and the client asks again only 2 s later, once
+per follower (measured in a small run: up to three such waits). A shard whose input did not commit
+(failed, blocked, or never started) is recorded as blocked, and passes that on to its own follower;
+a committed shard is never submitted, as before. So verify shard 0 may run while dialogues shard 7
+does, and the run's wall time comes close to its longest chain of shards rather than the sum of its
+stages' slowest shards. The next group starts once every shard of this one has settled
+(:meth:`GroupRun.settled`), while its flows still end in Prefect (up to a second each, for the
+flow-run heartbeat thread Prefect joins).
 
 Why not one flow that submits each downstream task with `wait_for` on its upstream future:
 

@@ -10,6 +10,10 @@ and one client once per driver settings, and lends both to each task it runs, th
 `SettingsContext` and `SyncClientContext` lend them to the code inside them. What a task sees is
 what it saw before: the driver's settings, and a client for the API they name, whatever the
 worker's environment says.
+
+It overrides prefect-ray's `_run_prefect_task`, the function a worker runs for each task, and sets
+Prefect's context variables itself: `tests/test_task_runner.py` fails if an upgrade of either
+makes the worker build a client per task again or lend one driver's settings to another's tasks.
 """
 
 from __future__ import annotations
