@@ -53,16 +53,16 @@ class KeptContextRayTaskRunner(RayTaskRunner):
 
 
 @contextmanager
-def lent_context(settings: dict[str, Any]) -> Iterator[SyncPrefectClient]:
+def lent_context(settings: dict[str, Any]) -> Iterator[None]:
     """Inside the block, the settings of `settings` (a serialized `SettingsContext`) are the
     current ones and this process's client for their API is the current sync client; both built
-    on first use and kept for the next block. The client is yielded."""
+    on first use and kept for the next block."""
     kept = _kept(settings)
     tokens = [SyncClientContext.__var__.set(SyncClientContext.model_construct(client=kept.client))]
     if kept.settings is not None:
         tokens.append(SettingsContext.__var__.set(kept.settings))
     try:
-        yield kept.client
+        yield
     finally:
         for token in reversed(tokens):
             token.var.reset(token)
