@@ -8,13 +8,17 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test docs bench bench-peers bench-scale setup clean browser postgres mcp-servers
 
+# uv installs the same releases as pip does, in about a tenth of its time (measured in the
+# tests page); modules are compiled on first import rather than all at install.
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test,docs]"
+	$(BIN)/pip install --quiet "uv>=0.9"
+	$(UV) -e ".[test,docs]"
 	# BFCL's checker judges the BFCL export in the tests. bfcl-eval declares torch, the providers'
 	# SDKs and numpy==1.26.4, none of which its checker needs: installed alone.
-	$(BIN)/pip install --quiet --no-deps "bfcl-eval==2026.3.23"
+	$(UV) --no-deps "bfcl-eval==2026.3.23"
 	touch $(STAMP)
 
 setup: $(STAMP)
