@@ -10,9 +10,9 @@ STAMP  := $(VENV)/.installed
 
 # uv installs the same releases as pip does, in a third of its time, compiled as pip compiles them.
 UV := $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
-# Where PYTHONDONTWRITEBYTECODE is set (CI's machines set it), no process keeps what it compiled:
-# each of the suite's hundreds of processes would compile the product again (0.4 s). Compiled once
-# here (0.2 s when nothing changed).
+# Where PYTHONDONTWRITEBYTECODE is set (CI images often set it), no process keeps what it compiled:
+# each process of the suite or a run would compile the product again (0.4 s). Compiled once here
+# (0.2 s when nothing changed).
 COMPILE := $(BIN)/python -m compileall -q -j 0 toolfactory flows tasks >/dev/null
 
 $(STAMP): pyproject.toml
