@@ -10,9 +10,9 @@ from prefect.runtime import flow_run
 
 from flows.execute import final_state, run_tags
 from flows.preflight import preflight, refused_state
-from flows.runtime import llm_endpoint
+from flows.runtime import llm_endpoint, startup_failure
 from toolfactory.config import Config, load_config
-from toolfactory.errors import ConfigError
+from toolfactory.errors import ConfigError, StartupFailed
 from toolfactory.run.integrity import pool_advice, pool_damage
 from toolfactory.run.lease import root_lease
 from toolfactory.run.manifest import Manifest, write_manifest
@@ -53,19 +53,22 @@ def generate(config_path: str | None = None, overrides: list[str] | None = None,
     labels = run_tags(config)
     with get_client(sync_client=True) as client:  # the generated id and the tags show in the UI
         client.update_flow_run(flow_run.id, name=f"generate-{run_id}", tags=sorted({*flow_run.tags, *labels}))
-    with llm_endpoint(config) as base_url:
-        # Before the run takes the root or plans anything: an endpoint that cannot serve the run
-        # stops it here, with the field to change.
-        checked = preflight(config, base_url)
-        if not checked.ok:
-            return refused_state(checked)  # type: ignore[return-value]
-        # One run at a time on a root, from planning (which reads the pool) to the end (which adds to it).
-        with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s, get_run_logger().info):
-            _report_pool_damage(store, config)
-            manifest = Manifest.create(run_id, config, plan_run(config, run_id, store), checked.record())
-            write_manifest(store, manifest)
-            with tags(*labels):
-                return final_state(manifest, store, base_url)
+    try:
+        with llm_endpoint(config) as base_url:
+            # Before the run takes the root or plans anything: an endpoint that cannot serve the run
+            # stops it here, with the field to change.
+            checked = preflight(config, base_url)
+            if not checked.ok:
+                return refused_state(checked)  # type: ignore[return-value]
+            # One run at a time on a root, from planning (which reads the pool) to the end (which adds to it).
+            with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s, get_run_logger().info):
+                _report_pool_damage(store, config)
+                manifest = Manifest.create(run_id, config, plan_run(config, run_id, store), checked.record())
+                write_manifest(store, manifest)
+                with tags(*labels):
+                    return final_state(manifest, store, base_url)
+    except StartupFailed as exc:
+        return startup_failure(exc)  # type: ignore[no-any-return]
 
 
 def _report_pool_damage(store: ObjectStore, config: Config) -> None:

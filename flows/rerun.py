@@ -18,8 +18,9 @@ from prefect.runtime import flow_run
 
 from flows.execute import final_state, run_tags
 from flows.preflight import preflight, refused_state
-from flows.runtime import llm_endpoint
+from flows.runtime import llm_endpoint, startup_failure
 from toolfactory.config import load_config
+from toolfactory.errors import StartupFailed
 from toolfactory.run.lease import root_lease
 from toolfactory.llm.identity import EndpointIdentity
 from toolfactory.run.manifest import Manifest, load_manifest, write_manifest
@@ -41,18 +42,21 @@ def rerun(run_id: str, config_path: str | None = None, overrides: list[str] | No
     labels = [*run_tags(config), "rerun"]
     with get_client(sync_client=True) as client:  # the run's tags on the rerun's own flow run, as on its first
         client.update_flow_run(flow_run.id, tags=sorted({*flow_run.tags, *labels}))
-    with llm_endpoint(config) as base_url:
-        # The endpoint may have changed since the run began: check it serves the modes the run was
-        # made with (never choosing others, which would make the missing shards differently).
-        checked = preflight(config, base_url, choose=False)
-        if not checked.ok:
-            return refused_state(checked)  # type: ignore[return-value]
-        manifest, changed = _with_endpoint(manifest, checked.identity, recorded=bool(overrides))
-        with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s, get_run_logger().info):
-            if overrides or changed:
-                write_manifest(store, manifest)
-            with tags(*labels):
-                return final_state(manifest, store, base_url, checksums)
+    try:
+        with llm_endpoint(config) as base_url:
+            # The endpoint may have changed since the run began: check it serves the modes the run was
+            # made with (never choosing others, which would make the missing shards differently).
+            checked = preflight(config, base_url, choose=False)
+            if not checked.ok:
+                return refused_state(checked)  # type: ignore[return-value]
+            manifest, changed = _with_endpoint(manifest, checked.identity, recorded=bool(overrides))
+            with root_lease(store, run_id, config.run.root_in_use == "wait", config.run.root_wait_s, get_run_logger().info):
+                if overrides or changed:
+                    write_manifest(store, manifest)
+                with tags(*labels):
+                    return final_state(manifest, store, base_url, checksums)
+    except StartupFailed as exc:
+        return startup_failure(exc)  # type: ignore[no-any-return]
 
 
 def _with_endpoint(manifest: Manifest, identity: EndpointIdentity | None, recorded: bool) -> tuple[Manifest, bool]:

@@ -14,10 +14,11 @@ import pytest
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-# Startup limits with room for a busy 2-core machine (the suite runs on two workers): Prefect's
-# temporary server and Ray's raylet start in seconds on an idle one, and in over a minute on a loaded one.
+# Startup limits with room for a busy 2-core machine (the suite runs on two workers), for what
+# Prefect starts by its own means (the test harness, a Prefect worker's temporary API): it starts
+# in seconds on an idle machine, and in over a minute on a loaded one. A run's own processes wait by
+# their settings (orchestration.*_start_timeout_s).
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
 # Fake credentials for moto's S3 server, set before any Ray worker starts so that workers
 # inherit them as production workers inherit theirs (unsigned uploads would be refused by S3).
 S3_CREDENTIALS = {
@@ -154,11 +155,12 @@ def ray_head() -> Iterator[str]:
     length-limited), so that neither two workers' clusters nor a `ray start` elsewhere on the
     machine meet in /tmp/ray; stopped, with every process it started, at the session's end.
 
-    A head that has not started within 90 s is stopped and started once more, on other ports (a
+    A head that has not started within 120 s is stopped and started once more, on other ports (a
     port found free may be taken before Ray binds it; once, a head waited silently for 180 s), with a
-    warning that shows its logs; a second failure fails the tests that need it, with both logs."""
+    warning that shows its logs; a second failure fails the tests that need it, with both logs.
+    Ray's own waits are each attempt's deadline (flows/ray_node.py), as a run's are its own."""
     failures: list[str] = []
-    for deadline_s in (90, 180):
+    for deadline_s in (120, 300):
         head = _RayHead()
         failure = head.start(deadline_s)
         if failure is None:
@@ -196,7 +198,6 @@ class _RayHead:
         import sys
         import time
 
-        ray = str(Path(sys.executable).with_name("ray"))
         # The workers inherit this environment, as the workers of a production cluster inherit
         # theirs: the S3 credentials above, no TOOLFACTORY_* setting.
         env = {key: value for key, value in os.environ.items() if not key.startswith(("TOOLFACTORY_", "RAY_ADDRESS"))}
@@ -205,12 +206,16 @@ class _RayHead:
         # With Ray's default of one per CPU, the workers past two are killed when a stage ends and
         # started again, each importing the project, by the next stage.
         env["RAY_num_workers_soft_limit"] = "4"
+        # Workers at the run's own niceness, as a run's local Ray has them (flows/runtime.py): at
+        # Ray's 15, the shards of every test wait behind any busy process on the machine.
+        env["RAY_worker_niceness"] = "0"
         log = Path(self.temp_dir) / "head.log"
         with log.open("w") as out:
             self.process = subprocess.Popen(
-                [ray, "start", "--head", f"--port={self.port}", *sorted(self.ports), "--num-cpus=2", "--include-dashboard=false",
+                # Ray's command line with the run's patience for a new node (flows/ray_node.py).
+                [sys.executable, "-m", "flows.ray_node", "start", "--head", f"--port={self.port}", *sorted(self.ports), "--num-cpus=2", "--include-dashboard=false",
                  "--disable-usage-stats", f"--temp-dir={self.temp_dir}", "--node-ip-address=127.0.0.1", "--block"],
-                env={**env, "RAY_AUTH_MODE": "disabled"}, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                env={**env, "RAY_AUTH_MODE": "disabled", "TOOLFACTORY_ORCHESTRATION__RAY_START_TIMEOUT_S": str(deadline_s)}, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )
         deadline = time.monotonic() + deadline_s
         while "Ray runtime started" not in log.read_text():

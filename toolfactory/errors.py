@@ -8,6 +8,7 @@
     │   ├── EndpointRefused    the endpoint refused one kind of request again and again
     │   ├── DriverGone         the process that submitted a shard died; the shard is not committed
     │   ├── BudgetExhausted    the run's LLM budget is spent; a re-run with a larger one finishes it
+    │   ├── StartupFailed      a process the run starts for itself did not start in time (or exited)
     │   └── RunFailed          a run ended Failed (shards missing, a floor, a refusal): its summary
     └── TransientError         retrying may help (network, rate limits, a flaky endpoint)
         └── ShardIncomplete    records of a shard failed on transient LLM errors; re-run completes it
@@ -112,6 +113,19 @@ class RunFailed(TerminalError):
     def __init__(self, message: str, summary: dict[str, Any]) -> None:
         super().__init__(message)
         self.summary = summary
+
+
+class StartupFailed(TerminalError):
+    """A process the run starts for itself (the temporary Prefect API, a local Ray, the offline
+    simulator) did not start within its deadline, or exited while starting. Nothing it started is
+    left running. The message is one line: the part, the time waited, and the setting to raise."""
+
+    def __init__(self, message: str, part: str, setting: str) -> None:
+        super().__init__(message, part, setting)
+        self.part, self.setting = part, setting
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class TransientError(ToolfactoryError):

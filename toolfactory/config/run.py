@@ -71,3 +71,15 @@ class OrchestrationConfig(Section):
     """Retries of a shard task after a transient error."""
     task_retry_delay_s: float = Field(2.0, ge=0)
     """Delay between shard task retries."""
+    # The processes a run starts for itself are waited for in wall time, with a line every 15 s
+    # while they start. The defaults are sized for a loaded 2-core machine (load 30: a shared CI
+    # runner, a worker node running other jobs), where Prefect's 20 s and Ray's 30 s were too short
+    # and 180 s was enough; an idle machine starts each in seconds, and a process that exits while
+    # starting fails at once, whatever its deadline.
+    prefect_start_timeout_s: float = Field(300.0, gt=0, le=3600)
+    """How long to wait for the temporary Prefect API the run starts when PREFECT_API_URL is unset."""
+    ray_start_timeout_s: float = Field(300.0, gt=0, le=3600)
+    """How long to wait for the local Ray the run starts when no cluster address is set: its head
+    (GCS, raylet and agents) and the driver's connection to it."""
+    simulator_start_timeout_s: float = Field(180.0, gt=0, le=3600)
+    """How long to wait for the offline simulator (`llm.provider: simulator`) to answer."""

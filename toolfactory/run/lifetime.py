@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 _STOP_TIMEOUT_S = 5.0
 
 
-def _start_ticks(pid: int) -> str | None:
-    """When process `pid` started (clock ticks since boot): tells it from a later one with its id."""
+def start_ticks(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot; None: it does not run): tells it from a
+    later one given its id."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[-1].split()
@@ -50,7 +51,7 @@ class Driver:
 
     host: str = field(default_factory=_host)
     pid: int = field(default_factory=os.getpid)
-    started: str | None = field(default_factory=lambda: _start_ticks(os.getpid()))
+    started: str | None = field(default_factory=lambda: start_ticks(os.getpid()))
 
     def gone(self) -> bool:
         """True when this driver has certainly ended. A worker on another machine cannot see it
@@ -58,7 +59,7 @@ class Driver:
         workers of a job whose driver disconnected)."""
         if self.host != _host() or self.started is None:
             return False
-        return _start_ticks(self.pid) != self.started
+        return start_ticks(self.pid) != self.started
 
 
 class Guard:
@@ -120,7 +121,7 @@ def release_child(pid: int) -> None:
 
 def _alive(pid: int, started: str | None = None) -> bool:
     """Process `pid` runs (and, given `started`, is the one that started then, not a reuse of its id)."""
-    ticks = _start_ticks(pid)
+    ticks = start_ticks(pid)
     return ticks is not None and (started is None or ticks == started)
 
 
@@ -145,8 +146,9 @@ def descendants(roots: set[int]) -> set[int]:
     return found
 
 
-def _stop(pids: dict[int, str | None]) -> None:
-    """TERM every live pid, then KILL what is still alive after a grace period."""
+def stop_processes(pids: dict[int, str | None]) -> None:
+    """Stop every process of `pids` (id -> :func:`start_ticks`) that still runs: TERM, then KILL
+    what is still alive after a grace period."""
     for pid, started in pids.items():
         if _alive(pid, started):
             os.kill(pid, signal.SIGTERM)
@@ -169,7 +171,7 @@ class _Watched:
     def add(self, pid: int, tree: bool) -> None:
         """Watch `pid` unless it has ended already: without its start time, the process given
         its id later would be taken for it and stopped."""
-        started = _start_ticks(pid)
+        started = start_ticks(pid)
         if started is None:
             return
         with self.lock:
@@ -214,7 +216,7 @@ def main() -> None:
             watched.forget(-pid) if pid < 0 else watched.add(pid, tree)
     done.set()
     watched.follow()
-    _stop(dict(watched.pids))
+    stop_processes(dict(watched.pids))
 
 
 if __name__ == "__main__":

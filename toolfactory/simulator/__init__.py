@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .app import create_app, serve
     from .cli import main, settings_from_cli_args
-    from .process import SimulatorProcess, start_simulator
+    from .process import SimulatorNotStarted, SimulatorProcess, free_port, start_simulator
     from .schema_instance import instance_for
     from .settings import SimulatorSettings
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # Ray worker that reads a config imports this package, and the server (FastAPI, the chat model)
 # is needed only by what starts or serves a simulator.
 _MODULES = {
-    "SimulatorProcess": ".process", "SimulatorSettings": ".settings", "create_app": ".app", "instance_for": ".schema_instance",
+    "SimulatorNotStarted": ".process", "SimulatorProcess": ".process", "free_port": ".process", "SimulatorSettings": ".settings", "create_app": ".app", "instance_for": ".schema_instance",
     "main": ".cli", "serve": ".app", "settings_from_cli_args": ".cli", "start_simulator": ".process",
 }
 
@@ -42,9 +42,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "SimulatorNotStarted",
     "SimulatorProcess",
     "SimulatorSettings",
     "create_app",
+    "free_port",
     "instance_for",
     "main",
     "serve",

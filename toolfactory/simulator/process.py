@@ -60,6 +60,18 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+class SimulatorNotStarted(RuntimeError):
+    """The simulator did not answer in time (`status` None) or exited while starting (`status`:
+    its exit status); `output` is what it wrote."""
+
+    def __init__(self, message: str, status: int | None, output: str) -> None:
+        super().__init__(message, status, output)
+        self.status, self.output = status, output
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class SimulatorProcess:
     """A simulator running in a child process; use as a context manager or call stop()."""
 
@@ -123,9 +135,7 @@ def _ready(url: str, pid: int) -> bool:
         return False
 
 
-def _launch(
-    settings: SimulatorSettings, host: str, port: int, ready_timeout_s: float
-) -> SimulatorProcess:
+def _launch(settings: SimulatorSettings, host: str, port: int, deadline: float) -> SimulatorProcess:
     command = [
         sys.executable,
         "-m",
@@ -142,41 +152,44 @@ def _launch(
         command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=_child_env()
     )
     simulator = SimulatorProcess(process, log, host, port, settings)
-    deadline = time.monotonic() + ready_timeout_s
+    started = time.monotonic()
     while time.monotonic() < deadline:
         if not simulator.alive():
             output = simulator.log_text()
             simulator.stop()
-            raise RuntimeError(
+            raise SimulatorNotStarted(
                 f"simulator exited with status {process.returncode} before it was ready "
-                f"(command: {' '.join(command)}):\n{output}"
+                f"(command: {' '.join(command)}):\n{output}", process.returncode, output
             )
         if _ready(f"{simulator.base_url}/models", process.pid):
             return simulator
         time.sleep(_POLL_INTERVAL_S)
     output = simulator.log_text()
     simulator.stop()
-    raise RuntimeError(f"simulator not ready after {ready_timeout_s} s:\n{output}")
+    raise SimulatorNotStarted(f"simulator not ready after {time.monotonic() - started:.0f} s:\n{output}", None, output)
 
 
 def start_simulator(
     settings: SimulatorSettings,
     host: str = "127.0.0.1",
     port: int | None = None,
-    ready_timeout_s: float = 30,
+    ready_timeout_s: float = 180,
 ) -> SimulatorProcess:
     """Start a simulator child process and wait until it answers GET /v1/models.
 
     `port=None` picks a free loopback port (retrying if another process grabs it first).
-    Raises RuntimeError, including the child's output, if it exits or is not ready in time.
+    `ready_timeout_s` is wall time for the whole start, retries included; its default is sized
+    for a busy machine, where starting the child takes far longer than its second on an idle one.
+    Raises SimulatorNotStarted, with the child's output, if it exits or is not ready in time.
     """
+    deadline = time.monotonic() + ready_timeout_s
     if port is not None:
-        return _launch(settings, host, port, ready_timeout_s)
+        return _launch(settings, host, port, deadline)
     for attempt in range(_PORT_ATTEMPTS):
         try:
-            return _launch(settings, host, free_port(host), ready_timeout_s)
-        except RuntimeError as exc:
-            in_use = "address already in use" in str(exc).lower()
+            return _launch(settings, host, free_port(host), deadline)
+        except SimulatorNotStarted as exc:
+            in_use = "address already in use" in exc.output.lower()
             if not in_use or attempt == _PORT_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
