@@ -177,10 +177,15 @@ def test_an_openapi_reference_to_nowhere_rejects_the_tool_with_a_reason(tmp_path
         "paths:\n  /pets:\n    get:\n      operationId: listPets\n      summary: List pets\n"
         "      parameters: [{$ref: '#/components/parameters/Missing'}]\n      responses: {'200': {description: ok}}\n"
     )
-    result = subprocess.run([TOOLFACTORY, "tools", "import", str(document), "--format", "openapi"], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0 and "Traceback" not in result.stderr
+    catalog = tmp_path / "catalog.json"
+    result = subprocess.run([TOOLFACTORY, "tools", "import", str(document), "--format", "openapi", "--out", str(catalog)],
+                            capture_output=True, text=True, timeout=120)
+    # Nothing to import is bad input: one line naming the reference, and no empty catalog.
+    assert result.returncode == 2 and not catalog.exists()
     assert "0 tools (0 functions) imported, 1 rejected" in result.stdout
-    assert "tool_openapi_invalid: unresolvable reference '/components/parameters/Missing'" in result.stdout
+    assert "tool_openapi_invalid: no operation left: GET /pets: unresolvable reference '#/components/parameters/Missing'" in result.stdout
+    assert _one_message(result) == (f"error: {document}: no tool imported: no operation left: "
+                                    "GET /pets: unresolvable reference '#/components/parameters/Missing'")
 
 
 @pytest.mark.fault_matrix

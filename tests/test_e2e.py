@@ -196,7 +196,8 @@ def test_s3_run_keeps_everything_in_the_bucket_and_no_secret_anywhere(runtime: s
     from toolfactory.run.stats_sync import sync_stats
 
     elsewhere = StatsDB(tmp_path / "elsewhere.duckdb")
-    sync_stats(ObjectStore.open(load_config(None, overrides).storage), elsewhere, run_id)
+    # Every sidecar is read; those of the run's stored inputs (sources) are no shard's: no problem.
+    assert sync_stats(ObjectStore.open(load_config(None, overrides).storage), elsewhere, run_id).problems == ()
     assert elsewhere.run_summary(run_id, STAGE_NAMES) == StatsDB(tmp_path / "stats.duckdb").run_summary(run_id, STAGE_NAMES)
     assert any(k.startswith(f"{prefix}/llm-cache/") for k in keys)
     assert not any("/.tmp-" in k for k in keys)
@@ -214,6 +215,42 @@ def test_no_secret_in_local_storage_or_stats(malformed_tools_run: tuple[Path, di
     assert summary["status"] == "completed" and any(p.name == "manifest.json" for p, _ in files)
     assert any(p.name == "stats.duckdb" for p, _ in files)
     assert not any(API_KEY.encode() in blob for _, blob in files)
+
+
+def test_stats_and_report_read_no_stored_input_as_a_shard(malformed_tools_run: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """The run's stored inputs (its sources) have sidecars of their own shape, written when it was
+    planned: neither `stats` nor `report` takes them for a shard's metrics, or warns of them."""
+    root, summary = malformed_tools_run
+    run_id = summary["run_id"]
+    assert list(root.glob(f"runs/{run_id}/sources/_metrics/part-*.json"))
+    storage = ["--set", f"storage.root={root}"]
+    # The driver's own cache, then caches made from storage alone (as on another machine).
+    for cache in ([], ["--set", f"stats.path={tmp_path / 'elsewhere.duckdb'}"]):
+        stats = subprocess.run([TOOLFACTORY, "stats", run_id, "--json", *storage, *cache], capture_output=True, text=True, timeout=120)
+        assert stats.returncode == 0, stats.stderr
+        assert json.loads(stats.stdout)["problems"] == [] and "skipped" not in stats.stderr, stats.stderr
+    report = subprocess.run([TOOLFACTORY, "report", run_id, *storage, "--set", f"stats.path={tmp_path / 'for-report.duckdb'}"],
+                            capture_output=True, text=True, timeout=180)
+    assert report.returncode == 0, report.stderr
+    assert "skipped" not in report.stderr and "report: " in report.stdout
+
+
+def test_the_advice_for_damaged_files_carries_the_storage_settings(malformed_tools_run: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    import shutil
+
+    run_id = malformed_tools_run[1]["run_id"]
+    root = tmp_path / "copy"  # the module's run stays whole for the other tests
+    shutil.copytree(malformed_tools_run[0], root)
+    part = root / "runs" / run_id / "tasks" / "part-00000.parquet"
+    part.write_bytes(part.read_bytes()[:100])
+    storage = ["--set", f"storage.root={root}"]
+    stats = subprocess.run([TOOLFACTORY, "stats", run_id, *storage], capture_output=True, text=True, timeout=120)
+    assert stats.returncode == 0, stats.stderr
+    rerun = f"toolfactory rerun {run_id} --set storage.root={root}"
+    assert (f"warning: run {run_id} has 1 damaged file(s) since its commit: `toolfactory check-run {run_id} --set storage.root={root}` "
+            f"lists them, `{rerun}` builds them again") in stats.stderr
+    check = subprocess.run([TOOLFACTORY, "check-run", run_id, *storage], capture_output=True, text=True, timeout=120)
+    assert check.returncode == 1 and f"with those that read a damaged one: {rerun}" in check.stdout
 
 
 @pytest.mark.fault_matrix

@@ -207,6 +207,18 @@ def test_speciation_builds_a_four_level_tree_from_documents_and_grows_a_known_on
     assert sum(again.profile["tree_nodes_by_depth"].values()) == len(grown)
 
 
+@pytest.mark.parametrize("seed", [1, 3, 4])
+def test_no_domain_is_named_after_a_placeholder_of_the_prompt(sim: Any, tmp_path: Path, seed: int) -> None:
+    # A first run knows no domain yet: its prompt must not say so with a word a model may take for
+    # a name (with these seeds the simulator made domains such as "none MedInfoLookup Consumer").
+    from toolfactory.catalog import load_seed_catalog
+
+    items = [SourceItem(id=t.id, format="catalog", origin="c", raw=t.model_dump()).model_dump() for t in load_seed_catalog()]
+    out = run_stage(sim, DomainsStage(), ShardSpec("domains", 0, (), {}), items, tmp_path, 0.5, f"run.seed={seed}")
+    nodes = [n for n in out.records if isinstance(n, DomainNode)]
+    assert nodes and not [n.path for n in nodes if any("none" in part.casefold().split() for part in n.path)]
+
+
 def test_synthesis_adapts_subtrees_into_valid_apis_and_evolves_its_buffer(sim: Any, tmp_path: Path) -> None:
     tree = run_stage(sim, DomainsStage(), ShardSpec("domains", 0, (), {}), catalog_items(), tmp_path).records
     known = ContextTree([n for n in tree if isinstance(n, DomainNode)])

@@ -37,14 +37,24 @@ from toolfactory.errors import ConfigError, PreflightFailed, TerminalError
 if TYPE_CHECKING:
     from toolfactory.config import Config
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Synthesize and verify tool-use training data.")
-simulator_app = typer.Typer(add_completion=False, help="The offline OpenAI-compatible LLM simulator.")
+# Help as click writes it, not through rich: paragraphs wrapped to the terminal, flags shown as
+# flags (rich's panels give every option a type, `--json <bool>`, and keep the line breaks of a
+# command's docstring in the list of commands, mid-sentence).
+_PLAIN = {"add_completion": False, "rich_markup_mode": None}
+app = typer.Typer(**_PLAIN, no_args_is_help=True, help="Synthesize and verify tool-use training data.")
+simulator_app = typer.Typer(**_PLAIN, help="The offline OpenAI-compatible LLM simulator.")
 app.add_typer(simulator_app, name="simulator")
-tools_app = typer.Typer(add_completion=False, help="Tool sources.")
+tools_app = typer.Typer(**_PLAIN, help="Tool sources.")
 app.add_typer(tools_app, name="tools")
 
-ConfigOption = typer.Option(None, "--config", "-c", help="YAML config (default: the built-in quickstart defaults).")
-SetOption = typer.Option(None, "--set", "-s", help="Override a field: section.field=value (repeatable).")
+ConfigOption = typer.Option(None, "--config", "-c", metavar="FILE", help="YAML config (default: the built-in quickstart defaults).")
+SetOption = typer.Option(None, "--set", "-s", metavar="FIELD=VALUE", help="Override a field: section.field=value (repeatable).")
+
+
+def _error(what: object) -> None:
+    """`error: …` on stderr, on one line whatever the message holds (a library's own text may
+    spread over several, with indentation)."""
+    typer.echo("error: " + " ".join(str(what).split()), err=True)
 
 
 def _config(path: Optional[str], overrides: Optional[list[str]]) -> Config:
@@ -54,7 +64,35 @@ def _config(path: Optional[str], overrides: Optional[list[str]]) -> Config:
     try:
         return load_config(path, overrides or ())
     except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _error(exc)
+        raise typer.Exit(2) from None
+
+
+def _check_out(out: str) -> None:
+    """Exit 2 naming `--out` when a local `--out` cannot be a folder this process writes in: made
+    if missing, and tried with a real write (a read-only or full file system, or /proc, pass a
+    look at the permission bits), before any work whose result it would lose."""
+    import tempfile
+
+    if out.startswith("s3://"):
+        return  # checked by its first request, with the S3 settings
+    folder = Path(out).expanduser().absolute()
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"--out: {folder} is a file, not a folder")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--out: cannot create the folder {folder}: {exc.strerror or exc}") from None
+        try:
+            with tempfile.TemporaryFile(dir=folder) as probe:
+                probe.write(b"toolfactory")
+                probe.flush()
+                os.fsync(probe.fileno())  # a full disk may refuse only the data, not the name
+        except OSError as exc:
+            raise ConfigError(f"--out: cannot write in {folder}: {exc.strerror or exc}") from None
+    except ConfigError as exc:
+        _error(exc)
         raise typer.Exit(2) from None
 
 
@@ -62,6 +100,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
     typer.echo(f"run {summary['run_id']}: {summary['status']}" + (f" ({summary['reason']})" if summary.get("reason") else ""))
     if summary.get("made_by"):
         typer.echo(f"made by: {summary['made_by']}")
+    last = summary.get("last_attempt") or {}
+    if (summary.get("attempts") or 1) > 1:
+        typer.echo(f"executed {summary['attempts']} times: first started {summary.get('started_at') or '-'}, "
+                   f"last started {last.get('started_at') or '-'}" + (f" ({last['wall_s']:.0f} s)" if last.get("wall_s") is not None else ""))
     header = (f"{'stage':<10} {'shards':>7} {'failed':>6} {'in':>6} {'out':>6} {'pass':>7} {'llm calls':>9} {'cache hits':>10} "
               f"{'tokens':>9} {'cost $':>9}  top rejections")
     typer.echo(header)
@@ -143,7 +185,7 @@ def _bad_input(exc: ConfigError | TerminalError) -> typer.Exit:
     """Exit 2 with one message (after the preflight table, when preflight found the problem)."""
     if isinstance(exc, PreflightFailed) and exc.table:
         typer.echo(exc.table)
-    typer.echo(f"error: {exc}", err=True)
+    _error(exc)
     return typer.Exit(2)
 
 
@@ -162,7 +204,7 @@ def _stopped_by_full_disk(exc: Exception, run_id: str, config: Config) -> Except
     return typer.Exit(1)
 
 
-@app.command()
+@app.command(short_help="Check that the endpoint serves every request a run sends.")
 def check(
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
@@ -189,13 +231,14 @@ def check(
     typer.echo("ok: the endpoint serves every request the run will send")
 
 
-@app.command()
+@app.command(short_help="Generate a dataset: every stage, from domains to curate.")
 def run(
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
-    run_id: Optional[str] = typer.Option(None, help="Run id (default: generated)."),
+    run_id: Optional[str] = typer.Option(None, metavar="ID", help="Run id (default: generated)."),
 ) -> None:
-    """Generate a dataset: domains → tools → pool → tasks → dialogues → verify."""
+    """Generate a dataset: domains → tools → pool → tasks → dialogues → verify → measure → select → curate,
+    then its exports and report."""
     resolved = _config(config, overrides)
     from toolfactory.stages.tools.sources import check_files, read_sources
     from toolfactory.storage import check_root
@@ -207,7 +250,7 @@ def run(
         check_files(resolved.tools)
         read_sources(resolved.tools)
     except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _error(exc)
         raise typer.Exit(2) from None
     from flows.display import shared_display
     from flows.execute import summary_of
@@ -219,7 +262,7 @@ def run(
     typer.echo(f"run {run_id}: storage {resolved.storage.root}, stats {resolved.stats_path()}")
     try:
         # One display for the whole run, opened before Prefect logs anything, so that every log line goes above it.
-        with shared_display(), prefect_api():
+        with shared_display(), prefect_api(resolved.orchestration.prefect_start_timeout_s):
             summary = summary_of(generate(config_path=config, overrides=overrides or [], run_id=run_id, return_state=True))
     except (ConfigError, TerminalError) as exc:
         raise _bad_input(exc) from None
@@ -228,9 +271,9 @@ def run(
     _finish(summary)
 
 
-@app.command()
+@app.command(short_help="Finish a run: its failed, blocked or missing shards.")
 def rerun(
-    run_id: str = typer.Argument(..., help="The run to finish."),
+    run_id: str = typer.Argument(..., metavar="RUN_ID", help="The run to finish."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
     checksums: bool = typer.Option(False, "--checksums", help="Also compare every committed file's checksum (reads them all)."),
@@ -257,7 +300,7 @@ def rerun(
         from flows.rerun import rerun as rerun_flow
         from flows.runtime import prefect_api
 
-        with shared_display(), prefect_api():
+        with shared_display(), prefect_api(locator.orchestration.prefect_start_timeout_s):
             summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], checksums=checksums,
                                             return_state=True))
     except (ConfigError, TerminalError) as exc:
@@ -267,9 +310,9 @@ def rerun(
     _finish(summary)
 
 
-@app.command()
+@app.command(short_help="Pass rates, shard status and LLM usage of a run.")
 def stats(
-    run_id: Optional[str] = typer.Argument(None, help="Run id (default: the latest run)."),
+    run_id: Optional[str] = typer.Argument(None, metavar="RUN_ID", help="Run id (default: the latest run)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
@@ -306,9 +349,10 @@ def stats(
     for line in damaged:
         typer.echo(f"warning: damaged: {line}", err=True)
     if damaged:
-        typer.echo(f"warning: run {synced.run_id} has {len(damaged)} damaged file(s) since its commit: "
-                   f"`toolfactory check-run {synced.run_id}` lists them, `toolfactory rerun {synced.run_id}` builds them again",
-                   err=True)
+        from toolfactory.run.outcome import damage_advice
+
+        advice = damage_advice(synced.run_id, store, resolved.storage.endpoint_url, resolved.storage.region)
+        typer.echo(f"warning: run {synced.run_id} has {len(damaged)} damaged file(s) since its commit: {advice}", err=True)
 
 
 def _damaged_files(store: Any, run_id: str) -> list[str]:
@@ -332,9 +376,9 @@ def _print_problems(problems: Any) -> None:
                    "its numbers are missing from the stats", err=True)
 
 
-@app.command("check-run")
+@app.command("check-run", short_help="Check that a run's committed files are whole.")
 def check_run(
-    run_id: str = typer.Argument(..., help="The run whose committed files to check."),
+    run_id: str = typer.Argument(..., metavar="RUN_ID", help="The run whose committed files to check."),
     checksums: bool = typer.Option(False, "--checksums", help="Compare every file's checksum too (reads them all)."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
@@ -370,16 +414,16 @@ def check_run(
     raise typer.Exit(1)
 
 
-@tools_app.command("import")
+@tools_app.command("import", short_help="Convert and check the tools of a file or an MCP server.")
 def tools_import(
-    path: Optional[str] = typer.Argument(None, help="A tool file (for mcp: a YAML or JSON file holding one tools.mcp entry)."),
-    fmt: str = typer.Option(..., "--format", "-f", help="openapi, openai, toolbench, toolalpaca, catalog or mcp."),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Write the accepted tools here, as a catalog JSON file."),
-    command: Optional[str] = typer.Option(None, "--command", help="mcp: the command that starts the server over stdio."),
-    url: Optional[str] = typer.Option(None, "--url", help="mcp: the endpoint of a server over streamable HTTP."),
-    name: Optional[str] = typer.Option(None, "--name", help="mcp: the source's name (default: derived from the command or URL)."),
-    env: Optional[list[str]] = typer.Option(None, "--env", help="mcp: KEY=VALUE for the server; VALUE may hold ${VAR} (repeatable)."),
-    header_from_env: Optional[list[str]] = typer.Option(None, "--header-from-env", help="mcp: HEADER=VAR, the header's value read from $VAR (repeatable)."),
+    path: Optional[str] = typer.Argument(None, metavar="PATH", help="A tool file (for mcp: a YAML or JSON file holding one tools.mcp entry)."),
+    fmt: str = typer.Option(..., "--format", "-f", metavar="FORMAT", help="openapi, openai, toolbench, toolalpaca, catalog or mcp."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", metavar="FILE", help="Write the accepted tools here, as a catalog JSON file."),
+    command: Optional[str] = typer.Option(None, "--command", metavar="COMMAND", help="mcp: the command that starts the server over stdio."),
+    url: Optional[str] = typer.Option(None, "--url", metavar="URL", help="mcp: the endpoint of a server over streamable HTTP."),
+    name: Optional[str] = typer.Option(None, "--name", metavar="NAME", help="mcp: the source's name (default: derived from the command or URL)."),
+    env: Optional[list[str]] = typer.Option(None, "--env", metavar="KEY=VALUE", help="mcp: KEY=VALUE for the server; VALUE may hold ${VAR} (repeatable)."),
+    header_from_env: Optional[list[str]] = typer.Option(None, "--header-from-env", metavar="HEADER=VAR", help="mcp: HEADER=VAR, the header's value read from $VAR (repeatable)."),
 ) -> None:
     """Convert and check the tools of a file, or of an MCP server, as the tools stage does; report every rejection."""
     from toolfactory.config import SourceFile, ToolsConfig
@@ -399,13 +443,24 @@ def tools_import(
             source = SourceFile(path=path, format=fmt)  # type: ignore[arg-type]
             items = read_sources(ToolsConfig(builtin_catalog=False, builtin_introductions=False, files=[source]))
         except (ConfigError, ValueError) as exc:
-            typer.echo(f"error: {str(exc).splitlines()[0] if isinstance(exc, ValueError) else exc}", err=True)
+            _error(str(exc).splitlines()[0] if isinstance(exc, ValueError) else exc)
             raise typer.Exit(2) from None
         label, result = path, import_items(items)
+    from toolfactory.definitions.convert import LEFT_OUT
+
     functions = sum(len(tool.functions) for tool in result.records)  # type: ignore[attr-defined]
     typer.echo(f"{label}: {len(result.records)} tools ({functions} functions) imported, {len(result.rejected)} rejected")
     for rejected in result.rejected:
         typer.echo(f"  rejected {rejected.id}: {', '.join(rejected.reasons)}: {rejected.detail}")
+    for tool in result.records:
+        for line in tool.provenance.get(LEFT_OUT, ()):  # type: ignore[attr-defined]
+            typer.echo(f"  left out of {tool.name}: {line}")  # type: ignore[attr-defined]
+    if not result.records and fmt != "mcp":
+        # A tool file none of whose tools can be used is bad input: an empty catalog would only
+        # move the failure to the run that reads it. (A server's tools are its own to fix.)
+        first = result.rejected[0] if result.rejected else None
+        _error(f"{label}: no tool imported" + (f": {first.detail or ', '.join(first.reasons)}" if first else " (it holds none)"))
+        raise typer.Exit(2)
     if out:
         catalog = {"version": 1, "tools": [tool.model_dump(mode="json", exclude_none=True) for tool in result.records]}
         Path(out).write_text(json.dumps(catalog, indent=1, ensure_ascii=False))
@@ -423,6 +478,7 @@ def _import_mcp(
     import yaml
     from pydantic import ValidationError
 
+    from toolfactory.config import yaml_problem
     from toolfactory.executable.mcp import McpEnvironment, McpSourceSettings
     from toolfactory.executable.session import ExecutionFailed
     from toolfactory.stages.base import StageOutput
@@ -442,9 +498,13 @@ def _import_mcp(
             if command or url or env or headers:
                 raise ConfigError("give either a file holding one tools.mcp entry or --command/--url, not both")
             try:
-                fields = yaml.safe_load(Path(path).read_text())
-            except (OSError, yaml.YAMLError) as exc:
-                raise ConfigError(f"{path}: {str(exc).splitlines()[0]}") from None
+                fields = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            except OSError as exc:
+                raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+            except UnicodeDecodeError:
+                raise ConfigError(f"{path}: not UTF-8 text: expected a YAML or JSON file holding one tools.mcp entry") from None
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"{path} is not valid YAML: {yaml_problem(exc)}") from None
             if not isinstance(fields, dict):
                 raise ConfigError(f"{path}: expected a mapping holding one tools.mcp entry")
             if name:
@@ -471,12 +531,12 @@ def _import_mcp(
         typer.echo(f"error: {path or 'tools.mcp'}: {where}: {error['msg']}", err=True)
         raise typer.Exit(2) from None
     except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _error(exc)
         raise typer.Exit(2) from None
     try:
         tools = asyncio.run(McpEnvironment(settings).list_tools())
     except ExecutionFailed as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _error(exc)
         raise typer.Exit(1) from None
     result = StageOutput(items_in=len(tools))
     for tool in tools:
@@ -489,28 +549,29 @@ def _import_mcp(
     return f"MCP source {settings.name}", result
 
 
-@app.command()
+@app.command(short_help="Check an existing dataset and write a report.")
 def verify(
-    path: str = typer.Argument(..., help="A dataset file (or folder) to check."),
-    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, sharegpt, toolbench, xlam, toolalpaca, tooleval or bfcl_multi_turn."),
-    out: str = typer.Option("verify-report", "--out", "-o", help="Folder for report.json, report.md, rejected.jsonl."),
-    disable: Optional[list[str]] = typer.Option(None, "--disable", help="A rule code to skip (repeatable)."),
-    policy: Optional[str] = typer.Option(None, "--policy", help="Also apply a recipe's filters: toolalpaca, toolllm or toolace."),
-    max_depth: int = typer.Option(64, "--max-depth", min=1, max=200, help="Deeper records are rejected as record_too_deep (at most 200)."),
-    max_record_chars: int = typer.Option(2_000_000, "--max-record-chars", min=1, help="Larger records are record_too_large."),
-    workers: int = typer.Option(0, "--workers", min=0, help="Processes that check a JSONL file (openai, xlam); 0: all cores."),
-    paths: Optional[str] = typer.Option(None, "--paths", help="toolbench: 'released' (the winning path, default) or 'all' (every path of the search tree)."),
+    path: str = typer.Argument(..., metavar="PATH", help="A dataset file (or folder) to check."),
+    fmt: str = typer.Option(..., "--format", "-f", metavar="FORMAT", help="toolfactory, openai, sharegpt, toolbench, xlam, toolalpaca, tooleval or bfcl_multi_turn."),
+    out: str = typer.Option("verify-report", "--out", "-o", metavar="DIR", help="Folder for report.json, report.md, rejected.jsonl."),
+    disable: Optional[list[str]] = typer.Option(None, "--disable", metavar="CODE", help="A rule code to skip (repeatable)."),
+    policy: Optional[str] = typer.Option(None, "--policy", metavar="RECIPE", help="Also apply a recipe's filters: toolalpaca, toolllm or toolace."),
+    max_depth: int = typer.Option(64, "--max-depth", min=1, max=200, metavar="N", help="Deeper records are rejected as record_too_deep (at most 200)."),
+    max_record_chars: int = typer.Option(2_000_000, "--max-record-chars", min=1, metavar="N", help="Larger records are record_too_large."),
+    workers: int = typer.Option(0, "--workers", min=0, metavar="N", help="Processes that check a JSONL file (openai, xlam); 0: all cores."),
+    paths: Optional[str] = typer.Option(None, "--paths", metavar="released|all", help="toolbench: 'released' (the winning path, default) or 'all' (every path of the search tree)."),
 ) -> None:
     """Check an existing dataset with the rule layer (validity; policy with --policy) and write a report.
     Records that name their executable environments (bfcl_multi_turn) are also replayed (execution layer)."""
     from toolfactory.stages.verify.limits import Limits
     from toolfactory.stages.verify.report import policy_named, verify_file
 
+    _check_out(out)
     try:
         report = verify_file(path, fmt, out, frozenset(disable or ()), policy_named(policy),
                              Limits(max_depth, max_record_chars), paths, workers or os.cpu_count() or 1)
     except (ConfigError, TerminalError) as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _error(exc)
         raise typer.Exit(2) from None
     typer.echo(
         f"{path}: {report['records']} records, {report['parsed']} parsed, {report['accepted']} accepted, "
@@ -520,14 +581,14 @@ def verify(
         typer.echo(f"  {code}: {count}")
 
 
-@app.command("eval")
+@app.command("eval", short_help="ToolEval: pass rate and win rate of solution paths.")
 def evaluate(
-    path: str = typer.Argument(..., help="A file of solution paths."),
-    fmt: str = typer.Option(..., "--format", "-f", help="toolfactory, openai, toolbench, xlam or toolalpaca."),
-    against: Optional[str] = typer.Option(None, help="Paths to compare with, for the win rate."),
-    against_format: Optional[str] = typer.Option(None, help="Format of --against (default: --format)."),
-    votes: int = typer.Option(4, help="Judge votes per decision, at least 4 (ToolEval A.5)."),
-    out: str = typer.Option("eval-report", "--out", "-o", help="Folder for eval.json."),
+    path: str = typer.Argument(..., metavar="PATH", help="A file of solution paths."),
+    fmt: str = typer.Option(..., "--format", "-f", metavar="FORMAT", help="toolfactory, openai, toolbench, xlam or toolalpaca."),
+    against: Optional[str] = typer.Option(None, metavar="PATH", help="Paths to compare with, for the win rate."),
+    against_format: Optional[str] = typer.Option(None, metavar="FORMAT", help="Format of --against (default: --format)."),
+    votes: int = typer.Option(4, metavar="N", help="Judge votes per decision, at least 4 (ToolEval A.5)."),
+    out: str = typer.Option("eval-report", "--out", "-o", metavar="DIR", help="Folder for eval.json."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
 ) -> None:
@@ -539,14 +600,15 @@ def evaluate(
     try:
         check_votes(votes)
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _error(exc)
         raise typer.Exit(2) from None
     resolved = _config(config, overrides)
+    _check_out(out)
     try:
         paths, errors = read_paths(path, fmt)
         others = read_paths(against, against_format or fmt)[0] if against else None
     except (ConfigError, TerminalError) as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _error(exc)
         raise typer.Exit(2) from None
 
     report = _with_gateway(resolved, lambda gateway: run_eval(paths, gateway, votes, others))
@@ -560,22 +622,22 @@ def evaluate(
     typer.echo(f"report: {target}")
 
 
-@app.command()
+@app.command(short_help="Write a run's dataset in a trainer's format, split.")
 def export(
-    run_id: str = typer.Argument(..., help="The run whose accepted dialogues to export."),
-    fmt: str = typer.Option(..., "--format", "-f", help="openai, sharegpt, toolbench, toolalpaca, xlam, bfcl, hf or tasks."),
-    out: str = typer.Option(..., "--out", "-o", help="Output folder (local or s3://)."),
-    by: str = typer.Option("tool", "--by", help="Split by unseen tools (tool) or unseen categories (category)."),
-    train: float = typer.Option(0.8, "--train"),
-    validation: float = typer.Option(0.1, "--validation"),
-    test: float = typer.Option(0.1, "--test"),
+    run_id: str = typer.Argument(..., metavar="RUN_ID", help="The run whose accepted dialogues to export."),
+    fmt: str = typer.Option(..., "--format", "-f", metavar="FORMAT", help="openai, sharegpt, toolbench, toolalpaca, xlam, bfcl, hf or tasks."),
+    out: str = typer.Option(..., "--out", "-o", metavar="DIR", help="Output folder (local or s3://)."),
+    by: str = typer.Option("tool", "--by", metavar="tool|category", help="Split by unseen tools (tool) or unseen categories (category)."),
+    train: float = typer.Option(0.8, "--train", metavar="SHARE", help="Share of the records in the train split."),
+    validation: float = typer.Option(0.1, "--validation", metavar="SHARE", help="Share of the records in the validation split."),
+    test: float = typer.Option(0.1, "--test", metavar="SHARE", help="Share of the records in the test split."),
     include_reasoning: bool = typer.Option(False, "--include-reasoning", help="Keep the assistant's thinking."),
-    call_format: str = typer.Option("openai", "--call-format", help="openai: native tool_calls; json, python, react, xml: "
+    call_format: str = typer.Option("openai", "--call-format", metavar="FORMAT", help="openai: native tool_calls; json, python, react, xml: "
                                     "calls as text with the tools in the system prompt (openai format); mixed: one per record."),
-    tool_format: str = typer.Option("json", "--tool-format", help="With a text call format: json, yaml, xml, markdown, natural or mixed."),
-    subset: Optional[str] = typer.Option(None, "--subset", help="Only a curation subset: complexity=easy|medium|hard or diversity=low|medium|high."),
-    out_endpoint_url: Optional[str] = typer.Option(None, "--out-endpoint-url", help="S3 endpoint of an s3:// --out (default: storage.endpoint_url)."),
-    out_region: Optional[str] = typer.Option(None, "--out-region", help="S3 region of an s3:// --out (default: storage.region)."),
+    tool_format: str = typer.Option("json", "--tool-format", metavar="FORMAT", help="With a text call format: json, yaml, xml, markdown, natural or mixed."),
+    subset: Optional[str] = typer.Option(None, "--subset", metavar="KIND=LEVEL", help="Only a curation subset: complexity=easy|medium|hard or diversity=low|medium|high."),
+    out_endpoint_url: Optional[str] = typer.Option(None, "--out-endpoint-url", metavar="URL", help="S3 endpoint of an s3:// --out (default: storage.endpoint_url)."),
+    out_region: Optional[str] = typer.Option(None, "--out-region", metavar="REGION", help="S3 region of an s3:// --out (default: storage.region)."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
 ) -> None:
@@ -584,6 +646,7 @@ def export(
     from toolfactory.storage import ObjectStore
 
     resolved = _config(config, overrides)
+    _check_out(out)
     try:
         splits = SplitSpec(train=train, validation=validation, test=test, by=by)  # type: ignore[arg-type]
         # An s3:// destination is most often the run's own S3 (MinIO, a region): its settings apply.
@@ -595,7 +658,7 @@ def export(
                              options=ExportOptions(include_reasoning=include_reasoning, call_format=call_format,
                                                    tool_format=tool_format, subset=subset))
     except (ConfigError, TerminalError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _error(exc)
         raise typer.Exit(2) from None
     counts = ", ".join(f"{split} {n}" for split, n in summary["splits"].items())
     typer.echo(f"{summary['exported']} of {summary['records']} records exported as {fmt} to {out} ({counts})")
@@ -603,9 +666,9 @@ def export(
         typer.echo(f"  skipped {count}: {reason}")
 
 
-@app.command()
+@app.command(short_help="(Re)build a run's HTML report.")
 def report(
-    run_id: Optional[str] = typer.Argument(None, help="Run id (default: the latest run)."),
+    run_id: Optional[str] = typer.Argument(None, metavar="RUN_ID", help="Run id (default: the latest run)."),
     config: Optional[str] = ConfigOption,
     overrides: Optional[list[str]] = SetOption,
 ) -> None:
@@ -626,16 +689,16 @@ def report(
     try:
         built = build_report(store, str(db.path), run_id)  # brings the stats up to date first
     except TerminalError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _error(exc)
         raise typer.Exit(2) from None
     _print_problems(built["problems"])
     typer.echo(f"report: {built['uri']}")
 
 
-@app.command()
+@app.command(short_help="API retriever data and its NDCG (ToolLLM §3.1).")
 def retriever(
-    run_id: str = typer.Argument(..., help="The run whose instructions and APIs to use."),
-    out: str = typer.Option("retriever", "--out", "-o", help="Folder for corpus.tsv, queries, qrels and the report."),
+    run_id: str = typer.Argument(..., metavar="RUN_ID", help="The run whose instructions and APIs to use."),
+    out: str = typer.Option("retriever", "--out", "-o", metavar="DIR", help="Folder for corpus.tsv, queries, qrels and the report."),
     all_tasks: bool = typer.Option(False, "--all-tasks", help="Use every task, not only those whose dialogue was accepted."),
     embeddings: bool = typer.Option(True, "--embeddings/--no-embeddings", help="Also evaluate embedding retrieval."),
     config: Optional[str] = ConfigOption,
@@ -646,6 +709,7 @@ def retriever(
     from toolfactory.storage import ObjectStore
 
     resolved = _config(config, overrides)
+    _check_out(out)
     store = ObjectStore.open(resolved.storage)
     report = _with_gateway(resolved, lambda gateway: retriever_export(
         store, run_id, out, gateway=gateway if embeddings else None, seed=resolved.run.seed or 0,
@@ -688,7 +752,10 @@ def simulator_serve(ctx: typer.Context) -> None:
     settings: list[str] = []
     if config_path is not None or overrides:
         settings = settings_to_cli_args(_config(config_path, overrides).llm.simulator)
-    simulator_main(["serve", *settings, *rest])
+    simulator_main(["serve", *settings, *rest], prog="toolfactory simulator",
+                   epilog="--config FILE and --set llm.simulator.FIELD=VALUE start it with a run config's "
+                          "llm.simulator settings (environment variables included), as `run` would; "
+                          "flags given after them win.")
 
 
 def _config_arguments(args: list[str]) -> tuple[list[str], str | None, list[str]]:
@@ -709,6 +776,17 @@ def _config_arguments(args: list[str]) -> tuple[list[str], str | None, list[str]
     return rest, config_path, overrides
 
 
+def _click_errors() -> tuple[type[Exception], tuple[type[Exception], ...]]:
+    """Click's base class of the errors it reports to the user, and the error that stands for
+    "no command given: show the help" (from the copy of click that typer uses)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # typer before it shipped its own copy of click
+        from click import exceptions  # type: ignore[no-redef]
+    no_command = getattr(exceptions, "NoArgsIsHelpError", None)
+    return exceptions.ClickException, (no_command,) if no_command is not None else ()
+
+
 def main() -> None:
     """Every error is one line on stderr: exit 2 for bad input (config, arguments, paths), 1 for
     anything else; `--debug`, anywhere on the line, shows the traceback instead."""
@@ -717,13 +795,34 @@ def main() -> None:
         sys.argv.remove("--debug")
     # SIGTERM (an orchestrator stopping us) unwinds like Ctrl-C: servers, simulator and Ray stop.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    usage_errors, help_errors = _click_errors()
     try:
-        app(prog_name="toolfactory")
+        # Not standalone: click would print a usage error as a usage block and a boxed message.
+        code = app(prog_name="toolfactory", standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except help_errors as exc:  # no command given: the help, as standalone click shows it
+        exc.show()
+        sys.exit(exc.exit_code)
+    except usage_errors as exc:
+        context = getattr(exc, "ctx", None)
+        hint = f" (see `{context.command_path} --help`)" if context is not None else ""
+        _error(exc.format_message().rstrip(".") + hint)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        _error("aborted")
+        sys.exit(1)
     except Exception as exc:
         if debug:
             raise
+        from toolfactory.storage import disk_full
+
+        if disk_full(exc):  # a full disk is the operator's to fix, not a fault to trace
+            from toolfactory.run.outcome import full_disk_line
+
+            _error(f"{full_disk_line(exc)}: free some, then run the command again")
+            sys.exit(1)
         bad_input = isinstance(exc, (ConfigError, TerminalError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError))
-        typer.echo(f"error: {type(exc).__name__}: {exc}" + ("" if bad_input else " (run again with --debug for the traceback)"), err=True)
+        _error(f"{type(exc).__name__}: {exc}" + ("" if bad_input else " (run again with --debug for the traceback)"))
         sys.exit(2 if bad_input else 1)
     finally:
         # Free what still holds Arrow's threads while Arrow is alive: freed during interpreter

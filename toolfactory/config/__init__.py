@@ -161,15 +161,43 @@ def validate_config(data: Mapping[str, Any]) -> Config:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a folder, not a file")
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        loaded = yaml.safe_load(path.read_text()) or {}
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}): "
+                          "is it a YAML file?") from None
+    try:
+        loaded = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+        raise ConfigError(f"config file {path} is not valid YAML: {yaml_problem(exc)}") from None
     if not isinstance(loaded, dict):
         raise ConfigError(f"config file {path} must hold a mapping, not {type(loaded).__name__}")
     return loaded
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error on one line: where (line and column, from 1), what is wrong and, when the
+    parser says so, what it was reading (PyYAML's own text spreads this over lines with a caret)."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        what = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        context = ""
+        if exc.context and exc.problem:
+            started = exc.context_mark
+            at = f" at line {started.line + 1}, column {started.column + 1}" if started is not None and started != mark else ""
+            context = f" ({exc.context}{at})"
+        return f"{where}{what}{context}"
+    if isinstance(exc, yaml.reader.ReaderError):
+        return f"character {exc.position + 1}: {exc.reason} (#x{exc.character:04x})" if isinstance(exc.character, int) \
+            else f"character {exc.position + 1}: {exc.reason}"
+    return " ".join(str(exc).split())
 
 
 def _parse_scalar(text: str) -> Any:
@@ -250,4 +278,5 @@ __all__ = [
     "local_embeddings_installed",
     "override_key",
     "validate_config",
+    "yaml_problem",
 ]

@@ -21,6 +21,11 @@ from toolfactory.errors import ToolfactoryError
 from toolfactory.models import Function, Tool
 
 
+# The provenance key of what an OpenAPI tool's document lost, one line per operation or component
+# (see _from_openapi).
+LEFT_OUT = "left_out"
+
+
 class MalformedTool(ToolfactoryError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -241,6 +246,84 @@ def functions_from_openapi(document: dict[str, Any]) -> list[Function]:
     return functions
 
 
+_HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def _pointer_target(document: Any, ref: str) -> tuple[bool, Any]:
+    """(found, target) of a local `$ref` (``#/a/b``, JSON Pointer escapes and %-encoding undone)."""
+    from urllib.parse import unquote
+
+    target = document
+    for part in unquote(ref[1:]).split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return False, None
+    return True, target
+
+
+def _unresolvable(node: Any, document: dict[str, Any], seen: frozenset[str] = frozenset()) -> list[str]:
+    """The local `$ref` s under `node`, followed through their targets, that point to nowhere."""
+    if isinstance(node, list):
+        return [ref for item in node for ref in _unresolvable(item, document, seen)]
+    if not isinstance(node, dict):
+        return []
+    missing: list[str] = []
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#") and ref not in seen:
+        found, target = _pointer_target(document, ref)
+        missing += _unresolvable(target, document, seen | {ref}) if found else [ref]
+    for key, value in node.items():
+        if key != "$ref":
+            missing += _unresolvable(value, document, seen)
+    return list(dict.fromkeys(missing))
+
+
+def _without_unresolvable(document: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The document without the operations that use a `$ref` to nowhere (a document's other
+    operations are still good tools) and without the components that do (none of the operations
+    kept uses them, or it would have been taken out too), and one line per part taken out."""
+    paths = document.get("paths")
+    if not isinstance(paths, dict):
+        return document, []
+    kept: dict[str, Any] = {}
+    skipped: list[str] = []
+    for path, item in paths.items():
+        if not isinstance(item, dict):
+            kept[path] = item
+            continue
+        shared = _unresolvable({key: value for key, value in item.items() if key not in _HTTP_METHODS}, document)
+        operations = {method: op for method, op in item.items() if method in _HTTP_METHODS}
+        good = {}
+        for method, op in operations.items():
+            missing = shared + [ref for ref in _unresolvable(op, document) if ref not in shared]
+            if missing:
+                skipped.append(f"{method.upper()} {path}: unresolvable reference {', '.join(repr(r) for r in missing)}")
+            else:
+                good[method] = op
+        if good or not operations:
+            kept[path] = {key: value for key, value in item.items() if key not in _HTTP_METHODS or key in good}
+    components: dict[str, Any] = {}
+    given = document.get("components")
+    for kind, entries in (given.items() if isinstance(given, dict) else ()):
+        if not isinstance(entries, dict):
+            components[kind] = entries
+            continue
+        components[kind] = {}
+        for name, entry in entries.items():
+            missing = _unresolvable(entry, document)
+            if missing:
+                skipped.append(f"components/{kind}/{name}: unresolvable reference {', '.join(repr(r) for r in missing)}")
+            else:
+                components[kind][name] = entry
+    if not skipped:
+        return document, []
+    return {**document, "paths": kept, **({"components": components} if isinstance(given, dict) else {})}, skipped
+
+
 def _from_openapi(raw: Any) -> list[Tool]:
     if not isinstance(raw, dict):
         raise MalformedTool("tool_openapi_invalid", "an OpenAPI document must be a mapping")
@@ -249,22 +332,29 @@ def _from_openapi(raw: Any) -> list[Tool]:
     from openapi_spec_validator import validate as validate_openapi
     from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
+    document, skipped = _without_unresolvable(raw)
+    if skipped and not any(isinstance(item, dict) and set(item) & set(_HTTP_METHODS)
+                           for item in (document.get("paths") or {}).values()):
+        operations = [line for line in skipped if not line.startswith("components/")]
+        raise MalformedTool("tool_openapi_invalid", f"no operation left: {'; '.join(operations)}")
     try:
-        validate_openapi(raw)
+        validate_openapi(document)
     except OpenAPIValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
         raise MalformedTool("tool_openapi_invalid", f"invalid OpenAPI at {where}: {exc.message}") from None
-    info = raw.get("info", {})
+    info = document.get("info", {})
     category = str(info.get("x-category") or "General")
     return [Tool(
         name=str(info.get("title", "")),
         description=str(info.get("description", "")),
         category=category,
         domain_path=[category],
-        link=str((raw.get("servers") or [{}])[0].get("url", "")),
+        link=str((document.get("servers") or [{}])[0].get("url", "")),
         source="openapi",
-        functions=functions_from_openapi(raw),
-        openapi=raw,
+        # Kept with the tool, so that an import or a run can say what of the document it left out.
+        provenance={LEFT_OUT: skipped} if skipped else {},
+        functions=functions_from_openapi(document),
+        openapi=document,
     )]
 
 

@@ -6,6 +6,7 @@ so that an alert on a failed run carries everything needed to act on it.
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -13,15 +14,31 @@ from toolfactory.config import BudgetConfig
 from toolfactory.storage import ObjectStore
 
 _SHOWN = 8  # failed shards listed by name; the rest are counted
+# How DuckDB names the file it could not write (its messages wrap the OSError's in their own).
+_DUCKDB_FILE = re.compile(r'(?:write|extend|open|create) file "([^"]+)"')
 
 
-def rerun_command(run_id: str, store: ObjectStore, endpoint_url: str | None = None, region: str | None = None) -> str:
-    """`toolfactory rerun …` with what locates the run's storage (the rest comes from its manifest)."""
-    parts = ["toolfactory", "rerun", run_id, "--set", f"storage.root={store.url}"]
+def run_command(command: str, run_id: str, store: ObjectStore, endpoint_url: str | None = None,
+                region: str | None = None) -> str:
+    """`toolfactory <command> RUN …` with what locates the run's storage (the rest comes from its
+    manifest), so that advice printed on one machine works as given on any other."""
+    parts = ["toolfactory", command, run_id, "--set", f"storage.root={store.url}"]
     for field, value in (("endpoint_url", endpoint_url), ("region", region)):
         if value:
             parts += ["--set", f"storage.{field}={value}"]
     return shlex.join(parts)
+
+
+def rerun_command(run_id: str, store: ObjectStore, endpoint_url: str | None = None, region: str | None = None) -> str:
+    """`toolfactory rerun …`, which finishes the run (see :func:`run_command`)."""
+    return run_command("rerun", run_id, store, endpoint_url, region)
+
+
+def damage_advice(run_id: str, store: ObjectStore, endpoint_url: str | None = None, region: str | None = None) -> str:
+    """What to do about files of a run damaged since their commit: the commands that list them and
+    build them again."""
+    return (f"`{run_command('check-run', run_id, store, endpoint_url, region)}` lists them, "
+            f"`{rerun_command(run_id, store, endpoint_url, region)}` builds them again")
 
 
 def unfinished_shards(summary: dict[str, Any]) -> list[str]:
@@ -79,3 +96,27 @@ def budget_message(summary: dict[str, Any], reason: str, rerun: str) -> str:
         f"run {summary['run_id']} stopped: {reason}; {len(shards)} shard(s) not done. "
         f"Finish the run with a larger budget: {rerun}"
     )
+
+
+def unwritten_file(exc: BaseException) -> str | None:
+    """The file a full disk refused, as the error or an error under it names it (None: unnamed)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.filename:
+            return str(cause.filename)
+        found = _DUCKDB_FILE.search(str(cause))
+        if found:
+            return found[1]
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def full_disk_line(exc: BaseException) -> str:
+    """`No space left on device (writing <file>)`: a full disk in the system's own words (ENOSPC's,
+    which :func:`toolfactory.storage.disk_full` also recognizes in a flow's final message), not in
+    those of the library that met it (DuckDB's "CHECKPOINT during DETACH failed", pyarrow's "Error
+    writing bytes")."""
+    where = unwritten_file(exc)
+    return "No space left on device" + (f" (writing {where})" if where else "")

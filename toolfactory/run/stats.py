@@ -527,11 +527,18 @@ class StatsDB:
 
     def run_summary(self, run_id: str, stage_order: tuple[str, ...]) -> dict[str, Any]:
         """`{run_id, status, reason, stages: [...]}`, one stage object per stage of the run, in run
-        order; `reason` says why a run failed when it is not (only) a missing shard."""
+        order; `reason` says why a run failed when it is not (only) a missing shard. `started_at`
+        and `wall_s` are the run's, from its first execution's start to its last one's end;
+        `attempts` counts its executions (the first and each re-run), `last_attempt` gives the
+        start and wall time of the latest."""
         with self._connect(read_only=True) as con:
+            # A run executed more than once (re-runs) started with its first execution, when it was
+            # planned (`created_at`); `started_at` is its last execution's start.
+            first = f"coalesce({_ts('created_at')}, {_ts('started_at')})"
             run = con.execute(
-                f"""SELECT status, {_ts('started_at')}, {_ts('finished_at')},
-                           epoch({_ts('finished_at')} - {_ts('started_at')}), reason, message, made_by, simulated
+                f"""SELECT status, {first}, {_ts('finished_at')}, epoch({_ts('finished_at')} - {first}), reason, message,
+                           made_by, simulated, coalesce(attempts, 1), {_ts('started_at')},
+                           epoch({_ts('finished_at')} - {_ts('started_at')})
                     FROM runs WHERE run_id = ?""", [run_id]).fetchone()
             roles = con.execute(
                 """SELECT role, sum(calls), sum(prompt_tokens), sum(completion_tokens), sum(cached_prompt_tokens),
@@ -606,6 +613,9 @@ class StatsDB:
             "started_at": iso_time(run[1]) if run else None,
             "finished_at": iso_time(run[2]) if run else None,
             "wall_s": None if not run or run[3] is None else round(float(run[3]), 3),
+            "attempts": int(run[8]) if run else None,
+            "last_attempt": None if not run else {
+                "started_at": iso_time(run[9]), "wall_s": None if run[10] is None else round(float(run[10]), 3)},
             "reason": run[4] if run else None,
             "message": run[5] if run else None,
             "made_by": run[6] if run else None,

@@ -88,7 +88,15 @@ def problems(db: StatsDB, run_id: str | None) -> tuple[Problem, ...]:
     with db.transaction() as con:
         rows = con.execute("""SELECT path, run_id, reason, detail FROM storage_problems
                               WHERE run_id = ? OR path LIKE '%/run.json' ORDER BY path""", [run_id]).fetchall()
-    return tuple(Problem(*row) for row in rows)
+    # A cache written by an earlier version holds the stored inputs' sidecars as unreadable shard
+    # metrics; they are no problem of the stats, and are never read again (their version is kept).
+    return tuple(Problem(*row) for row in rows if _stage_file(row[0]))
+
+
+def _stage_file(path: str) -> bool:
+    """Whether `path` is a run record, or a file of a stage's shard (a sidecar, a usage file)."""
+    parts = path.split("/")
+    return len(parts) < 4 or parts[-1] == "run.json" or parts[2] in STAGE_NAMES
 
 
 # --- run records --------------------------------------------------------------------------
@@ -188,12 +196,13 @@ def _sync_detail(store: ObjectStore, db: StatsDB, run_id: str) -> None:
     committed = {(m[1], int(m[2])) for path in files if (m := main.fullmatch(path))}
     with db.transaction() as con:
         seen = dict(con.execute("SELECT path, version FROM storage_files WHERE run_id = ?", [run_id]).fetchall())
+    # Only a stage shard's sidecar holds shard metrics: the run's stored inputs (sources,
+    # documents) have sidecars of another shape, written when the run was planned.
     wanted = [path for path, version in sorted(files.items()) if seen.get(path) != version and (
-        usage.fullmatch(path) or ((m := sidecar.fullmatch(path)) and (m[1], int(m[2])) in committed))]
+        usage.fullmatch(path) or ((m := sidecar.fullmatch(path)) and m[1] in STAGE_NAMES and (m[1], int(m[2])) in committed))]
     texts = _each(store, wanted, store.read_bytes_or_none)
     # A run with stage shards' sidecars and no record was written before runs kept one; a run that
-    # is just starting has neither (its stored inputs, sources and documents, have sidecars of their
-    # own, written when it was planned): its driver records it.
+    # is just starting has neither: its driver records it.
     legacy = _legacy_run(store, run_id, committed) if (state is None or state[0] is None) and any(
         (m := sidecar.fullmatch(path)) and m[1] in STAGE_NAMES for path in files) else None
     with db.transaction() as con:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import typing
 from collections.abc import Sequence
 from typing import Any, Literal, get_args, get_origin
 
@@ -20,6 +21,13 @@ from .settings import SimulatorSettings
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8800
 PROG = "python -m toolfactory.simulator"
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr, as every error of toolfactory's."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"error: {self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
 def _flag(name: str) -> str:
@@ -61,7 +69,7 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _serve_parser(prog: str = f"{PROG} serve") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog, description="Run the offline OpenAI-compatible LLM simulator."
     )
     add_settings_arguments(parser)
@@ -79,7 +87,8 @@ def _settings_from_namespace(
     try:
         return SimulatorSettings(**values)
     except ValidationError as exc:
-        parser.error(f"invalid settings: {exc}")
+        parser.error("; ".join(f"{_flag(str(error['loc'][0])) if error['loc'] else 'settings'}: {error['msg']} "
+                               f"(got {error.get('input')!r})" for error in exc.errors()))
         raise  # unreachable: parser.error exits
 
 
@@ -111,17 +120,20 @@ def settings_to_cli_args(settings: SimulatorSettings) -> list[str]:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point: `serve [flags]` runs the simulator in the foreground."""
+def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None = None) -> None:
+    """Entry point: `serve [flags]` runs the simulator in the foreground. `prog` is the command
+    that runs it, as its help and errors name it (`toolfactory simulator` from the project's
+    CLI); `epilog` ends the help of `serve` (what that command adds to the flags)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="Offline OpenAI-compatible LLM simulator."
+    parser = _Parser(
+        prog=prog, description="Offline OpenAI-compatible LLM simulator."
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     serve_parser = commands.add_parser(
         "serve",
         help="Run the simulator HTTP server (blocking).",
         description="Run the offline OpenAI-compatible LLM simulator.",
+        epilog=epilog,
     )
     add_settings_arguments(serve_parser)
     namespace = parser.parse_args(args)

@@ -29,16 +29,14 @@ Below are numbered documents: descriptions of APIs and texts about what people d
 For each document, name the broad application domain it belongs to (for example Entertainment,
 Finance, Healthcare), the coarse subdomain within it (for example Music), the fine-grained
 domain within that (for example Music streaming), and every API functionality or use case the
-document describes (for example "play a song by title"). Reuse a known domain when one fits.
-Known domains: {known}
+document describes (for example "play a song by title").{known}
 Documents:
 {documents}"""
 
 EXPAND_PROMPT = """\
 In a tree of API application areas, the node "{path}" needs {count} more specific children: {what}.
 Each child must be distinct from the others and from the known children, and concrete enough
-that an API could serve it.
-Known children: {known}"""
+that an API could serve it.{known}"""
 
 WHAT = {
     1: "coarse subdomains of this domain",
@@ -46,6 +44,12 @@ WHAT = {
     3: "fine-grained functionalities an API in this domain could offer",
 }
 LEVELS = ("domain", "subdomain", "fine_domain")  # the levels above the functionalities
+
+
+def _known(intro: str, names: list[str]) -> str:
+    """The prompt's line of known names, or nothing: a placeholder such as "none" is a word a
+    model may take for a name (the simulator made a domain "none MedInfoLookup Consumer" of it)."""
+    return f"{intro}{', '.join(names)}" if names else ""
 
 
 def _extract_schema(documents: int) -> dict[str, Any]:
@@ -144,7 +148,7 @@ class DomainsStage:
             return named
 
         batches = [documents[i : i + settings.documents_per_prompt] for i in range(0, len(documents), settings.documents_per_prompt)]
-        known_domains = ", ".join(n.path[0] for n in known.at_depth(1)) or "none"
+        known_domains = _known(" Reuse a known domain when one fits.\nKnown domains: ", [n.path[0] for n in known.at_depth(1)])
         named: list[list[str]] = []
         for batch, answer in zip(batches, await asyncio.gather(*(
             ctx.gateway.structured("designer", [{"role": "user", "content": EXTRACT_PROMPT.format(
@@ -164,7 +168,7 @@ class DomainsStage:
             frontier = pick.sample(frontier, min(len(frontier), settings.expand_per_level))
             results = await asyncio.gather(*(
                 ask(EXPAND_PROMPT.format(path=" > ".join(path), count=settings.children_per_node, what=WHAT[depth],
-                                         known=", ".join(c.path[-1] for c in tree.children(path)) or "none"),
+                                         known=_known("\nKnown children: ", [c.path[-1] for c in tree.children(path)])),
                     settings.children_per_node, f"expand_depth_{depth}")
                 for path in frontier
             ))

@@ -93,10 +93,18 @@ class PoolStage:
         return out
 
 
+NO_DOMAIN = "(no domain)"
+
+
+def domain_label(tool: Tool) -> str:
+    """The top-level domain a tool is counted under; a tool that names none, under one label."""
+    return " ".join((tool.domain_path or [tool.category])[0].split()) or NO_DOMAIN
+
+
 def profile(out: StageOutput, tool: Tool) -> None:
     out.count("tools_by_source", tool.source)
     out.count("functions_by_source", tool.source, len(tool.functions))
-    out.count("tools_by_domain", (tool.domain_path or [tool.category])[0])
+    out.count("tools_by_domain", domain_label(tool))
     out.count("functions_per_tool", str(len(tool.functions)))
     out.count("pool", str(tool.provenance["pool"]))
     for fn in tool.functions:

@@ -17,7 +17,7 @@ import yaml
 
 from toolfactory import fast_yaml
 from toolfactory.catalog import introductions_path, seed_catalog_path
-from toolfactory.config import SourceFile, ToolsConfig
+from toolfactory.config import SourceFile, ToolsConfig, yaml_problem
 from toolfactory.errors import ConfigError
 from toolfactory.models import Record, canonical_json, stable_id
 
@@ -164,7 +164,9 @@ def read_sources(config: ToolsConfig) -> list[SourceItem]:
             raise ConfigError(f"tools.files: no such file {source.path!r}")
         try:
             entries = split_source(path, source.format)
-        except (ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"tools.files: {source.path} is not valid YAML: {yaml_problem(exc)}") from None
+        except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"tools.files: {source.path} is not a {source.format} file ({exc})") from None
         if source.response_examples is not None:  # toolbench only (see SourceFile)
             examples = Path(source.response_examples).expanduser()
