@@ -204,6 +204,13 @@ def test_project_image_built_once(config):
         assert services[name]["image"] == PROJECT_IMAGE, name
 
 
+def test_project_services_run_under_an_init(config):
+    """PID 1 of a container gets no signal it has no handler for, and must reap orphans: each
+    process of the project image runs under Docker's init (tests/test_worker_stop.py times it)."""
+    for name in PROJECT_SERVICES:
+        assert config["services"][name].get("init") is True, name
+
+
 @pytest.mark.fault_matrix
 def test_simulator_service_serves_the_run_config(config):
     simulator = config["services"]["simulator"]
@@ -241,10 +248,12 @@ def test_ray_cluster(config):
     services = config["services"]
     head, worker = services["ray-head"], services["ray-worker"]
     head_command = " ".join(head["command"])
-    assert head_command.startswith("ray start --head")
+    # Ray's command line with a run's patience for a starting node (flows/ray_node.py, which the
+    # suite's own Ray heads run too).
+    assert head_command.startswith("python -m flows.ray_node start --head")
     for flag in ("--port=6379", "--dashboard-host=0.0.0.0", "--ray-client-server-port=10001", "--block"):
         assert flag in head["command"], flag
-    assert worker["command"] == ["ray", "start", "--address=ray-head:6379", "--block"]
+    assert worker["command"] == ["python", "-m", "flows.ray_node", "start", "--address=ray-head:6379", "--block"]
     assert "ray-head" in worker["depends_on"]
     for service in (head, worker):
         env = service["environment"]

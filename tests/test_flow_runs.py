@@ -1,19 +1,23 @@
 """What the Prefect flow runs of a run say about it, on the real Prefect test harness: their names
-and tags carry the run id and the run's labels, and a run that waits for the storage root says so.
+and tags carry the run id and the run's labels, a run that waits for the storage root says so, and
+a failed run's own state message (the "State Message" of its page in the UI) names its shards and
+the command that finishes it.
 
-Each flow here stops at the root's lease (held by the test), after its preflight and before any
-shard, which is all these messages need."""
+Each flow here but the last stops at the root's lease (held by the test), after its preflight and
+before any shard, which is all these messages need."""
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from conftest import small_run_overrides
+from conftest import http, small_run_overrides
 from toolfactory.config import load_config
 from toolfactory.run.lease import root_lease
 from toolfactory.run.manifest import Manifest, write_manifest
@@ -97,3 +101,54 @@ def test_a_rerun_flow_run_has_the_run_tags_and_its_run_id_in_its_name(prefect_ap
     flow_run = _flow_run(state)
     assert flow_run.name == "rerun-run-to-finish"
     assert {"toolfactory", "provider:simulator", "recipes:toolalpaca", "rerun"} <= set(flow_run.tags)
+
+
+def test_a_failed_run_states_its_shards_and_rerun_command_in_its_own_flow_run(
+    prefect_api: str, ray_cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterName,
+                                                FlowRunFilterParentTaskRunId)
+
+    from flows.execute import summary_of
+    from flows.generate import generate
+    from toolfactory.run.outcome import unfinished_shards
+    from toolfactory.simulator import SimulatorSettings, start_simulator
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-flow-runs")
+    root = tmp_path / "data"
+    with start_simulator(SimulatorSettings()) as sim:
+        def break_endpoint_once_planned() -> None:  # preflight has passed once the manifest exists
+            deadline = time.monotonic() + 300
+            while not list(root.glob("runs/*/manifest.json")) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            http.post(f"{sim.root_url}/simulator/settings", json={"rate_500": 1.0}).raise_for_status()
+
+        breaker = threading.Thread(target=break_endpoint_once_planned, daemon=True)
+        breaker.start()
+        state = generate(overrides=small_run_overrides(root, **{
+            "llm.provider": "openai-compatible", "llm.base_url": sim.base_url, "llm.max_retries": 0,
+            "orchestration.task_retries": 0, "tools.tools_per_shard": 4, "run.run_id": "failed-night",
+        }), return_state=True)
+        breaker.join()
+    summary = summary_of(state)
+    shards = unfinished_shards(summary)
+    assert summary["status"] == "failed" and any(shard.endswith("(failed)") for shard in shards)
+    # What the UI shows on the run's page: the state the API keeps, not the one this process returned.
+    flow_run = _flow_run(state)
+    assert flow_run.state is not None and flow_run.state.is_failed()
+    message = str(flow_run.state.message)
+    assert message == state.message and "\n" not in message
+    for shard in shards[:8]:
+        assert shard in message
+    assert len(shards) <= 8 or f"and {len(shards) - 8} more" in message
+    assert message.endswith(f"Finish the run with: toolfactory rerun failed-night --set storage.root={root}")
+    # The nightly runs alone: the `generate` flow's runs, or the runs that are no sub-flow
+    # (the Runs page's "Hide subflows"); the stage flows carry the run's tags too.
+    with get_client(sync_client=True) as client:
+        of_run = FlowRunFilterName(like_="failed-night")
+        stages = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(like_="failed-night/")))
+        top = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=of_run, parent_task_run_id=FlowRunFilterParentTaskRunId(is_null_=True)))
+        nightly = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=of_run), flow_filter=FlowFilter(name=FlowFilterName(any_=["generate"])))
+    assert stages and all(run.parent_task_run_id is not None and "toolfactory" in run.tags for run in stages)
+    assert [run.id for run in top] == [run.id for run in nightly] == [flow_run.id]

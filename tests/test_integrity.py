@@ -300,3 +300,55 @@ def test_a_truncated_shard_of_a_finished_run_is_rebuilt_downstream_and_the_datas
     assert rebuilt == {("dialogues", index), ("verify", index), ("measure", index), ("curate", 0), ("curate", index)}
     assert _dataset(run_dir) == clean
     assert CliRunner().invoke(app, ["check-run", run_id, "--set", f"storage.root={root}"]).exit_code == 0
+
+
+def _keys(s3_server: dict[str, str], prefix: str) -> list[str]:
+    client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=s3_server["bucket"], Prefix=prefix)
+    return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+
+def _mirror(s3_server: dict[str, str], prefix: str, into: Path) -> int:
+    """A plain boto3 mirror of the keys under `prefix`: each key a file of the same path."""
+    client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
+    keys = _keys(s3_server, prefix)
+    for key in keys:
+        target = into / key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        client.download_file(s3_server["bucket"], key, str(target))
+    return len(keys)
+
+
+def test_a_rebuild_on_s3_leaves_no_folder_objects_and_mirrors_to_files(tmp_path: Path, s3_server: dict[str, str]) -> None:
+    store = ObjectStore.open(StorageConfig(root=f"s3://{s3_server['bucket']}/{tmp_path.name}", endpoint_url=s3_server["endpoint"]))
+    plan = _plan()
+    _commit_all(store, plan)
+    _truncate(store, ShardPaths(RUN, "dialogues", 1).main)
+    rebuild = shards_to_rebuild(check_run(store, RUN, plan), plan, RUN)
+    uncommit(store, RUN, rebuild)  # each shard's main part was the only file of its name in its folder
+    assert [key for key in _keys(s3_server, tmp_path.name) if key.endswith("/")] == []
+    for spec in rebuild:
+        commit_shard(store, ShardPaths(RUN, spec.stage, spec.index), [(f"{spec.stage}-{spec.index}", "{}")], [], {"items_in": 1})
+    store.write_bytes(f"runs/{RUN}/report/stale.png", b"png")
+    store.delete(f"runs/{RUN}/report/stale.png")  # the report's only file, deleted
+    store.write_bytes(f"runs/{RUN}/export/bfcl/train/a.json", b"{}")
+    store.delete_tree(f"runs/{RUN}/export/bfcl/train")
+    keys = _keys(s3_server, tmp_path.name)
+    assert [key for key in keys if key.endswith("/")] == []
+    assert _mirror(s3_server, tmp_path.name, tmp_path / "mirror") == len(keys)
+    assert check_run(store, RUN, plan).ok
+
+
+def test_a_run_start_removes_the_folder_objects_an_older_delete_left(tmp_path: Path, s3_server: dict[str, str]) -> None:
+    store = ObjectStore.open(StorageConfig(root=f"s3://{s3_server['bucket']}/{tmp_path.name}", endpoint_url=s3_server["endpoint"]))
+    plan = _plan()
+    _commit_all(store, plan)
+    neighbour = f"runs/{RUN}-2/dialogues/part-00000.parquet"
+    store.write_bytes(neighbour, b"x")
+    for path in (ShardPaths(RUN, "curate", 1).main, neighbour):
+        store.fs.delete_file(f"{store.base}/{path}")  # pyarrow's delete: it writes the parent's folder object
+    ours, theirs = f"{tmp_path.name}/runs/{RUN}/curate/", f"{tmp_path.name}/runs/{RUN}-2/dialogues/"
+    assert {key for key in _keys(s3_server, tmp_path.name) if key.endswith("/")} == {ours, theirs}
+    assert store.remove_temporary(f"runs/{RUN}") == 1  # what every run and re-run does first
+    assert [key for key in _keys(s3_server, tmp_path.name) if key.endswith("/")] == [theirs]  # another run's: left
+    assert store.exists(ShardPaths(RUN, "curate", 0).main) and store.exists(ShardPaths(RUN, "dialogues", 1).main)

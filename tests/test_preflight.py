@@ -264,6 +264,38 @@ def test_a_closed_port_is_one_message_saying_nothing_answers(tmp_path: Path) -> 
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     report = asyncio.run(check_endpoint(config(), Endpoint(f"http://127.0.0.1:{port}/v1", "sk-preflight")))
-    problem = report.problems[0]
-    assert problem.startswith("llm.base_url: cannot connect to the endpoint for llm.roles.")
+    [problem] = report.problems
+    assert problem.startswith(f"llm.base_url: cannot connect to the endpoint at http://127.0.0.1:{port}/v1: nothing answers")
     assert "llm_connection_error" in problem and "llm_timeout" not in problem and "\n" not in problem
+    assert not report.probes  # nothing else is asked of an endpoint that does not answer
+
+
+def test_a_check_of_an_endpoint_that_went_down_fails_whatever_is_cached(tmp_path: Path) -> None:
+    env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-preflight"}
+
+    def check_at(url: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [TOOLFACTORY, "check", "--set", "llm.provider=openai-compatible", "--set", f"llm.base_url={url}",
+             "--set", f"storage.root={tmp_path / 'data'}"],
+            capture_output=True, text=True, timeout=120, env=env)
+
+    with start_simulator(SimulatorSettings()) as down:
+        first = check_at(down.base_url)
+        assert first.returncode == 0, first.stderr
+    again = check_at(down.base_url)  # every capability's answer is in the cache under the same root
+    assert again.returncode == 2, again.stdout
+    [line] = again.stderr.strip().splitlines()
+    assert line.startswith(f"error: llm.base_url: cannot connect to the endpoint at {down.base_url}: nothing answers")
+    assert "llm_connection_error" in line and "cached" not in again.stdout and "ok: " not in again.stdout
+
+
+def test_a_model_the_endpoint_does_not_list_is_asked_not_the_cache(sim: Any, profile: Any, tmp_path: Path) -> None:
+    profile("openai")
+    unlisted = [f"llm.roles.{role}.model=gpt-unlisted" for role in ("user", "assistant", "tool", "judge", "designer")]
+    assert check(sim, config(*unlisted, root=tmp_path)).ok
+    sent = chat_requests(sim)
+    again = check(sim, config(*unlisted, root=tmp_path))
+    assert again.ok and chat_requests(sim) == sent + 1  # one request confirms the model; the rest is cached
+    [asked] = [p for p in again.probes if not (p.cached or p.same_as or p.capability == "embeddings")]
+    assert asked.capability == "chat" and asked.model == "gpt-unlisted"
+    assert again.table().splitlines()[1].startswith("  endpoint: GET /models answered in ")

@@ -106,3 +106,28 @@ def test_a_read_only_root_is_refused_by_a_real_write(small_tmpfs: Any) -> None:
 def test_a_writable_root_passes_and_keeps_no_probe(tmp_path: Path) -> None:
     check_root(StorageConfig(root=str(tmp_path / "data")))
     assert list((tmp_path / "data").iterdir()) == []
+
+
+def test_s3_exports_written_discarded_and_cleared_leave_no_folder_objects(tmp_path: Path, s3_server: dict[str, str]) -> None:
+    from toolfactory.export.output import OutputDir
+
+    out = OutputDir(f"s3://{s3_server['bucket']}/{tmp_path.name}/export", endpoint_url=s3_server["endpoint"])
+    kept = out.open("train/kept.json")
+    kept.write(b"{}")
+    kept.commit()
+    failed = out.open("test/failed.json")  # the only file of its folder
+    failed.write(b"{")
+    failed.discard()
+    out.write_bytes("answers/a.json", b"{}")
+    out.clear("answers")
+    client = boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1")
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=s3_server["bucket"], Prefix=tmp_path.name)["Contents"]]
+    assert keys == [f"{tmp_path.name}/export/train/kept.json"]
+
+
+def test_delete_tree_deletes_every_file_under_the_folder_only(store: ObjectStore) -> None:
+    for path in ("a/b/1.json", "a/b/c/2.json", "a/bc/3.json", "a/4.json"):
+        store.write_bytes(path, b"{}")
+    store.delete_tree("a/b")
+    store.delete_tree("a/missing")
+    assert store.list("a") == ["a/4.json", "a/bc/3.json"]

@@ -29,6 +29,7 @@ class OutputFile:
 
     def __init__(self, store: ObjectStore, name: str) -> None:
         self.name = name
+        self._store = store
         self._fs = store.fs
         self._final = f"{store.base}/{name}"
         parent = self._final.rsplit("/", 1)[0]
@@ -66,9 +67,10 @@ class OutputFile:
     def discard(self) -> None:
         if not self._stream.closed:
             self._stream.close()
-        path = self._temporary or self._final
-        if self._fs.get_file_info(path).type != pafs.FileType.NotFound:
-            self._fs.delete_file(path)
+        if self._temporary is None:
+            self._store.delete(self.name)
+        elif self._fs.get_file_info(self._temporary).type != pafs.FileType.NotFound:
+            self._fs.delete_file(self._temporary)
 
 
 class OutputDir:
@@ -94,7 +96,7 @@ class OutputDir:
     def clear(self, folder: str) -> None:
         """Delete everything under `folder` (a folder of one file per record that the export owns:
         files a previous export left there would otherwise mix with this one's)."""
-        self.store.fs.delete_dir_contents(f"{self.store.base}/{folder.strip('/')}", missing_dir_ok=True)
+        self.store.delete_tree(folder.strip("/"))
 
 
 def json_line(value: Any) -> bytes:

@@ -100,6 +100,13 @@ def _connection_message(exc: openai.APIConnectionError) -> str:
     return f"cannot connect to the endpoint: {type(cause).__name__}: {cause}"
 
 
+def connection_failure(exc: openai.APIConnectionError) -> tuple[str, str]:
+    """The reason code (`llm_connection_error`, `llm_timeout`) of a request that got no answer,
+    and what failed: the socket's error when there is one."""
+    cause = _refused_connection(exc)
+    return _reason(exc), f"{type(cause or exc).__name__}: {cause or exc}"
+
+
 def _explained(exc: openai.APIStatusError, role: str) -> str:
     if exc.status_code in (400, 422):
         return f"{exc} ({_BAD_REQUEST_HINT.format(role=role)})"

@@ -93,18 +93,29 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-async def identify(endpoint: Endpoint, timeout_s: float = 30.0) -> EndpointIdentity:
+IDENTIFY_TIMEOUT_S = 30.0
+IDENTIFY_RETRIES = 2
+
+
+async def identify(endpoint: Endpoint, timeout_s: float = IDENTIFY_TIMEOUT_S) -> EndpointIdentity:
     """Ask `endpoint` what it serves (`GET /models`); an endpoint without that route (some proxies)
     is identified by its answers alone, and says why in `unlisted`."""
+    identity, _ = await list_models(endpoint, timeout_s)
+    return identity
+
+
+async def list_models(endpoint: Endpoint, timeout_s: float = IDENTIFY_TIMEOUT_S) -> tuple[EndpointIdentity, openai.OpenAIError | None]:
+    """:func:`identify`, with the error that kept the endpoint from listing its models (None: it
+    listed them). Never cached: whether anything answers at the endpoint now is part of the answer."""
     base = public_url(endpoint.base_url)
-    async with openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=timeout_s, max_retries=2) as client:
+    async with openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=timeout_s, max_retries=IDENTIFY_RETRIES) as client:
         try:
             raw = await client.models.with_raw_response.list()
         except openai.OpenAIError as exc:
-            return EndpointIdentity(base, unlisted=f"{type(exc).__name__}: {exc}"[:300])
+            return EndpointIdentity(base, unlisted=f"{type(exc).__name__}: {exc}"[:300]), exc
         page = raw.parse()
         models = {model.id: str(getattr(model, "owned_by", "") or "") for model in page.data}
-        return EndpointIdentity(base, models, raw.headers.get("server"))
+        return EndpointIdentity(base, models, raw.headers.get("server")), None
 
 
 def served_by_of(by_role: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]]) -> dict[str, int]:

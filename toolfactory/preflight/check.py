@@ -1,5 +1,10 @@
 """The check itself: every capability the run needs, per role, and the modes chosen for `auto`.
 
+First the endpoint must answer now: its model list is asked for, never from the cache, and an
+endpoint that does not answer ends the check there, with one message naming `llm.base_url`
+(cached answers would otherwise pass a check of an endpoint that is down). A model it does not
+list gets its first request sent to it, not taken from the cache (:mod:`.probes`).
+
 For each role the run calls: a plain chat request, sent again without each parameter the
 endpoint refuses where the role leaves it `auto` (:mod:`.parameters`); then, for a role asked for
 JSON, a structured answer in its structured-output mode; for a role that calls functions, a tool
@@ -15,12 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import openai
+
 from toolfactory.config import Config, LLMConfig
 from toolfactory.llm import Endpoint, RequestCache
-from toolfactory.llm.identity import EndpointIdentity, identify, served_by_of
+from toolfactory.llm.gateway import connection_failure
+from toolfactory.llm.identity import IDENTIFY_RETRIES, IDENTIFY_TIMEOUT_S, EndpointIdentity, list_models, served_by_of
 from toolfactory.llm.parameters import MAX_TOKENS_FIELDS, SAMPLING
 from toolfactory.preflight.choices import STRUCTURED_OUTPUT, TOOL_CALLING, describe_choice
 from toolfactory.preflight.needs import Needs, run_needs
@@ -40,13 +49,14 @@ class Preflight:
     choices: dict[str, str | None] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     identity: EndpointIdentity | None = None  # what the endpoint says it is (toolfactory/llm/identity.py)
+    reached: str = ""  # how the endpoint answered its model list, just now
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
     def table(self) -> str:
-        table = render_table(self.endpoint, self.probes, self.choices)
+        table = render_table(self.endpoint, self.reached, self.probes, self.choices)
         return table + (f"\n  made by: {self.identity.label}" if self.identity is not None else "")
 
     def choice_lines(self) -> list[str]:
@@ -63,16 +73,21 @@ async def check_endpoint(config: Config, endpoint: Endpoint, *, choose: bool = T
     """Probe `endpoint` for everything `config`'s run needs. With `choose` false (a re-run, which
     must keep the modes its run was made with), `auto` is not chosen anew but checked as it
     resolves without preflight."""
-    store = ObjectStore.open(config.storage) if config.llm.cache else None
-    prober = Prober(endpoint, lambda: RequestCache(store) if store is not None else None)
-    needs = run_needs(config)
     report = Preflight(endpoint.base_url)
+    started = time.perf_counter()
+    identity, failure = await list_models(endpoint)
+    report.reached = _reached(identity, failure, time.perf_counter() - started)
+    if isinstance(failure, openai.APIConnectionError):
+        report.problems.append(_unreachable(identity, failure))
+        return report
+    store = ObjectStore.open(config.storage) if config.llm.cache else None
+    prober = Prober(endpoint, lambda: RequestCache(store) if store is not None else None, listed=identity.models)
+    needs = run_needs(config)
     by_model: dict[str, list[str]] = {}
     for role in needs.roles:
         by_model.setdefault(config.llm.role(role).model, []).append(role)
     checked: dict[str, tuple[list[Probe], dict[str, str | None], str | None]] = {}
-    identity, *groups = await asyncio.gather(
-        identify(endpoint), *(_check_model(config, prober, roles, needs, choose) for roles in by_model.values()))
+    groups = await asyncio.gather(*(_check_model(config, prober, roles, needs, choose) for roles in by_model.values()))
     for group in groups:
         checked.update(group)
     for role in needs.roles:
@@ -138,7 +153,25 @@ async def _try_modes(prober: Prober, llm: LLMConfig, role: str, setting: str, mo
     return tried
 
 
+def _reached(identity: EndpointIdentity, failure: openai.OpenAIError | None, elapsed_s: float) -> str:
+    if failure is None:
+        listed = len(identity.models)
+        return f"GET /models answered in {elapsed_s * 1000:.0f} ms ({listed} model{'' if listed == 1 else 's'} listed)"
+    if isinstance(failure, openai.APIConnectionError):
+        return "GET /models: no answer ({}: {})".format(*connection_failure(failure))
+    return f"GET /models answered {identity.unlisted} (each model's first request is sent to it, not taken from the cache)"
+
+
 # --- the one message, naming the field to change ------------------------------------------------
+
+
+def _unreachable(identity: EndpointIdentity, failure: openai.APIConnectionError) -> str:
+    reason, what = connection_failure(failure)
+    if reason == "llm_timeout":
+        return (f"llm.base_url: the endpoint at {identity.base_url} did not answer GET /models in "
+                f"{IDENTIFY_RETRIES + 1} tries of {IDENTIFY_TIMEOUT_S:g} s ({reason}: {what})")
+    return (f"llm.base_url: cannot connect to the endpoint at {identity.base_url}: nothing answers there "
+            f"(GET /models: {reason}: {what})")
 
 
 def _field(config: Config, role: str, setting: str) -> str:

@@ -2,14 +2,16 @@
 
 Going through the gateway means a probe is sent exactly as the run's requests are (the role's
 parameters under their names, its structured-output and tool-calling modes), is retried on
-transient errors, and is cached: a second check, or the re-run of a run, costs nothing.
+transient errors, and is cached: a second check, or the re-run of a run, costs nothing. A cached
+answer says what a model served, not that it serves now: the first request of the check for a
+model the endpoint did not list just now goes to the endpoint, not the cache.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterable
 
 from toolfactory.config import LLMConfig
 from toolfactory.errors import ConfigError, LLMFailure, TerminalError
@@ -68,18 +70,22 @@ class Probe:
 class Prober:
     """Sends probes for one endpoint, each with the config of the mode it tries."""
 
-    def __init__(self, endpoint: Endpoint, cache: Callable[[], RequestCache | None]) -> None:
+    def __init__(self, endpoint: Endpoint, cache: Callable[[], RequestCache | None], listed: Iterable[str] = ()) -> None:
         self._endpoint = endpoint
         self._cache = cache
         self.meter = UsageMeter()
         self._chats: dict[str, Probe] = {}  # chat probes by request: roles that send the same one share it
+        # Models the endpoint answered for in this check (`listed`: in its model list just now).
+        self._answering = set(listed)
 
     async def _send(self, llm: LLMConfig, role: str, capability: str, mode: str, model: str,
                     work: Callable[[LLMGateway], Awaitable[str]]) -> Probe:
         # A moment of 429s or 5xx says nothing about what the endpoint serves: probes retry them
         # even when the run's requests do not (the run's own shard retries take over there).
         llm = llm.model_copy(update={"max_retries": max(llm.max_retries, MIN_RETRIES)})
-        async with LLMGateway(self._endpoint, llm, self._cache(), self.meter) as gateway:
+        local = capability == "embeddings" and mode == "local"
+        fresh = not local and model not in self._answering
+        async with LLMGateway(self._endpoint, llm, None if fresh else self._cache(), self.meter) as gateway:
             hits = gateway.meter.role(role).cache_hits
             started = time.perf_counter()
             parameter = ""
@@ -93,6 +99,8 @@ class Prober:
                 detail, status = str(exc), "unsupported"
             latency = time.perf_counter() - started
             cached = gateway.meter.role(role).cache_hits > hits
+        if status != "unreachable":
+            self._answering.add(model)
         return Probe(role, model, capability, mode, status, round(latency, 3), cached, _one_line(detail), parameter)
 
     async def chat(self, llm: LLMConfig, role: str, mode: str = "") -> Probe:

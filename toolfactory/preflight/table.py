@@ -7,8 +7,8 @@ from typing import Mapping, Sequence
 from toolfactory.preflight.probes import Probe
 
 
-def render_table(endpoint: str, probes: Sequence[Probe], choices: Mapping[str, str | None]) -> str:
-    lines = [f"preflight of {endpoint}"]
+def render_table(endpoint: str, reached: str, probes: Sequence[Probe], choices: Mapping[str, str | None]) -> str:
+    lines = [f"preflight of {endpoint}", *([f"  endpoint: {reached}"] if reached else [])]
     groups: dict[tuple[str, str], list[Probe]] = {}
     for probe in probes:
         groups.setdefault((probe.role, probe.model), []).append(probe)

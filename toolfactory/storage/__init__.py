@@ -4,6 +4,11 @@ Every write is whole or nothing: locally a temporary file is renamed into place,
 object appears when its upload completes. Paths are relative to the storage root and always
 use ``/``.
 
+On S3 nothing is ever deleted through pyarrow: its file system keeps folders as zero-byte
+objects whose key ends with ``/`` and writes one for the parent of every file or folder it
+deletes, and such an object is a file and a folder at once to any tool that mirrors keys to files.
+Deletes go to boto3, which deletes the keys and nothing else.
+
 S3 hiccups (connection errors, timeouts, 5xx answers, throttling) are retried with backoff by
 the AWS SDKs themselves (`storage.max_attempts`, standard retry mode); what still fails is a
 :class:`StorageUnavailable`, a transient error, so the shard's task retries take over. S3
@@ -190,7 +195,13 @@ class ObjectStore:
         return self._guarded("open", path, lambda: self.fs.open_input_file(self._full(path)))
 
     def remove_temporary(self, prefix: str) -> int:
-        """Delete temporary files left under `prefix` by writes that were killed; their count."""
+        """Delete temporary files left under `prefix` by writes that were killed, and on S3 the
+        folder objects (keys ending with ``/``) that deletes through pyarrow left; their count."""
+        if self.s3 is not None:
+            bucket, key_prefix = self._bucket_key(prefix.rstrip("/") + "/")
+            keys = [key for key in self._s3_keys(bucket, key_prefix) if key.endswith("/") or "/.tmp-" in key]
+            self._s3_delete(bucket, keys)
+            return len(keys)
         selector = pafs.FileSelector(self._full(prefix), recursive=True, allow_not_found=True)
         stale = [i.path for i in self.fs.get_file_info(selector) if i.type == pafs.FileType.File and "/.tmp-" in i.path]
         for path in stale:
@@ -199,7 +210,35 @@ class ObjectStore:
 
     def delete(self, path: str) -> None:
         if self.exists(path):
-            self.fs.delete_file(self._full(path))
+            self._delete_full(self._full(path))
+
+    def delete_tree(self, prefix: str) -> None:
+        """Delete every file under the folder `prefix` (none: nothing to do)."""
+        if self.s3 is None:
+            self.fs.delete_dir_contents(self._full(prefix), missing_dir_ok=True)
+            return
+        bucket, key_prefix = self._bucket_key(prefix.rstrip("/") + "/")
+        self._s3_delete(bucket, self._s3_keys(bucket, key_prefix))
+
+    def _delete_full(self, full: str) -> None:
+        if self.s3 is None:
+            self.fs.delete_file(full)
+            return
+        bucket, _, key = full.partition("/")
+        self._guarded("delete", key, lambda: _s3_client(*self.s3).delete_object(Bucket=bucket, Key=key))  # type: ignore[misc]
+
+    def _s3_keys(self, bucket: str, key_prefix: str) -> list[str]:
+        pages = _s3_client(*self.s3).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key_prefix)  # type: ignore[misc]
+        return self._guarded("list", key_prefix, lambda: [item["Key"] for page in pages for item in page.get("Contents", [])])
+
+    def _s3_delete(self, bucket: str, keys: list[str]) -> None:
+        client = _s3_client(*self.s3)  # type: ignore[misc]
+        for start in range(0, len(keys), 1000):  # the most one DeleteObjects request takes
+            batch = {"Objects": [{"Key": key} for key in keys[start:start + 1000]], "Quiet": True}
+            answer = self._guarded("delete", keys[start], lambda: client.delete_objects(Bucket=bucket, Delete=batch))
+            if answer.get("Errors"):
+                error = answer["Errors"][0]
+                raise OSError(f"storage {self.url}: cannot delete {error.get('Key')}: {error.get('Code')} {error.get('Message')}")
 
     def abort_uploads(self, prefix: str) -> int:
         """Abort the unfinished S3 multipart uploads under `prefix` (left by a killed process, they
