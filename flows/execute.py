@@ -16,12 +16,13 @@ from typing import Any, Callable
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
-from prefect.context import TagsContext
+from prefect.context import FlowRunContext, TagsContext
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Failed, State
 from prefect_ray.context import remote_options
 
 from flows.full_disk import full_disk_state
+from flows.leftovers import take_over
 from flows.overlap import Group, Settled, StageFlows, StageWork, current_link
 from flows.progress import StageProgress, shared_display
 from flows.runtime import ray_session, run_ledger
@@ -36,7 +37,7 @@ from toolfactory.run.execution import ShardJob
 from toolfactory.run.fan_in import ONE_TO_ONE, chains
 from toolfactory.run.lifetime import Driver
 from toolfactory.run.manifest import Manifest
-from toolfactory.run.outcome import failure_message, rerun_command
+from toolfactory.run.outcome import failure_message, full_disk_line, rerun_command
 from toolfactory.run.stats import StatsDB
 from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
 from toolfactory.storage import ObjectStore, disk_full
@@ -54,6 +55,7 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None, ch
     stopped: str | None = None  # why the run stopped early: an endpoint's repeated refusals
     stop: str | None = None  # the budget is spent
     driver = Driver()
+    take_over(run_id, FlowRunContext.get().flow_run, driver, get_run_logger())  # type: ignore[union-attr]
     with (ray_session(config, warm=book.widest_stage()), run_ledger(config, run_id, book.stats) as ledger,
           shared_display() as display, StageFlows() as flows):
         limits = ledger.ref if ledger is not None else None
@@ -277,8 +279,11 @@ def _record_failure(book: ShardBook, job: ShardJob, future: Any) -> BaseExceptio
     logger = get_run_logger()
     exception = _exception_of(future.state)
     error = f"{type(exception).__name__}: {exception}"[:2000] if exception else str(future.state.message)
+    if exception is not None and disk_full(exception):
+        error = full_disk_line(exception)  # the system's words, not those of the library that met it
     attempts = _attempts(future.task_run_id)
-    logger.warning("%s shard %d failed after %d attempt(s): %s", job.spec.stage, job.spec.index, attempts, error)
+    ran = f"after {attempts} attempt(s)" if attempts else "before its task started"
+    logger.warning("%s shard %d failed %s: %s", job.spec.stage, job.spec.index, ran, error)
     book.failed(job.run_id, job.spec, attempts, error, getattr(exception, "metrics", None))
     return exception
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import ray
@@ -12,16 +15,67 @@ from prefect.runtime import task_run
 from prefect.states import State
 
 from toolfactory.config import Config
-from toolfactory.errors import retryable
+from toolfactory.errors import ToolfactoryError, retryable
 from toolfactory.run.execution import ShardJob, run_shard
 
 
-def _retry_transient(_task: Task[Any, Any], _run: TaskRun, state: State[Any]) -> bool:
+class ExpectedFailures(logging.Filter):
+    """Prefect's task engine ends a failed task run with two ERROR records: the exception with its
+    traceback ("Task run failed with exception: … - Retries are exhausted"; none when the retry
+    condition declined a retry), then "Finished in state Failed(…)". A shard that fails with an
+    error toolfactory raises on purpose (:class:`~toolfactory.errors.ToolfactoryError`: records that
+    failed on transient LLM errors, a refusal, the budget, a driver gone) has an expected outcome,
+    which its message states and the driver records with its attempts (flows/execute.py): in the
+    Prefect API's log and on the Ray worker's stderr (Prefect's console handler) it is the final
+    state's line alone, as a WARNING. Any other exception keeps both records, traceback included.
+
+    A filter of the engine's logger, so it applies before any handler, in the process that runs the
+    task (a Ray worker, or the driver)."""
+
+    _KEPT = 1024  # task runs whose final line is still to come, at most (a worker runs a few at once)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._due: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def expect(self, task_run_id: object) -> None:
+        """The task run failed as expected: its final state's line is a WARNING."""
+        with self._lock:
+            self._due[str(task_run_id)] = None
+            while len(self._due) > self._KEPT:
+                self._due.popitem(last=False)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        run = str(getattr(record, "task_run_id", None))
+        if record.exc_info:
+            if isinstance(record.exc_info[1], ToolfactoryError):
+                self.expect(run)
+                return False
+            return True
+        with self._lock:
+            due = self._due.pop(run, False) is None
+        if due:
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+        return True
+
+
+EXPECTED_FAILURES = ExpectedFailures()
+logging.getLogger("prefect.task_runs").addFilter(EXPECTED_FAILURES)
+
+
+def _retry_transient(_task: Task[Any, Any], run: TaskRun, state: State[Any]) -> bool:
     """Retry only what a retry can fix; a terminal error fails the shard at once."""
     try:
         state.result()
     except Exception as exc:
-        return retryable(exc)
+        if retryable(exc):
+            return True
+        if isinstance(exc, ToolfactoryError):
+            EXPECTED_FAILURES.expect(run.id)
+        return False
     return False
 
 

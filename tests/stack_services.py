@@ -181,12 +181,24 @@ def prefect_server(folder: Path, database: Database, env: dict[str, str]) -> Ite
 # --- Ray --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class RayCluster:
+    address: str
+    temp_dirs: tuple[str, ...]  # one a node
+
+    def worker_logs(self) -> list[Path]:
+        """The stderr files of every worker the nodes have started, in every session of theirs."""
+        return sorted(path for temp in self.temp_dirs for path in Path(temp).glob("session_*/logs/worker-*.err"))
+
+
 @contextmanager
-def ray_cluster(folder: Path, env: dict[str, str], nodes: int = 2) -> Iterator[str]:
-    """A Ray cluster of `nodes` nodes of one CPU each on this machine (`ray start`); its address."""
+def ray_cluster(folder: Path, env: dict[str, str], nodes: int = 2) -> Iterator[RayCluster]:
+    """A Ray cluster of `nodes` nodes of one CPU each on this machine (`ray start`)."""
     port = free_port()
     address = f"127.0.0.1:{port}"
-    ray = str(BIN / "ray")
+    # Ray's command line as docker-compose.yml runs it on each node, with a run's patience for a
+    # node starting on a busy host (flows/ray_node.py).
+    ray = [str(BIN / "python"), "-m", "flows.ray_node"]
 
     def node_args(k: int) -> list[str]:
         # Short temp dirs (Ray's socket paths are length-limited) of their own, so no node records
@@ -200,17 +212,17 @@ def ray_cluster(folder: Path, env: dict[str, str], nodes: int = 2) -> Iterator[s
         stack.callback(lambda: [shutil.rmtree(t, ignore_errors=True) for t in temps])
         head_log = folder / "ray-head.log"
         head = stack.enter_context(group(
-            [ray, "start", "--head", f"--port={port}", "--include-dashboard=false", *node_args(0)], head_log, env))
+            [*ray, "start", "--head", f"--port={port}", "--include-dashboard=false", *node_args(0)], head_log, env))
         wait_until(lambda: _listens(port), "ray head", head, head_log)  # its GCS: the others can join
         started = [head] + [
-            stack.enter_context(group([ray, "start", f"--address={address}", *node_args(k)], folder / f"ray-node-{k}.log", env))
+            stack.enter_context(group([*ray, "start", f"--address={address}", *node_args(k)], folder / f"ray-node-{k}.log", env))
             for k in range(1, nodes)]
         # Killed, not stopped: Ray's own shutdown takes about 40 s, and the cluster holds nothing
         # the test keeps (runs first, before the groups are stopped).
         stack.callback(kill_tree, started)
         # One driver asks until every node is up: each probe costs a Python start and a ray.init.
         wait_until(lambda: _alive_nodes(address, env, nodes) >= nodes, f"ray cluster of {nodes} nodes", head, head_log)
-        yield address
+        yield RayCluster(address, tuple(temps))
 
 
 def _listens(port: int) -> bool:

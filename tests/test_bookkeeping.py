@@ -107,3 +107,23 @@ def test_a_fan_in_shard_committed_without_an_input_is_kept_partial_in_the_manife
     book.settled(("pool",), [ran])
     [entry] = load_manifest(book.store, RUN).partial
     assert (entry["stage"], entry["shard"], entry["missing"]) == ("pool", 0, [_part("tools", 1)])
+
+
+def test_a_selection_made_without_a_measure_part_is_made_again_once_it_arrives(tmp_path: Path) -> None:
+    measures = [_part("measure", i) for i in range(2)]
+    plan = {
+        "measure": [ShardSpec("measure", i, (_part("verify", i),)) for i in range(2)],
+        "select": [ShardSpec("select", 0, tuple(measures), {"pool_dialogues": []})],
+        "curate": [ShardSpec("curate", i, (_part("verify", i), _part("measure", i), _part("select", 0))) for i in range(2)],
+    }
+    book = _book(tmp_path, plan, "run.fan_in=proceed")
+    _commit(book.store, "measure", 0, [_part("verify", 0)])
+    _commit(book.store, "select", 0, measures[:1])  # proceeded without measure part 1
+    _commit(book.store, "curate", 0, list(plan["curate"][0].inputs))
+    assert book.pending("select") == []
+
+    _commit(book.store, "measure", 1, [_part("verify", 1)])  # a re-run committed it
+    assert book.pending("select") == plan["select"]  # over both parts, as a clean run's
+    assert not book.store.exists(_part("curate", 0))  # decided by the selection replaced: made again
+    assert [spec.index for spec in book.pending("curate")] == [0, 1]
+    assert load_manifest(book.store, RUN).shard_plan()["select"] == plan["select"]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from toolfactory.config import load_config
-from toolfactory.run.fan_in import available, grown, supplements
+from toolfactory.run.fan_in import available, reselection, supplements
 from toolfactory.stages import ShardSpec
 from toolfactory.storage import ObjectStore
 
@@ -66,28 +66,59 @@ def test_late_inputs_become_supplement_shards_down_the_stages(tmp_path: Path) ->
     assert supplements("dialogues", plan, store, RUN) == [ShardSpec("dialogues", 2, (_part("tasks", 2),))]
 
 
-def test_a_late_verify_part_is_measured_selected_against_the_earlier_parts_and_curated(tmp_path: Path) -> None:
-    store = ObjectStore.open(load_config(None, [f"storage.root={tmp_path}"], environ={}).storage)
-    plan = {
+def _dataset_plan() -> dict[str, list[ShardSpec]]:
+    return {
         "verify": [ShardSpec("verify", i, (_part("dialogues", i),)) for i in range(2)],
         "measure": [ShardSpec("measure", i, (_part("verify", i),)) for i in range(2)],
         "select": [ShardSpec("select", 0, (_part("measure", 0), _part("measure", 1)), {"pool_dialogues": []})],
         "curate": [ShardSpec("curate", i, (_part("verify", i), _part("measure", i), _part("select", 0))) for i in range(2)],
     }
+
+
+def test_a_selection_made_without_a_measure_part_is_made_again_with_the_dataset_parts_it_decided(tmp_path: Path) -> None:
+    store = ObjectStore.open(load_config(None, [f"storage.root={tmp_path}"], environ={}).storage)
+    plan = _dataset_plan()
     _commit(store, "verify", 0)
     _commit(store, "measure", 0)
     _commit(store, "select", 0, inputs=[_part("measure", 0)])  # proceeded without measure part 1
     _commit(store, "curate", 0)
+    assert reselection(plan, store, RUN, proceed=True) is None  # the missing part is still missing
     assert supplements("curate", plan, store, RUN) == []  # curate 1 waits for its measures
 
     _commit(store, "verify", 1)  # a re-run committed it, then its measures
     _commit(store, "measure", 1)
-    [select] = supplements("select", plan, store, RUN)
-    assert (select.index, select.inputs, select.params["prior"]) == (1, (_part("measure", 1),), [_part("select", 0)])
-    plan["select"].append(select)
-    _commit(store, "select", 1, inputs=[_part("measure", 1)])
-    [curate] = supplements("curate", plan, store, RUN)  # planned on select 0, which never read its measures
-    assert curate == ShardSpec("curate", 1, (_part("verify", 1), _part("measure", 1), _part("select", 1)))
-    plan["curate"] = grown(plan["curate"], [curate])
-    assert [spec.index for spec in plan["curate"]] == [0, 1] and plan["curate"][1] == curate
-    assert supplements("curate", plan, store, RUN) == []
+    assert supplements("select", plan, store, RUN) == []  # never completed by a second selection
+    redo = reselection(plan, store, RUN, proceed=True)
+    assert redo is not None and redo.select == plan["select"][0]  # over every measure part, as planned
+    assert redo.stale == [plan["select"][0], plan["curate"][0]]  # curate 1 never ran: it runs anyway
+    assert supplements("curate", plan, store, RUN) == []  # both planned on the one selection
+
+
+def test_a_committed_selection_that_read_every_measure_part_stands(tmp_path: Path) -> None:
+    store = ObjectStore.open(load_config(None, [f"storage.root={tmp_path}"], environ={}).storage)
+    plan = _dataset_plan()
+    for index in range(2):
+        _commit(store, "measure", index)
+    _commit(store, "select", 0, inputs=[_part("measure", 0), _part("measure", 1)])
+    assert reselection(plan, store, RUN, proceed=True) is None
+
+
+def test_under_wait_a_partial_selection_stands_until_every_measure_part_exists(tmp_path: Path) -> None:
+    store = ObjectStore.open(load_config(None, [f"storage.root={tmp_path}"], environ={}).storage)
+    plan = _dataset_plan()
+    plan["measure"].append(ShardSpec("measure", 2, (_part("verify", 2),)))
+    _commit(store, "measure", 0)
+    _commit(store, "select", 0, inputs=[_part("measure", 0)])
+    _commit(store, "measure", 1)  # arrived; measure part 2 has not
+    assert reselection(plan, store, RUN, proceed=False) is None  # the new one would wait for part 2
+    redo = reselection(plan, store, RUN, proceed=True)
+    assert redo is not None and redo.select.inputs == tuple(_part("measure", i) for i in range(3))
+
+
+def test_a_selection_still_to_run_is_planned_on_measure_parts_added_since(tmp_path: Path) -> None:
+    store = ObjectStore.open(load_config(None, [f"storage.root={tmp_path}"], environ={}).storage)
+    plan = _dataset_plan()
+    plan["measure"].append(ShardSpec("measure", 2, (_part("verify", 2),)))  # a supplement
+    redo = reselection(plan, store, RUN, proceed=False)
+    assert redo is not None and redo.stale == []
+    assert redo.select.inputs == tuple(_part("measure", i) for i in range(3)) and redo.select.params == {"pool_dialogues": []}

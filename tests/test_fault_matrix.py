@@ -178,7 +178,8 @@ def test_a_failed_tools_shard_no_longer_empties_the_dataset_and_rerun_completes_
     prefect_api: str, ray_cluster: None, tmp_path: Path
 ) -> None:
     """Case 2: with `run.fan_in: proceed`, pool … curate run without the failed tools shard; the
-    re-run adds what it brings as supplement shards, down to the dataset, with no duplicate."""
+    re-run adds what it brings as supplement shards, down to the dataset, and decides the selection
+    again over every part, with no duplicate."""
     from flows.execute import summary_of
     from flows.generate import generate
     from flows.rerun import rerun
@@ -207,11 +208,12 @@ def test_a_failed_tools_shard_no_longer_empties_the_dataset_and_rerun_completes_
     stages = {s["stage"]: s for s in second["stages"]}
     assert second["status"] == "completed"
     assert all(not s["missing_inputs"] and not s["failed_shards"] for s in second["stages"])
-    # curate: one shard per verify shard, the late one among them (its tasks anchored on the late tools)
-    assert (stages["pool"]["shards_total"], stages["select"]["shards_total"], stages["curate"]["shards_total"]) == (2, 2, 3)
+    # select: one selection, over every measure part; curate: one shard per verify shard, the late
+    # one among them (its tasks anchored on the late tools)
+    assert (stages["pool"]["shards_total"], stages["select"]["shards_total"], stages["curate"]["shards_total"]) == (2, 1, 3)
     assert stages["tasks"]["shards_total"] == 3  # one more, anchored on the late tools
     run_dir = root / "runs" / run_id
-    assert sorted(run_dir.glob("curate/part-*.parquet"))[:2] == first_dataset  # never rewritten
+    assert sorted(run_dir.glob("curate/part-*.parquet"))[:2] == first_dataset  # the night's parts, made again
 
     def ids(stage: str) -> list[str]:
         return [row[0] for p in sorted(run_dir.glob(f"{stage}/part-*.parquet"))
@@ -222,3 +224,54 @@ def test_a_failed_tools_shard_no_longer_empties_the_dataset_and_rerun_completes_
     assert sorted(p.name for p in (root / "pool" / "tools").glob("*.parquet")) == [f"{run_id}.1.parquet", f"{run_id}.parquet"]
     # The late tools made it to the end: the supplement part of the dataset has dialogues.
     assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{run_dir}/curate/part-00002.parquet')").fetchall()[0][0] > 0
+
+
+def _curated(run_dir: Path) -> dict[str, str]:
+    """A run's dataset: id → record (JSON text, its curation annotations included)."""
+    return {row[0]: row[1] for p in sorted(run_dir.glob("curate/part-*.parquet"))
+            for row in duckdb.sql(f"SELECT id, record FROM read_parquet('{p}')").fetchall()}
+
+
+@pytest.mark.e2e
+def test_a_night_selected_without_a_failed_shard_is_after_its_rerun_the_clean_runs_dataset_curation_included(
+    prefect_api: str, ray_cluster: None, tmp_path: Path
+) -> None:
+    """Case 2b: with `run.fan_in: proceed`, select and curate run without a failed dialogues shard;
+    once the re-run has committed it, the selection is made again over every measure part, and the
+    dataset is the one a clean run of the same config and seed makes, record for record, with the
+    same complexity levels, clusters and diversity subsets."""
+    from flows.execute import summary_of
+    from flows.generate import generate
+    from flows.rerun import rerun
+
+    def overrides(root: Path, run_id: str) -> list[str]:
+        return small_run_overrides(root, **{"run.run_id": run_id, "run.seed": 7, "run.fan_in": "proceed",
+                                            "orchestration.task_retries": 0, "tools.tools_per_shard": 4})
+
+    root, run_id = tmp_path / "night", "selected-without"
+    # A fault on one path of the storage: dialogues shard 1 cannot write its metrics, so it fails
+    # (its LLM answers are in the cache); verify and measure shard 1 are blocked.
+    obstacle = root / "runs" / run_id / "dialogues" / "_metrics" / "part-00001.json"
+    obstacle.mkdir(parents=True)
+    (obstacle / "in-the-way").write_text("")
+    first = summary_of(generate(overrides=overrides(root, run_id), return_state=True))
+    stages = {s["stage"]: s for s in first["stages"]}
+    assert first["status"] == "failed"
+    assert [f["shard"] for f in stages["dialogues"]["failed_shards"]] == [1]
+    assert stages["select"]["missing_inputs"] == [f"runs/{run_id}/measure/part-00001.parquet"]
+    night = _curated(root / "runs" / run_id)
+    assert night  # a dataset despite the failed shard
+
+    (obstacle / "in-the-way").unlink()
+    obstacle.rmdir()
+    second = summary_of(rerun(run_id=run_id, overrides=[f"storage.root={root}"], return_state=True))
+    assert second["status"] == "completed"
+    stages = {s["stage"]: s for s in second["stages"]}
+    assert (stages["select"]["shards_total"], stages["curate"]["shards_total"]) == (1, 2)
+    clean = summary_of(generate(overrides=overrides(tmp_path / "clean", "clean-night"), return_state=True))
+    assert clean["status"] == "completed"
+
+    rerun_dataset, clean_dataset = _curated(root / "runs" / run_id), _curated(tmp_path / "clean" / "runs" / "clean-night")
+    assert night.keys() < rerun_dataset.keys()
+    assert rerun_dataset == clean_dataset
+

@@ -4,12 +4,16 @@ cluster of two nodes, moto's S3 server as the storage root and the simulator ser
 OpenAI-compatible endpoint, each its own process, connected as docker-compose.yml connects them.
 
 One scenario: a nightly run, run by the worker from a folder of its own through the deployments'
-pull step (no image), loses its endpoint after preflight and fails with one message; the endpoint
-recovers and the `rerun` deployment completes it on both nodes, everything in S3; `toolfactory
-stats` reads it from another folder; and its dataset is that of a clean run of the same config,
-record for record. The clean run is made in the test's own process (its Ray and Prefect API,
+pull step (no image), with the deployment's own settings, loses its endpoint after preflight and
+fails with one message, its failed shards one WARNING line each in the Prefect API's log and on the
+Ray workers' stderr (no traceback); the endpoint recovers and the `rerun` deployment completes it on
+both nodes, everything in S3; `toolfactory stats` reads it from another folder, with nothing
+skipped and the run's first start; its dataset is that of a clean run of the same config, record
+for record, curation annotations included; and a file of it damaged afterwards gets advice that
+works from anywhere. The clean run is made in the test's own process (its Ray and Prefect API,
 against the stack's endpoint and bucket): a third deployment run would add a process and a Ray
-job on both nodes, and nothing the first two do not show.
+job on both nodes, and nothing the first two do not show. What the runs do leave nothing in the
+checkout, whatever it held before (`make demo` writes there).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -31,7 +36,7 @@ import pytest
 import yaml
 
 from conftest import REPO, http, small_run_overrides
-from stack_services import BIN, Database, prefect_database, prefect_server, process_worker, ray_cluster, simulator
+from stack_services import BIN, Database, RayCluster, prefect_database, prefect_server, process_worker, ray_cluster, simulator
 
 pytestmark = [pytest.mark.e2e, pytest.mark.fault_matrix]
 
@@ -50,6 +55,7 @@ class Stack:
     worker_log: Path
     worker_dir: Path
     folder: Path
+    ray: RayCluster
     started_s: float
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -103,7 +109,7 @@ def stack(s3_server: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -
         assert deployed.returncode == 0, deployed.stdout[-2000:] + deployed.stderr[-2000:]
         timed("deploy", since)
         since = time.perf_counter()
-        ray_address = services.enter_context(ray_cluster(folder, env))
+        cluster = services.enter_context(ray_cluster(folder, env))
         timed("ray cluster", since)
         since = time.perf_counter()
         sim = services.enter_context(simulator(folder, env, _simulator_flags()))
@@ -118,12 +124,12 @@ def stack(s3_server: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -
             "TOOLFACTORY_STORAGE__ENDPOINT_URL": s3_server["endpoint"],
             "TOOLFACTORY_LLM__PROVIDER": "openai-compatible",
             "TOOLFACTORY_LLM__BASE_URL": f"{sim}/v1",
-            "RAY_ADDRESS": ray_address,
+            "RAY_ADDRESS": cluster.address,
             # The stats cache of an S3 root lives in the user's cache folder: one of the test's own.
             "XDG_CACHE_HOME": str(folder / "worker-cache"),
         }))
         timed("worker", since)
-        stack = Stack(database, api, s3_server["endpoint"], sim, worker_log, worker_dir, folder,
+        stack = Stack(database, api, s3_server["endpoint"], sim, worker_log, worker_dir, folder, cluster,
                       started_s=time.perf_counter() - started)
         print(f"\nstack: Prefect server on {database.kind} ({database.url.split('://')[0]}), started in "
               f"{stack.started_s:.1f} s (" + ", ".join(f"{name} {s:.1f} s" for name, s in up.items()) + ")")
@@ -160,13 +166,59 @@ def _executed_calls(record: str) -> list[tuple[str, str]]:
     return [(str(call.get("source")), str(call.get("name"))) for call in execution.get("calls") or []]
 
 
-def _comparable(record: str, with_curation: bool) -> Any:
-    """A record as compared across two datasets: without its dataset-relative curate annotations
-    unless `with_curation`."""
+# The curate annotations of a record that depend on the whole dataset: the complexity level is
+# its rank among the dataset's complexities, the diversity subsets are drawn from every record's
+# clusters. Its complexity and its clusters are its own (the pool's centroids, fitted once).
+DATASET_RELATIVE = ("complexity_level", "diversity")
+
+
+def _comparable(record: str, whole_curation: bool) -> Any:
+    """A record as compared across two datasets: with its own curate annotations, and those
+    relative to the whole dataset only if `whole_curation`."""
     fields = json.loads(record)
-    if not with_curation:
-        fields.pop("curation", None)
+    if not whole_curation:
+        fields["curation"] = {key: value for key, value in fields["curation"].items() if key not in DATASET_RELATIVE}
     return fields
+
+
+def _measured(record: str) -> tuple[Any, Any]:
+    """What the dataset-relative annotations of every record depend on, of one record besides its
+    id: its complexity and the clusters of the functions it used."""
+    curation = json.loads(record)["curation"]
+    return curation["complexity"], curation["clusters"]
+
+
+def _checkout() -> dict[str, tuple[int, int]]:
+    """What the checkout holds of a run's files: the local storage root `make demo` writes and the
+    stats files, path -> (size, time of last change)."""
+    paths = [*(REPO / "toolfactory-data").rglob("*"), *REPO.glob("*.duckdb*")]
+    return {str(p.relative_to(REPO)): (p.stat().st_size, p.stat().st_mtime_ns) for p in paths if p.is_file()}
+
+
+def _flow_run_logs(stack: Stack, flow_run_id: Any) -> list[Any]:
+    """Every log record the stack's Prefect API holds of a flow run, of its sub-flows and of their
+    task runs."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId, LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.sorting import LogSort
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: stack.api}), get_client(sync_client=True) as client:
+        subflows = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id])))
+        ids = [flow_run_id, *(subflow.id for subflow in subflows)]
+        found: list[Any] = []
+        while page := client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=ids)), limit=200, offset=len(found),
+                                       sort=LogSort.TIMESTAMP_ASC):
+            found += page
+    assert len(subflows) > 1, subflows  # the stage flows, whose task runs ran on Ray
+    return found
+
+
+def _moment(value: Any) -> datetime:
+    """A time as the stats or the Prefect client give it, comparable (naive times are UTC)."""
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def _nodes(stack: Stack, prefix: str, run_id: str) -> Counter[str]:
@@ -181,16 +233,20 @@ def _timed(stack: Stack, step: str, started: float) -> None:
 
 
 def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, ray_cluster: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkout = _checkout()  # whatever the user made here before (`make demo`): the runs change none of it
     root = f"{int(time.time())}"  # a fresh prefix per test session: pools start empty
     clean, broken = f"{root}/clean", f"{root}/broken"
+    deployments = yaml.safe_load((REPO / "deploy" / "prefect.yaml").read_text())["deployments"]
+    [nightly] = [d for d in deployments if d["name"] == "nightly"]
 
     def overrides(prefix: str) -> list[str]:
         # The same config and seed for both runs: the plan and every request are the same.
         return [f"run.seed={SEED}", *small_run_overrides(f"s3://{BUCKET}/{prefix}", **{
             "tools.max_tools": 4, "tools.tools_per_shard": 2, "llm.max_retries": 0, "orchestration.task_retries": 0})]
 
-    # 1. A nightly run, run by the worker, loses its endpoint once it has passed preflight (its
-    # manifest is in S3) and fails with one message.
+    # 1. A nightly run, run by the worker with the deployment's settings (`run.fan_in: proceed`
+    # among them; the test's own come after them, and win), loses its endpoint once it has passed
+    # preflight (its manifest is in S3) and fails with one message.
     def break_endpoint_once_planned() -> None:
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while not [k for k in stack.keys(f"{broken}/runs/") if k.endswith("/manifest.json")] and time.monotonic() < deadline:
@@ -200,7 +256,7 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, ray_
     breaker = threading.Thread(target=break_endpoint_once_planned, daemon=True)
     breaker.start()
     started = time.perf_counter()
-    failed = _run(stack, "generate/nightly", {"overrides": overrides(broken)})
+    failed = _run(stack, "generate/nightly", {"overrides": [*nightly["parameters"]["overrides"], *overrides(broken)]})
     _timed(stack, "failing nightly", started)
     breaker.join(10)
     broken_id = _run_id(failed)
@@ -213,6 +269,8 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, ray_
     # The worker runs from a folder of its own, with no image: the deployments' pull step finds
     # the checkout through the worker's TOOLFACTORY_HOME.
     assert "set_working_directory' completed successfully" in worker_log, worker_log[-3000:]
+    [night_record] = [json.loads(stack.read(key)) for key in stack.keys(f"{broken}/runs/{broken_id}/run.json")]
+    assert night_record["config"]["run"]["fan_in"] == "proceed"  # the deployment's setting
 
     # 2. The endpoint recovers; the rerun deployment completes the run, its shards spread over
     # both nodes, everything in S3.
@@ -221,29 +279,50 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, ray_
     rerun = _run(stack, "rerun/rerun", {"run_id": broken_id, "overrides": [f"storage.root=s3://{BUCKET}/{broken}"]})
     _timed(stack, "rerun", started)
     assert rerun.state is not None and rerun.state.is_completed(), stack.worker_log.read_text()[-3000:]
+
+    # The night's failed shards, an expected outcome recorded with its reason, are one WARNING line
+    # each: in the Prefect API's log (the task runs' and the flows'), and on the stderr of the Ray
+    # workers of both nodes (where Prefect's console handler writes the task runs' lines).
+    logs = _flow_run_logs(stack, failed.id)
+    assert not [log.message for log in logs if log.level >= 40 and "Traceback" in log.message]
+    shards = [log for log in logs if log.task_run_id is not None and "ShardIncomplete" in log.message]
+    assert shards and {log.level for log in shards} == {30}, [(log.level, log.message[:200]) for log in shards]
+    workers = {log: log.read_text(errors="replace") for log in stack.ray.worker_logs()}
+    assert any("ShardIncomplete" in text for text in workers.values()), "no shard line on the workers' stderr"
+    troubled = [f"{log}:\n{text[-3000:]}" for log, text in workers.items() if "Traceback" in text or "| ERROR" in text]
+    assert not troubled, troubled[0]
     nodes = _nodes(stack, broken, broken_id)
     assert len(nodes) == 2 and "none" not in nodes, nodes
     stored = stack.keys(f"{broken}/")
     for key in ("manifest.json", "run.json", "curate/part-00000.parquet", "report/index.html"):
         assert f"{broken}/runs/{broken_id}/{key}" in stored, key
     assert any(key.startswith(f"{broken}/llm-cache/") for key in stored)
-    # The runs left nothing in the worker's folder nor in the checkout.
+    # The runs left nothing in the worker's folder.
     assert [p.name for p in stack.worker_dir.iterdir()] == ["worker.log"]
-    assert not (REPO / "toolfactory-data").exists() and not list(REPO.glob("*.duckdb"))
 
-    # 3. Its stats, from a folder that has never seen the run: only the storage settings.
+    # 3. Its stats, from a folder that has never seen the run: only the storage settings. Every
+    # file of the root is read (none skipped), and the run started with the night, not the re-run.
     elsewhere = stack.folder / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLFACTORY_")}
+    storage = ["--set", f"storage.root=s3://{BUCKET}/{broken}", "--set", f"storage.endpoint_url={stack.s3_endpoint}"]
+
+    def stats_elsewhere() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([BIN / "toolfactory", "stats", broken_id, "--json", *storage], cwd=elsewhere,
+                              env={**env, "XDG_CACHE_HOME": str(elsewhere / "cache")}, capture_output=True, text=True, timeout=300)
+
     started = time.perf_counter()
-    stats = subprocess.run(
-        [BIN / "toolfactory", "stats", broken_id, "--json", "--set", f"storage.root=s3://{BUCKET}/{broken}",
-         "--set", f"storage.endpoint_url={stack.s3_endpoint}"],
-        cwd=elsewhere, env={**env, "XDG_CACHE_HOME": str(elsewhere / "cache")}, capture_output=True, text=True, timeout=300)
+    stats = stats_elsewhere()
     _timed(stack, "stats elsewhere", started)
     assert stats.returncode == 0, stats.stderr[-3000:]
     summary = json.loads(stats.stdout)
     assert summary["run_id"] == broken_id and summary["status"] == "completed", summary
+    assert summary["problems"] == [] and "skipped:" not in stats.stderr, stats.stderr[-3000:]
+    assert failed.start_time is not None and rerun.start_time is not None
+    first_start = _moment(summary["started_at"])
+    # The stats keep times to the second; the flow runs' start, to the microsecond.
+    assert _moment(failed.start_time) - timedelta(seconds=1) <= first_start < _moment(rerun.start_time), \
+        (summary["started_at"], failed.start_time, rerun.start_time)
 
     # 4. A clean run of the same config against the same endpoint and bucket, made here (this
     # process's Ray and Prefect API: the cluster's part is above), as the worker would make it:
@@ -252,8 +331,7 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, ray_
     from flows.execute import summary_of
     from flows.generate import generate
 
-    deployments = yaml.safe_load((REPO / "deploy" / "prefect.yaml").read_text())["deployments"]
-    [config_path] = [d["parameters"]["config_path"] for d in deployments if d["name"] == "nightly"]
+    config_path = nightly["parameters"]["config_path"]
 
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     monkeypatch.setenv("XDG_CACHE_HOME", str(stack.folder / "reference-cache"))  # the stats cache of an S3 root
@@ -265,22 +343,41 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, ray_
     assert reference["status"] == "completed", reference
     clean_id = reference["run_id"]
 
-    # 5. The failed-then-rerun run's dataset is the clean run's: same ids, same records. A dialogue
-    # that ran a real tool is the exception where its shard was made again: mcp-server-time
-    # answers with the time of the call, so the same first call gets another result, what follows
-    # it is asked anew, and the judges may then decide otherwise about it. Such a dialogue is in
-    # either dataset or both; where in both, it made the same first call. The curate stage's
-    # annotations of a record are relative to the whole dataset (complexity levels are its
-    # quantiles, diversity its clusters), so they may differ with those dialogues; they are
-    # compared only where the two datasets hold the same records.
+    # 5. The failed-then-rerun run's dataset is the clean run's: same ids, same records, same
+    # curation annotations. A dialogue that ran a real tool is the exception where its shard was
+    # made again: mcp-server-time answers with the time of the call, so the same first call gets
+    # another result, what follows it is asked anew, and the judges may then decide otherwise
+    # about it. Such a dialogue is in either dataset or both; where in both, it made the same first
+    # call. Every other record has the same curation: its own complexity and clusters always; its
+    # complexity level and diversity subsets, which are relative to the whole dataset, where the
+    # two datasets hold the same records and those dialogues measured the same in both (then
+    # theirs are the same too).
     clean_records, rerun_records = _dataset(stack, clean, clean_id), _dataset(stack, broken, broken_id)
     replayed = {key for records in (clean_records, rerun_records) for key, record in records.items() if _executed_calls(record)}
     assert clean_records.keys() - replayed
-    same = all(clean_records.get(key) == rerun_records.get(key) for key in replayed)
+    same = clean_records.keys() == rerun_records.keys() and all(
+        _measured(clean_records[key]) == _measured(rerun_records[key]) for key in replayed)
     assert {key: _comparable(record, same) for key, record in rerun_records.items() if key not in replayed} == \
         {key: _comparable(record, same) for key, record in clean_records.items() if key not in replayed}
     in_both = replayed & clean_records.keys() & rerun_records.keys()
     assert {key: _executed_calls(rerun_records[key])[:1] for key in in_both} == {key: _executed_calls(clean_records[key])[:1] for key in in_both}
+    if same:
+        assert {key: json.loads(rerun_records[key])["curation"] for key in replayed} == \
+            {key: json.loads(clean_records[key])["curation"] for key in replayed}
+
+    # 6. A dataset part damaged after its commit: the stats, from anywhere, name it and give the
+    # commands that list and rebuild it, with the storage settings that find the run.
+    part = f"{broken}/runs/{broken_id}/curate/part-00000.parquet"
+    stack.s3().put_object(Bucket=BUCKET, Key=part, Body=stack.read(part)[:-10])
+    damaged = stats_elsewhere()
+    assert damaged.returncode == 0, damaged.stderr[-3000:]
+    assert json.loads(damaged.stdout)["damaged"], damaged.stdout[-3000:]
+    [advice] = [line for line in damaged.stderr.splitlines() if "damaged file(s)" in line]
+    assert f"toolfactory rerun {broken_id}" in advice and f"--set storage.root=s3://{BUCKET}/{broken}" in advice, advice
+    assert f"storage.endpoint_url={stack.s3_endpoint}" in advice, advice
+
+    # Nothing of the runs in the checkout: what it held before is as it was.
+    assert _checkout() == checkout
 
     for key in stack.keys(f"{root}/"):
         assert API_KEY.encode() not in stack.read(key), key
@@ -288,4 +385,5 @@ def test_the_production_stack_runs_fails_recovers_and_reports(stack: Stack, ray_
     steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in stack.timings.items())
     per_node = ", ".join(f"{node[:8]}: {count}" for node, count in sorted(nodes.items()))
     print(f"stack benchmark: database {stack.database.kind}; services up {stack.started_s:.1f} s; {steps}; "
-          f"shards per node ({sum(nodes.values())} shards) {per_node}")
+          f"shards per node ({sum(nodes.values())} shards) {per_node}; dataset of {len(rerun_records)} records, "
+          f"{len(replayed)} ran a real tool; dataset-relative curation " + ("compared" if same else "not comparable"))

@@ -26,13 +26,11 @@ def _write(store: ObjectStore, path: str, records: Sequence[Any]) -> None:
 
 
 def curate_parts(base_url: str, parts: Sequence[Sequence[Dialogue]], root: Path, pool_files: Sequence[str] = (),
-                 *overrides: str, order: Sequence[int] | None = None, first: int = 0,
-                 prior: Sequence[str] = ()) -> StageOutput:
-    """The curate output of verify parts `first`, `first + 1`, … holding `parts`; measure shards run
-    in `order`. With `prior`: a supplement selection (index 1) after the earlier ones."""
+                 *overrides: str, order: Sequence[int] | None = None) -> StageOutput:
+    """The curate output of verify parts 0, 1, … holding `parts`; measure shards run in `order`."""
     config = load_config(None, [f"storage.root={root}", *overrides], environ={})
     store = ObjectStore.open(config.storage)
-    indices = [first + i for i in range(len(parts))]
+    indices = list(range(len(parts)))
 
     async def go() -> StageOutput:
         async with LLMGateway(Endpoint(base_url, "sk-test"), config.llm) as gateway:
@@ -43,13 +41,10 @@ def curate_parts(base_url: str, parts: Sequence[Sequence[Dialogue]], root: Path,
                 index = indices[i]
                 out = await MeasureStage().run(ShardSpec("measure", index, ()), [d.model_dump() for d in parts[i]], ctx)
                 _write(store, ShardPaths(RUN, "measure", index).main, out.records)
-            select_index = 1 if prior else 0
             measured = tuple(ShardPaths(RUN, "measure", index).main for index in indices)
             params: dict[str, Any] = {"pool_dialogues": list(pool_files), "pool_tools": []}
-            if prior:
-                params["prior"] = list(prior)
-            selected = await SelectStage().run(ShardSpec("select", select_index, measured, params), [], ctx)
-            selection = ShardPaths(RUN, "select", select_index).main
+            selected = await SelectStage().run(ShardSpec("select", 0, measured, params), [], ctx)
+            selection = ShardPaths(RUN, "select", 0).main
             _write(store, selection, selected.records)
             total = StageOutput()
             total.profile = selected.profile

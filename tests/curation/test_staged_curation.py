@@ -29,7 +29,6 @@ from toolfactory.curation.duplicate_rule import first_kept
 from toolfactory.curation.selection import cut_ranks
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue
-from toolfactory.storage.shards import ShardPaths
 from toolfactory.stages.verify.corpus import valid_dialogues
 
 RUN_SCOPE = ("curate.clusters=4", "curate.clusters_scope=run")
@@ -115,18 +114,6 @@ def test_the_dataset_does_not_depend_on_the_order_shards_finish_in(sim: Any, tmp
     backward = curate_parts(sim.base_url, parts, tmp_path / "b", (), *RUN_SCOPE, order=[2, 1, 0])
     assert [d.to_json() for d in forward.records] == [d.to_json() for d in backward.records]
     assert decisions(forward) == decisions(backward)
-
-
-def test_a_supplement_selection_rejects_duplicates_of_earlier_parts(sim: Any, tmp_path: Path) -> None:
-    dialogues = valid_dialogues(10, seed=11)
-    first = curate_parts(sim.base_url, [dialogues[:5], dialogues[5:]], tmp_path, (), *RUN_SCOPE)
-    assert not first.rejected
-    late = [dialogues[2].model_copy(deep=True, update={"id": "late-copy"}), *valid_dialogues(14, seed=12)[10:]]
-    prior = [ShardPaths(RUN, "select", 0).main]
-    out = curate_parts(sim.base_url, [late], tmp_path, (), *RUN_SCOPE, first=2, prior=prior)
-    assert {r.id for r in out.rejected} == {"late-copy"}
-    assert f"{RUN}/{dialogues[2].id}" in out.rejected[0].detail
-    assert len(out.records) == len(late) - 1
 
 
 def test_a_record_that_duplicates_only_a_rejected_one_is_kept() -> None:

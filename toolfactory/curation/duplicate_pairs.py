@@ -8,7 +8,7 @@ signatures sharing any band are candidates (a join on the band's values, which D
 disk when it must), and a candidate is a match when its estimated Jaccard similarity (the share of
 equal hash values, datasketch's own estimate) reaches the threshold. Exact copies are a join on the
 exact hash. Only pairs whose left side is a record of the run and whose right side is indexed
-earlier (an earlier night's or an earlier part's record, or a run record of smaller key) are
+earlier (an earlier night's record, or a run record of smaller key) are
 produced: :func:`.duplicate_rule.first_kept` decides from them which records are kept.
 """
 

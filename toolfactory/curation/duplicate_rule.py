@@ -1,10 +1,9 @@
 """Which record of a group of duplicates is kept: the one indexed first.
 
 The rule of :func:`.dedup.deduplicate`, applied to the pairs :class:`.duplicate_pairs.SignatureTable`
-finds instead of to an index in memory: records of earlier nights and of the dataset's earlier
-parts are indexed before the run; the run's records are checked in key order (a record's key is
-``<run_id>/<dialogue id>``, so this is the order of the dialogue ids, whatever order the shards
-finished in), and a record that duplicates nothing indexed is indexed in turn. So of two
+finds instead of to an index in memory: records of earlier nights are indexed before the run; the
+run's records are checked in key order (a record's key is ``<run_id>/<dialogue id>``, so this is
+the order of the dialogue ids, whatever order the shards finished in), and a record that duplicates nothing indexed is indexed in turn. So of two
 duplicates in the run the one of smaller id is kept, and a record that duplicates only a rejected
 record is kept. Matches are reported as :class:`.dedup.DialogueIndex.find_row` reports them: exact
 copies alone if there are any (in the order they were indexed), else every near copy, most

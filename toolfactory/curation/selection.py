@@ -28,7 +28,7 @@ Cut = tuple[float, str]  # (complexity, dialogue id) of the first record of the 
 class Selection(Record):
     kind: Literal["selection"] = "selection"
     id: str = "selection"
-    measured: list[str]  # the measure parts decided on (a later part indexes their records)
+    measured: list[str]  # the measure parts decided on
     cuts: list[Cut | None]  # easy below cuts[0], medium below cuts[1]; None: no record beyond
     clusters: dict[str, int]  # function key -> cluster
     k: int

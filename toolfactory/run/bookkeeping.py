@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from toolfactory.run.attempts import attempt_usage
-from toolfactory.run.fan_in import FAN_IN, available, grown, supplements
+from toolfactory.run.fan_in import FAN_IN, available, grown, reselection, supplements
 from toolfactory.run.floors import below_floors
 from toolfactory.run.integrity import check_run, pool_advice, shards_to_rebuild, uncommit
 from toolfactory.run.manifest import Manifest, write_manifest
@@ -100,12 +100,15 @@ class RunBook:
 
     def pending(self, stage: str) -> list[ShardSpec]:
         """The stage's shards still to run. Inputs a fan-in stage ran without that have arrived
-        grow the plan by supplement shards first (kept in the manifest before they run); shards
-        already committed are recorded from their metrics sidecar."""
+        grow the plan by supplement shards first, or have the selection made again (both kept in
+        the manifest before they run); shards already committed are recorded from their metrics
+        sidecar."""
+        if stage == "select":
+            self._select_again()
         added = supplements(stage, self.plan, self.store, self.run_id)
         if added:
             self.plan[stage] = grown(self.plan[stage], added)
-            self._write_manifest({"plan": {name: [spec.to_dict() for spec in specs] for name, specs in self.plan.items()}})
+            self._write_plan()
             self.log.info("%s: %d supplement shard(s) for inputs that arrived late", stage, len(added))
         pending = []
         for spec in self.plan[stage]:
@@ -191,6 +194,28 @@ class RunBook:
                 self.stats.record_message(run_id, summary["message"])
             self.publish_record()
         return summary
+
+    def _select_again(self) -> None:
+        """Plan the run's selection over every measure part, and make the selection it replaces
+        not done, with the dataset parts it decided (see :func:`~toolfactory.run.fan_in.reselection`)."""
+        redo = reselection(self.plan, self.store, self.run_id, self.config.run.fan_in == "proceed")
+        if redo is None:
+            return
+        left = [spec for spec in self.plan["select"] if spec.index != redo.select.index]
+        self.plan["select"] = [redo.select]
+        self._write_plan()
+        uncommit(self.store, self.run_id, redo.stale)
+        for spec in left:  # a selection of an older plan that completed another: no longer the run's
+            paths = ShardPaths(self.run_id, spec.stage, spec.index)
+            for path in (paths.main, paths.metrics, paths.rejected):
+                self.store.delete(path)
+        if redo.stale:
+            curated = sum(spec.stage == DATASET_STAGE for spec in redo.stale)
+            self.log.info("select: decided again over %d measure part(s), replacing the selection made without some of "
+                          "them; the %d dataset part(s) it decided are made again", len(redo.select.inputs), curated)
+
+    def _write_plan(self) -> None:
+        self._write_manifest({"plan": {name: [spec.to_dict() for spec in specs] for name, specs in self.plan.items()}})
 
     def publish_record(self) -> None:
         """The run record in storage, from the stats (runs/<run_id>/run.json)."""

@@ -1,31 +1,37 @@
-"""Fan-in stages that proceed without a failed input, and the supplement shards that add it later.
+"""Fan-in stages that proceed without a failed input, and what a later execution does once it arrives.
 
 The pool stage reads every tools shard and the select stage every measure shard (fan-in,
-docs/architecture.md §2). With `run.fan_in: proceed`, such a shard whose inputs are partly missing
-runs on those that exist (:func:`available`) and says which it lacked (its metrics `inputs` and
-`missing_inputs`, the stats, the manifest). Its output is committed like any other and is never
-rewritten. When a later `rerun` has committed the missing upstream shards, the run's plan grows
-(:func:`supplements`), stage by stage:
+docs/architecture.md §2). With `run.fan_in: proceed`, such a shard whose inputs are partly
+missing runs on those that exist (:func:`available`) and says which it lacked (its metrics `inputs`
+and `missing_inputs`, the stats, the manifest). When a later `rerun` has committed the missing
+upstream shards, the run catches up, stage by stage:
 
-* pool:      shard k reads only the late tools parts and rejects near-duplicates of the tools the
-             run's earlier pool parts hold (`params.prior`), as one pool shard would have;
+* pool:      the pool is shared with later runs, which may have planned on it: it grows instead
+             (:func:`supplements`). Shard k reads only the late tools parts and rejects
+             near-duplicates of the tools the run's earlier pool parts hold (`params.prior`), as
+             one pool shard would have;
 * tasks:     new shards anchor on the tools of the new pool part (`params.anchors`), sampling tool
              sets from the whole pool;
 * dialogues, verify, measure: one new shard per new shard upstream;
-* select:    shard k reads the new measure parts and rejects duplicates of the dataset's earlier
-             parts (`params.prior`: the earlier selections, which name the measures they read);
-* curate:    one shard per verify shard, reading the selection that decided on its measures: a
-             new one for a new verify shard, and one planned on the first selection that has not
-             run yet is planned again on the supplement that read its measures.
+* select:    decided again (:func:`reselection`). Its decisions are relative to the whole dataset
+             (complexity levels are quantiles of it, diversity subsets are drawn from it, and of
+             two duplicates the one of smaller id is kept), so a selection over part of the measures
+             cannot be completed by another over the rest. The selection over every measure part
+             replaces it, and the dataset parts it decided are made again from it: unless the pool
+             grew by a supplement, the run's dataset, curation included, is then the one a clean
+             run makes;
+* curate:    one shard per verify shard, reading the selection: a new one for a new verify shard.
 
 Every supplement is an ordinary shard with the next free index, so the shard protocol holds (a
 deterministic name, the main part last, idempotent re-runs), the dataset is the union of the curate
-parts, and no record can appear twice. A run finished this way holds the same records as a clean
-run up to the choices that depend on order (which of two near-duplicates is kept).
+parts, and no record can appear twice. A run whose pool grew by a supplement holds the same records
+as a clean run up to the choices that depend on order (which of two near-duplicate tools is kept,
+and so which tasks are anchored on them).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from toolfactory.storage.shards import ShardPaths, read_metrics
@@ -76,31 +82,69 @@ def _read_by(store: ObjectStore, run_id: str, spec: ShardSpec) -> tuple[str, ...
 
 
 def supplements(stage: str, plan: dict[str, list[ShardSpec]], store: ObjectStore, run_id: str) -> list[ShardSpec]:
-    """The shards `stage` needs, beyond its plan, for what its upstream stage gained since."""
+    """The shards `stage` needs, beyond its plan, for what its upstream stage gained since (the
+    select stage is decided again instead: :func:`reselection`)."""
     specs = plan.get(stage, [])
-    upstream = FAN_IN.get(stage) or ONE_TO_ONE.get(stage)
-    if upstream is None and stage == "tasks":
+    if stage == "tasks":
         return _task_supplements(plan, store, run_id)
     if stage == "curate":
         return _dataset_supplements(plan, store, run_id)
-    if upstream is None or not specs:
-        return []
-    if stage in ONE_TO_ONE:
+    if stage in ONE_TO_ONE and specs:
         have = {spec.index for spec in specs}
-        return [ShardSpec(stage, up.index, (_main(run_id, up),)) for up in plan[upstream] if up.index not in have]
+        return [ShardSpec(stage, up.index, (_main(run_id, up),)) for up in plan[ONE_TO_ONE[stage]] if up.index not in have]
+    if stage != "pool" or not specs:
+        return []
     read: set[str] = set()
     for spec in specs:
         inputs = _read_by(store, run_id, spec)
         if inputs is None:  # a fan-in shard still to run: it will read what exists then
             return []
         read.update(inputs)
-    late = tuple(path for up in plan[upstream] if (path := _main(run_id, up)) not in read and store.exists(path))
+    late = tuple(path for up in plan[FAN_IN[stage]] if (path := _main(run_id, up)) not in read and store.exists(path))
     if not late:
         return []
     first = specs[0]
     params: dict[str, Any] = {key: value for key, value in first.params.items() if key not in ("missing_inputs", "prior")}
     params["prior"] = [_main(run_id, spec) for spec in specs]
     return [ShardSpec(stage, max(spec.index for spec in specs) + 1, late, params)]
+
+
+@dataclass(frozen=True)
+class Reselection:
+    """The run's selection to be decided again: its one select shard, and the committed shards
+    made from what it replaces (selections, then the dataset parts they decided), to be made not
+    done so that they run again."""
+
+    select: ShardSpec
+    stale: list[ShardSpec]
+
+
+def reselection(plan: dict[str, list[ShardSpec]], store: ObjectStore, run_id: str, proceed: bool) -> Reselection | None:
+    """The selection over every measure part of the plan, when the run's is not that: a select
+    shard still to run is planned on every measure part (the plan may have grown since); a
+    committed selection that did not read a measure part that exists now (it proceeded without
+    it, or the part was added since) is replaced, with the dataset parts it decided. With
+    `proceed` false, a committed selection is kept until every measure part exists (the new one
+    would wait for them). None: the run's selection stands."""
+    selects = plan.get("select", [])
+    if not selects:
+        return None
+    measured = tuple(_main(run_id, spec) for spec in plan.get("measure", []))
+    first = selects[0]
+    params = {key: value for key, value in first.params.items() if key not in ("missing_inputs", "prior")}
+    whole = ShardSpec("select", first.index, measured, params)
+    committed = [spec for spec in selects if store.exists(_main(run_id, spec))]
+    if not committed:
+        return None if selects == [whole] else Reselection(whole, [])
+    read = {path for spec in committed for path in _read_by(store, run_id, spec) or ()}
+    exists = [store.exists(path) for path in measured]
+    if all(path in read or not there for path, there in zip(measured, exists)):
+        return None
+    if not proceed and not all(exists):
+        return None
+    decided = {_main(run_id, spec) for spec in committed}
+    curated = [spec for spec in plan.get("curate", []) if set(spec.inputs) & decided and store.exists(_main(run_id, spec))]
+    return Reselection(whole, [*committed, *curated])
 
 
 def grown(specs: list[ShardSpec], added: list[ShardSpec]) -> list[ShardSpec]:

@@ -3,12 +3,13 @@
 One shard reads every measure shard (fan-in), record by record, into DuckDB tables on disk under one
 memory limit (never the run's dialogues, nor its signatures in memory at once), plus the dialogue
 signatures of earlier runs (`<root>/pool/dialogues`, the files that existed when the run was
-planned) and, in a supplement shard, the records of the dataset's earlier parts
-(`params.prior`, toolfactory/run/fan_in.py). It decides
+planned). Every decision is relative to all the records it reads, so a selection made without some
+measure parts is made again once they exist, never completed by another (toolfactory/run/fan_in.py).
+It decides
 
 * exact and near-duplicates (MinHash LSH as SQL, :mod:`toolfactory.curation.duplicate_pairs`):
-  of duplicates the record indexed first is kept, earlier runs' and earlier parts' first, then the
-  run's by dialogue id (:mod:`toolfactory.curation.duplicate_rule`);
+  of duplicates the record indexed first is kept, earlier runs' first, then the run's by dialogue
+  id (:mod:`toolfactory.curation.duplicate_rule`);
 * mode steering toward `curate.mode_targets`, if set;
 * the easy / medium / hard cut points of query complexity (by rank);
 * the API clusters (the pool's k-means centroids, :mod:`toolfactory.curation.pool_clusters`, or
@@ -167,15 +168,9 @@ class SelectStage:
             yield batch
 
     def _index_earlier(self, shard: ShardSpec, ctx: ShardContext, signatures: SignatureTable) -> None:
-        """Earlier runs' signatures, then the dataset's earlier parts (a supplement shard)."""
+        """Earlier runs' signatures."""
         for path in shard.params.get("pool_dialogues", []):
             signatures.index(ctx.iter(path))
-        for path in shard.params.get("prior", []):
-            records = ctx.read(path)  # a selection: its summary and verdicts, never the run's records
-            earlier = next(Selection.model_validate(r) for r in records if r.get("kind") == "selection")
-            rejected = {r["id"] for r in records if r.get("kind") == "verdict" and r.get("reasons")}
-            for batch in self._measures(earlier.measured, ctx, skip=rejected):
-                signatures.index(m.signature_row(record_key(ctx.run_id, m.id)) for m in batch)
 
     def _deduplicate(self, signatures: SignatureTable, measures: _MeasureTable, verdicts: dict[str, Verdict], ctx: ShardContext) -> None:
         import duckdb
