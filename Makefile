@@ -98,10 +98,12 @@ bench-peers: $(STAMP) $(PEERS)/.installed
 	$(BIN)/python -m benchmarks.gateway --peers-python $(PEERS)/bin/python
 
 # About 10,000 tasks at 0 ms and at 1 s simulator latency: the figures of the night plan in
-# benchmarks/README.md (about 45 minutes on 2 CPUs).
+# benchmarks/README.md (about 45 minutes on 2 CPUs); then the quickstart beside a CPU load
+# (benchmarks.busy_start, about 40 minutes).
 bench-scale: $(STAMP)
 	$(BIN)/python -m benchmarks.scale
 	$(BIN)/python -m benchmarks.prefect_load
+	$(BIN)/python -m benchmarks.busy_start --tries 3
 
 clean:
 	rm -rf $(VENV) toolfactory-data toolfactory-stats.duckdb
