@@ -281,6 +281,24 @@ def simulator_url() -> Iterator[str]:
         yield sim.base_url
 
 
+def break_endpoint_once_planned(planned: Callable[[], bool], simulator_root: str, timeout_s: float = 300) -> Any:
+    """A started thread that makes the simulator at `simulator_root` answer every request with a
+    500 once `planned()` is true (the run's manifest exists: preflight has passed), or after
+    `timeout_s`."""
+    import threading
+    import time
+
+    def breaker() -> None:
+        deadline = time.monotonic() + timeout_s
+        while not planned() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        http.post(f"{simulator_root}/simulator/settings", json={"rate_500": 1.0}).raise_for_status()
+
+    thread = threading.Thread(target=breaker, daemon=True)
+    thread.start()
+    return thread
+
+
 def small_run_overrides(root: Path | str, **extra: Any) -> list[str]:
     """Overrides for a quick run: few tools, no simulated latency or content faults."""
     values: dict[str, Any] = {

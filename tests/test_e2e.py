@@ -16,7 +16,7 @@ import boto3
 import duckdb
 import pytest
 
-from conftest import http, small_run_overrides
+from conftest import break_endpoint_once_planned, http, small_run_overrides
 from toolfactory.config import load_config
 from toolfactory.models import Dialogue
 from toolfactory.storage.shards import read_records, read_rejected
@@ -414,19 +414,9 @@ def test_api_key_from_a_prefect_secret_block(runtime: str, tmp_path: Path) -> No
 def test_an_endpoint_that_fails_after_preflight_fails_its_shards_with_its_own_words_after_every_retry(runtime: str, tmp_path: Path) -> None:
     """A shard's error crosses from the Ray worker intact: its class and the endpoint's words reach
     the stats and the run's message, and the task's retries run as for any transient error."""
-    import threading
-
     with start_simulator(SimulatorSettings()) as sim:
         root = tmp_path / "data"
-
-        def break_endpoint_once_planned() -> None:  # preflight has passed once the manifest exists
-            deadline = time.monotonic() + 300
-            while not list(root.glob("runs/*/manifest.json")) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            http.post(f"{sim.root_url}/simulator/settings", json={"rate_500": 1.0}).raise_for_status()
-
-        breaker = threading.Thread(target=break_endpoint_once_planned, daemon=True)
-        breaker.start()
+        breaker = break_endpoint_once_planned(lambda: bool(list(root.glob("runs/*/manifest.json"))), sim.root_url)
         from flows.execute import summary_of
 
         state = generate_state(small_run_overrides(root, **{

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from conftest import http, small_run_overrides
+from conftest import break_endpoint_once_planned, small_run_overrides
 from toolfactory.config import load_config
 from toolfactory.run.lease import root_lease
 from toolfactory.run.manifest import Manifest, write_manifest
@@ -118,14 +116,7 @@ def test_a_failed_run_states_its_shards_and_rerun_command_in_its_own_flow_run(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-flow-runs")
     root = tmp_path / "data"
     with start_simulator(SimulatorSettings()) as sim:
-        def break_endpoint_once_planned() -> None:  # preflight has passed once the manifest exists
-            deadline = time.monotonic() + 300
-            while not list(root.glob("runs/*/manifest.json")) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            http.post(f"{sim.root_url}/simulator/settings", json={"rate_500": 1.0}).raise_for_status()
-
-        breaker = threading.Thread(target=break_endpoint_once_planned, daemon=True)
-        breaker.start()
+        breaker = break_endpoint_once_planned(lambda: bool(list(root.glob("runs/*/manifest.json"))), sim.root_url)
         state = generate(overrides=small_run_overrides(root, **{
             "llm.provider": "openai-compatible", "llm.base_url": sim.base_url, "llm.max_retries": 0,
             "orchestration.task_retries": 0, "tools.tools_per_shard": 4, "run.run_id": "failed-night",
