@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,13 @@ from toolfactory.executable.session import ExecutionFailed, executable_source
 from toolfactory.definitions.validity import definition_problems
 
 SERVER = str(Path(__file__).with_name("hostile_mcp_server.py"))
+# On each server's command line (the server reads only its mode): `running` counts this process's
+# servers, not those of tests that another pytest worker runs at the same time (test_mcp_cli).
+MARK = f"mark-{uuid.uuid4().hex}"
 
 
 def hostile(mode: str = "ok", **settings: Any) -> McpEnvironment:
-    fields: dict[str, Any] = {"name": "hostile", "command": sys.executable, "args": [SERVER, mode], "call_timeout_seconds": 3.0,
+    fields: dict[str, Any] = {"name": "hostile", "command": sys.executable, "args": [SERVER, mode, MARK], "call_timeout_seconds": 3.0,
                               "start_timeout_seconds": 20.0, "output_cap_bytes": 1024}
     return McpEnvironment(McpSourceSettings(**{**fields, **settings}))
 
@@ -39,7 +43,7 @@ def running() -> list[int]:
             state = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if SERVER.encode() in cmdline and state != "Z":
+        if SERVER.encode() in cmdline and MARK.encode() in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
 
@@ -220,7 +224,7 @@ def test_a_killed_worker_leaves_no_server_running(tmp_path: Path) -> None:
     worker.write_text(
         "import asyncio, sys\n"
         "from toolfactory.executable.mcp import McpEnvironment, McpSourceSettings\n"
-        f"env = McpEnvironment(McpSourceSettings(name='hostile', command=sys.executable, args=[{SERVER!r}, 'ok']))\n"
+        f"env = McpEnvironment(McpSourceSettings(name='hostile', command=sys.executable, args=[{SERVER!r}, 'ok', {MARK!r}]))\n"
         "async def main():\n"
         "    async with env.session() as session:\n"
         "        await session.call('echo', {'text': 'up'})\n"
