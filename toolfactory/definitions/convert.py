@@ -17,6 +17,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 from referencing.exceptions import Unresolvable
 
+from toolfactory.definitions.pointer import pointer_target
 from toolfactory.errors import ToolfactoryError
 from toolfactory.models import Function, Tool
 
@@ -249,22 +250,6 @@ def functions_from_openapi(document: dict[str, Any]) -> list[Function]:
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
-def _pointer_target(document: Any, ref: str) -> tuple[bool, Any]:
-    """(found, target) of a local `$ref` (``#/a/b``, JSON Pointer escapes and %-encoding undone)."""
-    from urllib.parse import unquote
-
-    target = document
-    for part in unquote(ref[1:]).split("/")[1:]:
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(target, dict) and part in target:
-            target = target[part]
-        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-            target = target[int(part)]
-        else:
-            return False, None
-    return True, target
-
-
 def _unresolvable(node: Any, document: dict[str, Any], seen: frozenset[str] = frozenset()) -> list[str]:
     """The local `$ref` s under `node`, followed through their targets, that point to nowhere."""
     if isinstance(node, list):
@@ -274,7 +259,7 @@ def _unresolvable(node: Any, document: dict[str, Any], seen: frozenset[str] = fr
     missing: list[str] = []
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#") and ref not in seen:
-        found, target = _pointer_target(document, ref)
+        found, target = pointer_target(document, ref)
         missing += _unresolvable(target, document, seen | {ref}) if found else [ref]
     for key, value in node.items():
         if key != "$ref":

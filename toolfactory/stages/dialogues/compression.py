@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from toolfactory.definitions.pointer import pointer_target
+
 JsonSchema = dict[str, Any]
 
 CHARS_PER_TOKEN = 4
@@ -148,17 +150,8 @@ def _documented(schema: Any, root: Any, depth: int) -> JsonSchema:
 
 def _pointer(root: Any, ref: str) -> JsonSchema:
     """The schema a local JSON pointer (``#/$defs/Item``) names, or {} if it names none."""
-    if not ref.startswith("#"):
-        return {}
-    node = root
-    for part in [p.replace("~1", "/").replace("~0", "~") for p in ref[1:].split("/")[1:]]:
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return {}
-    return node if isinstance(node, dict) else {}
+    found, node = pointer_target(root, ref)
+    return node if found and isinstance(node, dict) else {}
 
 
 def _parse(text: str) -> Any:
