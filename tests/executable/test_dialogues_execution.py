@@ -125,7 +125,8 @@ def test_a_hanging_environment_rejects_its_dialogue_with_exec_timeout_and_the_sh
 
 
 def test_a_call_that_breaks_the_schema_gets_the_400_without_running(sim: Any, envs_on_path: None) -> None:
-    cfg = config({"name": "counter", "class_path": "toolenvs:Counter", "allow": ["add"]})
+    # The simulator's wrong type for an integer is its digits as a string: a near miss, coerced by default.
+    cfg = config({"name": "counter", "class_path": "toolenvs:Counter", "allow": ["add"], "near_miss_types": "reject"})
     tool = source_tool(cfg, "counter")
     out, played = dialogues(sim, cfg, [Task(id="t", tools=[tool], instruction="Add 4 to the counter.")], rate_wrong_type=1.0)
     [dialogue] = out.records

@@ -10,4 +10,6 @@ verifier replays a dialogue's calls in another fresh session to check what they 
   :class:`CallResult`, :class:`ExecutionFailed` and its reason codes);
 * :mod:`.confine`: the launcher that runs every process the factory starts under limits on
   time, memory, output files, child processes and network, and leaves nothing behind.
+* :mod:`.coercion`: near-miss argument types ("5" for an integer) made well typed before a call
+  runs, under each source's ``near_miss_types``.
 """

@@ -3,7 +3,8 @@
 The dialogues stage counts every dialogue it made, the curate stage the ones in the dataset, with
 the same dimensions, so `toolfactory stats` and the run report can say per executable source how
 many dialogues ran it, how many calls it answered (and how many of those were errors), and how
-many of those dialogues were kept.
+many of those dialogues were kept; and, per kind of near-miss argument type coerced before a call
+ran (:mod:`toolfactory.executable.coercion`), how many values of each source's calls were coerced.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ DIALOGUES_BY_SOURCE = "executed_dialogues_by_source"
 CALLS_BY_SOURCE = "executed_calls_by_source"
 #: Of those, the answers that were errors (a Python exception, an MCP ``isError``), per source.
 ERRORS_BY_SOURCE = "executed_errors_by_source"
+#: Values coerced before their call ran, per source: ``arg_coerced_number``, ``arg_coerced_boolean``,
+#: ``arg_coerced_array`` (a dimension only where some value was).
+COERCED = "arg_coerced_"
 
 
 class _Counts(Protocol):
@@ -34,3 +38,7 @@ def count_executed(out: _Counts, generation: Mapping[str, Any]) -> None:
         out.count(CALLS_BY_SOURCE, source, n)
         # Counted even when zero, so that a source with no errors shows 0 rather than nothing.
         out.count(ERRORS_BY_SOURCE, source, errors[source])
+    coerced = Counter((str(coercion.get("kind")), str(call.get("source")))
+                      for call in execution.get("calls") or [] for coercion in call.get("coercions") or [])
+    for (kind, source), n in sorted(coerced.items()):
+        out.count(COERCED + kind, source, n)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -37,6 +37,11 @@ class ExecutableSourceSettings(BaseModel):
     than this fails its dialogue (`exec_output_flood`)."""
     max_sessions: int = Field(4, ge=1, le=256)
     """Fresh environments of this source open at once in one worker process."""
+    near_miss_types: Literal["coerce", "reject"] = "coerce"
+    """A call whose arguments miss their types narrowly ("5" for an integer, "true" for a boolean,
+    one value for an array): coerce (run it with the well-typed values, which the dialogue records,
+    keeping what the model sent; counted as `arg_coerced_<kind>`) or reject (answer it with the 400
+    of a call that does not fit the parameters, without running)."""
     limits: ProcessLimits = Field(default_factory=ProcessLimits)
     """Limits on every process started for this source (see `toolfactory.executable.confine`)."""
 

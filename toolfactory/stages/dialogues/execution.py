@@ -6,11 +6,16 @@ it, so every dialogue starts from a fresh environment and never sees another's s
 message holds the result verbatim; a result that is an error (a Python exception, an MCP
 ``isError``) is the answer the assistant sees and may recover from. A call whose arguments do
 not fit the function's parameters is still answered with the 400 of the other tools, without
-running (as a real API's validation would).
+running (as a real API's validation would), unless its source's ``near_miss_types`` is
+``coerce`` and its arguments only miss their types narrowly (:mod:`toolfactory.executable.coercion`):
+:meth:`DialogueExecution.well_typed` then gives the assistant's message the well-typed call
+before anything checks or runs it, so the record holds the call as it ran.
 
 What happened is kept in the dialogue's ``generation["execution"]``: each executed call (its
-source, name, arguments as sent, whether it was an error and whether the output cap cut it) and, when the dialogue
-ends, the state each session was left in, which the verifier's replay compares against.
+source, name, arguments as run, whether it was an error and whether the output cap cut it; for a
+coerced call also ``sent_arguments``, the model's text, and its ``coercions``, each a ``kind`` and
+the ``path`` of the value as a JSON Pointer) and, when the dialogue ends, the state each session
+was left in, which the verifier's replay compares against.
 
 A failure of the environment itself (:class:`~toolfactory.executable.session.ExecutionFailed`)
 rejects the dialogue with its reason code; the shard goes on. At most ``max_sessions`` sessions of
@@ -29,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolfactory.config import ToolsConfig
+from toolfactory.executable.coercion import Coercion, coerce
 from toolfactory.executable.registry import environments, source_settings
 from toolfactory.executable.session import (
     EXEC_START_FAILED,
@@ -38,8 +44,9 @@ from toolfactory.executable.session import (
     Session,
     executable_source,
 )
+from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.models import Function, Task, Tool, ToolCall, canonical_json
-from toolfactory.stages.dialogues.agents import call_error
+from toolfactory.stages.dialogues.agents import call_error, unsendable
 
 EXECUTION = "execution"
 
@@ -47,6 +54,7 @@ EXECUTION = "execution"
 @dataclass
 class _Source:
     environment: Environment
+    settings: ExecutableSourceSettings
     slots: asyncio.Semaphore
 
 
@@ -61,7 +69,7 @@ def _sources(tools: ToolsConfig) -> dict[str, _Source]:
     key = canonical_json({name: s.model_dump(mode="json") for name, s in sorted(settings.items())})
     if key not in by_config:
         built = environments(tools)
-        by_config[key] = {name: _Source(built[name], asyncio.Semaphore(s.max_sessions)) for name, s in settings.items()}
+        by_config[key] = {name: _Source(built[name], s, asyncio.Semaphore(s.max_sessions)) for name, s in settings.items()}
     return by_config[key]
 
 
@@ -72,6 +80,14 @@ class DialogueExecution:
     def __init__(self, task: Task, tools: ToolsConfig) -> None:
         self._names = sorted({name for tool in task.tools if (name := executable_source(tool)) is not None})
         self._sources = _sources(tools) if self._names else {}
+        # Each executable function by name, as the stage finds a call's tool (the first offered).
+        self._functions: dict[str, tuple[str, Function]] = {}
+        for tool in task.tools:
+            source = executable_source(tool)
+            for function in tool.functions if source is not None else []:
+                self._functions.setdefault(function.name, (source, function))
+        # The coerced calls, by what they hold as run: what the model sent and how it was changed.
+        self._coerced: dict[tuple[str, str, str], tuple[str, tuple[Coercion, ...]]] = {}
         self._sessions: dict[str, Session] = {}
         self._stack = AsyncExitStack()
         self._lock = asyncio.Lock()  # calls run one at a time, in the order they were made
@@ -94,8 +110,33 @@ class DialogueExecution:
         """Whether calls to `tool`'s functions are executed here."""
         return tool is not None and executable_source(tool) is not None
 
+    def well_typed(self, calls: list[ToolCall]) -> list[ToolCall]:
+        """`calls` as they will run: a call to an executable function whose source coerces
+        near-miss types and whose arguments coercion makes valid, as a copy with those arguments
+        (the other calls as they are). The assistant's message is to hold what this returns."""
+        return [self._well_typed(call) for call in calls]
+
+    def _well_typed(self, call: ToolCall) -> ToolCall:
+        found = self._functions.get(call.name)
+        source = self._sources.get(found[0]) if found is not None else None
+        if found is None or source is None or source.settings.near_miss_types != "coerce":
+            return call
+        function = found[1]
+        if unsendable(function, call.name, call.arguments) is not None:
+            return call
+        try:
+            coerced = coerce(function.parameters, json.loads(call.arguments or "{}"))
+        except Exception:  # noqa: BLE001 - a schema jsonschema cannot use: the call is checked as it was sent
+            return call
+        if not coerced.coercions:
+            return call
+        fixed = call.model_copy(update={"arguments": json.dumps(coerced.arguments, ensure_ascii=False)})
+        self._coerced[(fixed.id, fixed.name, fixed.arguments)] = (call.arguments, coerced.coercions)
+        return fixed
+
     async def respond(self, tool: Tool, function: Function | None, call: ToolCall) -> CallResult:
-        """The answer to `call`: run, or the 400 the other tools give a call that cannot be valid."""
+        """The answer to `call` (as :meth:`well_typed` made it): run, or the 400 the other tools
+        give a call that cannot be valid."""
         error = call_error(function, call.name, call.arguments)
         if error is not None:
             return CallResult(content=json.dumps({"status_code": 400, "error": error}, ensure_ascii=False), is_error=True)
@@ -111,10 +152,16 @@ class DialogueExecution:
             if session is None:
                 session = self._sessions[name] = await self._open(name)
             result = await session.call(call.name, arguments)
-        # The arguments as sent let the verifier's replay tell the calls of the dialogue's final
-        # path from calls the session ran on abandoned branches (ToolLLM's search backtracks).
-        self.calls.append({"source": name, "name": call.name, "arguments": call.arguments, "is_error": result.is_error,
-                           "truncated": result.truncated})
+        # The arguments as run (the message's) let the verifier's replay tell the calls of the
+        # dialogue's final path from calls the session ran on abandoned branches (ToolLLM's search
+        # backtracks).
+        entry: dict[str, Any] = {"source": name, "name": call.name, "arguments": call.arguments,
+                                 "is_error": result.is_error, "truncated": result.truncated}
+        coerced = self._coerced.get((call.id, call.name, call.arguments))
+        if coerced is not None:
+            entry["sent_arguments"] = coerced[0]
+            entry["coercions"] = [{"kind": c.kind, "path": c.pointer} for c in coerced[1]]
+        self.calls.append(entry)
         return result
 
     async def _open(self, name: str) -> Session:

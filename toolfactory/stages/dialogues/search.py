@@ -135,6 +135,9 @@ class Chat(Protocol):
 
 # The tool executor: the response text the assistant sees for a valid call (one LLM call).
 Execute = Callable[[Function, ToolCall], Awaitable[str]]
+# A reply's calls as they are to run and to be kept (the dialogues stage coerces near-miss
+# argument types of executable tools: toolfactory.executable.coercion).
+WellTyped = Callable[[list[ToolCall]], list[ToolCall]]
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,7 @@ async def solve(
     max_calls: int = 120,
     rejects: Rejects | None = None,
     rejects_answer: Rejects | None = None,
+    well_typed: WellTyped | None = None,
 ) -> SearchResult:
     """Search a solution path for the task that `task_messages` opens (see :func:`opening_messages`).
 
@@ -250,7 +254,8 @@ async def solve(
     instruction at 60 assistant queries, and since executor calls count here too the default
     budget is twice that. ``method="react"`` ignores `max_children` (one child per node).
     `rejects` sees a path ending with a reply whose calls are not answered yet; `rejects_answer`
-    a finished path as it would be kept (ending with the final answer).
+    a finished path as it would be kept (ending with the final answer). `well_typed` turns each
+    reply's calls into those that are checked, run and kept.
     """
     if method not in ("dfsdt", "react"):
         raise ValueError(f"method must be 'dfsdt' or 'react', got {method!r}")
@@ -260,7 +265,8 @@ async def solve(
     if any(fn.name == FINISH for fn in functions):
         raise ValueError(f"a task function may not be named {FINISH!r}: the search offers its own")
     width = 1 if method == "react" else max_children
-    search = _Search(list(task_messages), functions, chat, execute, max_depth, width, max_calls, rejects, rejects_answer)
+    search = _Search(list(task_messages), functions, chat, execute, max_depth, width, max_calls, rejects, rejects_answer,
+                     well_typed)
     return await search.run(method)
 
 
@@ -293,9 +299,9 @@ class _Search:
     def __init__(
         self, opening: list[Message], functions: Sequence[Function], chat: Chat, execute: Execute,
         max_depth: int, max_children: int, max_calls: int, rejects: Rejects | None = None,
-        rejects_answer: Rejects | None = None,
+        rejects_answer: Rejects | None = None, well_typed: WellTyped | None = None,
     ) -> None:
-        self.rejects, self.rejects_answer = rejects, rejects_answer
+        self.rejects, self.rejects_answer, self.well_typed = rejects, rejects_answer, well_typed
         self.by_name = {fn.name: fn for fn in functions}
         self.tools = [fn.openai_tool() for fn in functions] + [FINISH_FUNCTION.openai_tool()]
         self.chat, self.execute = chat, execute
@@ -381,6 +387,8 @@ class _Search:
             )
             for i, c in enumerate(reply.get("tool_calls") or [])
         ]
+        if self.well_typed is not None and calls:
+            calls = self.well_typed(calls)
         content = reply.get("content")
         child = _Node(node_id, parent, parent.depth + 1, "thought", [], [], index, tuple(c.name for c in calls))
         finish = next((c for c in calls if c.name == FINISH), None)

@@ -126,6 +126,8 @@ async def simulate(task: Task, ctx: ShardContext, live: DialogueExecution | None
                 asked = True
                 continue
             called = True
+            if live is not None:  # near-miss types coerced before anything checks or runs the calls
+                action.message.tool_calls = live.well_typed(action.message.tool_calls)
             if early is not None:  # before the tool executor answers calls of a lost record
                 early.raise_if_rejected(functions, messages, calls)
             # The calls of one turn (parallel calls) are answered together, recorded in order.

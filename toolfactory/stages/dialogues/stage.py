@@ -176,6 +176,7 @@ class DialoguesStage:
             # and an answer whose path its rules reject before the judges are asked about it.
             rejects=None if early is None else (lambda messages: bool(early.findings(functions, messages))),
             rejects_answer=None if early is None else (lambda messages: bool(early.finished(self._record(task, messages)))),
+            well_typed=live.well_typed,
         )
         summary = {key: value for key, value in result.metadata().items() if key != "tree"}
         generation: dict[str, Any] = {"search": summary, "compressed_responses": compressed}
