@@ -291,8 +291,9 @@ def test_xlam_keeps_every_call_or_skips_the_record(run_store: ObjectStore, dialo
                     if schema.get("type") in ("string", "integer", "number", "boolean"):
                         assert g.parameters["properties"][name]["type"] == schema["type"]
                     assert g.parameters["properties"][name].get("enum") == schema.get("enum")
-    ids = [row["id"] for row in read_jsonl(tmp_path / "train.jsonl")]
-    assert ids == list(range(len(ids)))
+    # numbered across the splits in the order written: unique in the export's folder, which verify reads as one
+    ids = sorted(row["id"] for split in SPLITS for row in read_jsonl(tmp_path / f"{split}.jsonl"))
+    assert ids == list(range(summary["exported"]))
 
 
 BFCL_FILE = re.compile(r".*BFCL_v4_(\w+?)(?:_score|_result)?\.json")  # BFCL's extract_test_category

@@ -1,15 +1,16 @@
 """Our exports verify clean: a real run of the factory on the simulator (the three recipes, with
 the simulator's faults, so that ToolLLM's Finish and deliberate error recovery occur), exported in
-every format and read back with ``toolfactory verify --format <that format>``, accepts every
+every format and read back with a plain ``toolfactory verify --format <that format>``, accepts every
 record the factory accepted. The same run is the suite's check that one run mixes the recipes and
 that every dialogue records its recipe and the mode it shows.
 
-A format that keeps no recipe (all but ``hf``) cannot tell ``verify`` which policy made a record,
-and one ``--policy`` cannot serve records of several recipes (ToolAlpaca's five-step cap would cut
-ToolLLM's paths; ToolLLM's policy keeps no error recovery). So each recipe's records of the run are
-exported on their own and verified with ``--policy <recipe>``. Formats ``verify`` has no reader
-for are read back another way: ``hf`` through Hugging Face ``datasets`` into our records, ``bfcl``
-by BFCL's own AST checker."""
+The formats keep no recipe, and one policy does not fit records of several recipes (ToolAlpaca's
+five-step cap would cut ToolLLM's paths; ToolLLM's policy keeps no error recovery): the export's
+``PROVENANCE.md`` names the policy the run applied to each record, and ``verify`` applies it again
+record by record, on the export's folder and on each split. Without it (``--policy none``, validity
+only) the records that recovered from an API error are rejected. Formats ``verify`` has no reader
+for are read back another way: ``hf`` through Hugging Face ``datasets`` into our records (each
+recipe's own, with ``--policy <recipe>``), ``bfcl`` by BFCL's own AST checker."""
 
 from __future__ import annotations
 
@@ -126,21 +127,42 @@ def verified_file(path: Path, fmt: str, recipe: str, reports: Path) -> Iterator[
     yield json.loads((reports / "report.json").read_text())
 
 
-def verified(fmt: str, out: Path, recipe: str, reports: Path) -> Iterator[dict[str, Any]]:
-    """The reports of each split's file (or folder) of an export that has records."""
-    for split in SPLITS:
-        path = out / VERIFIED[fmt].format(split=split)
-        if path.is_dir() and any(path.iterdir()) or path.is_file() and path.read_text().strip("[] \n"):
-            yield from verified_file(path, fmt, recipe, reports / split)
+def verified_plainly(path: Path, fmt: str, reports: Path, *args: str) -> dict[str, Any]:
+    """The report of ``toolfactory verify path --format fmt`` (and `args`)."""
+    result = CliRunner().invoke(app, ["verify", str(path), "--format", fmt, "--out", str(reports), *args])
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads((reports / "report.json").read_text())
+    return report
+
+
+def has_records(path: Path) -> bool:
+    return path.is_dir() and any(path.iterdir()) or path.is_file() and bool(path.read_text().strip("[] \n"))
 
 
 @pytest.mark.parametrize("fmt", list(VERIFIED))
-def test_every_exported_record_verifies(factory_run: FactoryRun, fmt: str, tmp_path: Path) -> None:
-    for recipe, store in factory_run.stores.items():
-        summary = export_run(store, RUN, fmt, tmp_path / recipe)
-        reports = list(verified(fmt, tmp_path / recipe, recipe, tmp_path / f"reports-{recipe}"))
-        assert [(r["path"], r["rules"], r["format_errors"]) for r in reports if r["accepted"] != r["records"]] == []
-        assert sum(r["accepted"] for r in reports) == summary["exported"] > 0, recipe
+def test_every_exported_record_verifies_as_the_factory_verified_it(factory_run: FactoryRun, fmt: str, tmp_path: Path) -> None:
+    """The run's dataset, its recipes mixed, read back from its export's folder and from each split."""
+    store = ObjectStore.open(StorageConfig(root=str(factory_run.root)))
+    out = tmp_path / "export"
+    summary = export_run(store, factory_run.run_id, fmt, out)
+    assert len(summary["recipes"]) > 1 and summary["exported"] > 0
+    whole = verified_plainly(out, fmt, tmp_path / "whole")
+    assert (whole["path"], whole["rules"], whole["format_errors"]) == (str(out), {}, {})
+    assert (whole["records"], whole["accepted"]) == (summary["exported"], summary["exported"])
+    assert (whole["policy"], whole["policy_source"], whole["policies"]) == ("per record", str(out / "PROVENANCE.md"), summary["recipes"])
+    splits = [verified_plainly(out / VERIFIED[fmt].format(split=split), fmt, tmp_path / split)
+              for split in SPLITS if has_records(out / VERIFIED[fmt].format(split=split))]
+    assert [(r["path"], r["rules"]) for r in splits if r["accepted"] != r["records"]] == []
+    assert sum(r["accepted"] for r in splits) == summary["exported"]
+
+
+def test_without_the_exports_policy_validity_alone_rejects_the_recovered_calls(factory_run: FactoryRun, tmp_path: Path) -> None:
+    store = ObjectStore.open(StorageConfig(root=str(factory_run.root)))
+    summary = export_run(store, factory_run.run_id, "openai", tmp_path / "export")
+    """A call answered with the API's error and made again correctly is ToolAlpaca's error recovery,
+    which its policy keeps: its findings on the failed call are warnings there, errors without it."""
+    validity = verified_plainly(tmp_path / "export", "openai", tmp_path / "r", "--policy", "none")
+    assert validity["policy"] is None and validity["accepted"] < summary["exported"]
 
 
 def dialogue_of(row: dict[str, Any]) -> Dialogue:

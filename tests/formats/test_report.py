@@ -17,7 +17,8 @@ from toolfactory.stages.verify.corpus import valid_dialogues
 from toolfactory.stages.verify.report import verify_file
 
 POLICY_RULES = ["filter_parse_error", "filter_search_not_finished", "filter_too_many_steps"]
-KEYS = ["path", "format", "records", "parsed", "format_errors", "accepted", "rejected", "pass_rate", "rules", "warnings", "skipped_rules", "policy"]
+KEYS = ["path", "format", "records", "parsed", "format_errors", "accepted", "rejected", "pass_rate", "rules", "warnings", "skipped_rules",
+        "policy", "policy_source", "policies"]
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -40,6 +41,7 @@ def checked(report: dict[str, Any], out: Path, fmt: str) -> dict[str, Any]:
     # rules counts records per code; every rejected record has at least one code, none is skipped
     assert report["rules"] == {code: sum(code in line["codes"] for line in rejected) for code in report["rules"]}
     assert not set(report["rules"]) & set(report["skipped_rules"])
+    assert sum(report["policies"].values()) == (report["parsed"] if report["policy"] else 0)
     errors = lines(out / "format_errors.jsonl")
     assert len(errors) == sum(report["format_errors"].values())
     markdown = (out / "report.md").read_text()

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 from typer.testing import CliRunner
@@ -15,6 +16,8 @@ from typer.testing import CliRunner
 from toolfactory.cli import app
 from toolfactory.config import Config
 from toolfactory.stages.base import ShardContext, ShardSpec
+from toolfactory.stages.verify.rules import RULES
+from toolfactory.stages.verify.rules.registry import Sample
 from toolfactory.stages.verify.stage import VerifyStage
 
 from .helpers import dialogue
@@ -154,17 +157,35 @@ def test_a_lone_surrogate_is_invalid_characters_of_its_record(fmt: str, workers:
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_a_record_whose_judging_raises_is_record_check_error(workers: str, tmp_path: Path) -> None:
-    # The arguments text parses as JSON text only up to Python's integer limit: the rules cannot read it.
+def test_a_record_whose_judging_raises_is_record_check_error(workers: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A rule that fails on one record (a library refusing one of its values): forked workers inherit it.
+    def fails_on_r1(sample: Sample) -> Iterator[tuple[str, str]]:
+        if sample.dialogue.id == "r1":
+            raise ValueError("a value this rule's library refuses")
+        yield from ()
+
+    monkeypatch.setitem(RULES, "call_unknown_function", replace(RULES["call_unknown_function"], fn=fails_on_r1))
+    path = tmp_path / "input.jsonl"
+    path.write_text("\n".join(openai_record(i) for i in range(3)) + "\n")
+    result = cli(str(path), "--format", "openai", "--out", str(tmp_path / "r"), "--workers", workers)
+    assert result.exit_code == 0, result.output
+    assert report_of(tmp_path / "r")["rules"] == {"record_check_error": 1}
+    (line,) = rejected_of(tmp_path / "r")
+    assert line["id"] == "r1" and line["errors"][0]["message"] == "call_unknown_function: ValueError: a value this rule's library refuses"
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_integer_python_cannot_read_in_call_arguments_is_record_unreadable(workers: str, tmp_path: Path) -> None:
+    # The arguments text parses as JSON only up to Python's integer limit: the rules could not read it
+    # (every format alike: tests/formats/test_every_format.py).
     lines = [openai_record(i) for i in range(3)]
     lines[1] = openai_record(1, arguments=json.dumps('{"n": ' + HUGE + "}"))
     path = tmp_path / "input.jsonl"
     path.write_text("\n".join(lines) + "\n")
     result = cli(str(path), "--format", "openai", "--out", str(tmp_path / "r"), "--workers", workers)
     assert result.exit_code == 0, result.output
-    assert report_of(tmp_path / "r")["rules"] == {"record_check_error": 1}
-    (line,) = rejected_of(tmp_path / "r")
-    assert line["id"] == "r1" and "4300 digits" in line["errors"][0]["message"]
+    assert (report_of(tmp_path / "r")["rules"], report_of(tmp_path / "r")["format_errors"]) == ({}, {"record_unreadable": 1})
+    assert "4300 digits" in (tmp_path / "r/format_errors.jsonl").read_text()
 
 
 # (number text, what the message says): Python reads 1e400 as an infinity, which no JSON writer

@@ -9,6 +9,12 @@ A record that the format cannot hold (xLAM has no place for a second user turn, 
 ShareGPT layout none for two assistant turns in a row, …) raises :class:`Skip` with a stable
 reason code: the record is left out of that format's files and counted, with the reason, in
 the export summary. Skipping is per format; the record stays in the run.
+
+An exporter whose format ``toolfactory verify`` reads back (:attr:`Exporter.read_as`) notes, for
+each record it writes, the id that reader will give it and the record's recipe
+(:meth:`Exporter.note`): the export's ``PROVENANCE.md`` maps them to the policy each recipe was
+verified with (:mod:`toolfactory.formats.export_policy`). That is one id per record held until
+the export ends.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from toolfactory.errors import TerminalError, ToolfactoryError
 from toolfactory.export.output import JsonLines, OutputDir
+from toolfactory.formats.base import record_id
+from toolfactory.formats.export_policy import FormatChange, Group
 from toolfactory.models import Dialogue, Tool
 
 if TYPE_CHECKING:
@@ -132,6 +140,9 @@ class Exporter(ABC):
     """Whether the format describes the executable sources the records ran on (their
     configuration and initial state): then :attr:`sources` is the run's configured sources by
     name (from its manifest; empty for a run without one)."""
+    read_as: ClassVar[str | None] = None
+    """The ``toolfactory verify --format`` that reads the written records back, if any: the
+    exporter then notes the id it gives each record (:meth:`note`)."""
 
     def __init__(self, out: OutputDir, splits: Sequence[str], options: ExportOptions) -> None:
         self.out = out
@@ -139,6 +150,13 @@ class Exporter(ABC):
         self.options = options
         self.tools: Mapping[str, Tool] = {}
         self.sources: Mapping[str, ExecutableSourceSettings] = {}
+        self.read_back: dict[Group, list[str]] = {}
+        """(recipe, what the format changed) → the ids :attr:`read_as`'s reader gives those records."""
+
+    def note(self, read_id: str, recipe: str, change: FormatChange | None = None) -> None:
+        """Note that the record `toolfactory verify --format <read_as>` will read as `read_id` is of
+        `recipe`, and what the format changed in it that its recipe's policy judges."""
+        self.read_back.setdefault((recipe, change), []).append(read_id)
 
     @abstractmethod
     def write(self, split: str, dialogue: Dialogue) -> None:
@@ -169,7 +187,10 @@ class JsonlExporter(Exporter):
         """The record in the format, or raise :class:`Skip`."""
 
     def write(self, split: str, dialogue: Dialogue) -> None:
-        self.files[split].write(self.convert(dialogue))
+        record = self.convert(dialogue)
+        self.files[split].write(record)
+        if self.read_as is not None:
+            self.note(record_id(self.read_as, record), dialogue.recipe)
 
     def close(self, stats: ExportStats) -> dict[str, int]:
         return {f"{split}{self.suffix}": file.commit() for split, file in self.files.items()}

@@ -14,7 +14,8 @@ The layout of OpenAI's fine-tuning guide for function calling, which most traine
 * an assistant turn marked ``masked`` (its samples disagreed: kept for context, not to be
   learned) gets OpenAI's ``"weight": 0``, which excludes it from the loss.
 
-No record id or metadata: OpenAI's validator rejects keys it does not know.
+No record id or metadata: OpenAI's validator rejects keys it does not know (``PROVENANCE.md``
+names each record's recipe by the hash ``verify`` gives a record without an id).
 
 **ToolLLM's Finish** (ToolLLM §2.3) is exported as a real tool: a record that follows the
 convention — it offers or calls ``Finish``, or a ToolLLM search found it, whose system prompt
@@ -89,6 +90,7 @@ def with_finish_tool(dialogue: Dialogue) -> Dialogue:
 
 class OpenAIExporter(JsonlExporter):
     name = "openai"
+    read_as = "openai"
 
     def convert(self, dialogue: Dialogue) -> dict[str, Any]:
         dialogue = with_finish_tool(dialogue)

@@ -88,6 +88,7 @@ def conversation(messages: list[Message]) -> list[dict[str, str]]:
 
 class ShareGPTExporter(JsonlExporter):
     name = "sharegpt"
+    read_as = "sharegpt"
 
     def convert(self, dialogue: Dialogue) -> dict[str, Any]:
         return {

@@ -45,7 +45,8 @@ from typing import Any, Mapping, Sequence
 from toolfactory.export.base import NO_CALLS, Exporter, ExportOptions, Skip
 from toolfactory.export.output import JsonList, OutputDir
 from toolfactory.export.stats import ExportStats
-from toolfactory.export.turns import all_calls, final_answer, responses, single_request
+from toolfactory.export.turns import FINISH, all_calls, final_answer, responses, single_request
+from toolfactory.formats.export_policy import FINISH_OFFERED
 from toolfactory.models import Dialogue, Function, JsonSchema, Tool
 
 _METHODS = {"get", "post", "put", "patch", "delete"}
@@ -183,6 +184,7 @@ class _Entry:
         self.link = _joined([t.link for t in known], " ")
         self.category = dialogue.source_tools[0].category if dialogue.source_tools else "General"
         self.functions: dict[str, Function] = {}
+        self.recipes: list[tuple[str, bool]] = []  # (recipe, whether it offers Finish) of each record, in order
         self.instructions: list[str] = []
         self.golden: list[list[dict[str, str]]] = []
         self.instances: list[dict[str, Any]] = []
@@ -191,6 +193,7 @@ class _Entry:
         for function in dialogue.tools:
             self.functions.setdefault(function.name, function)
         golden, intermediate = steps(dialogue)
+        self.recipes.append((dialogue.recipe, any(f.name == FINISH for f in dialogue.tools)))
         self.instructions.append(request)
         self.golden.append(golden)
         self.instances.append({"input": request, "output": final_answer(dialogue) or "", "intermediate_steps": intermediate})
@@ -225,6 +228,7 @@ def entry_key(dialogue: Dialogue) -> tuple[str, ...]:
 class ToolAlpacaExporter(Exporter):
     name = "toolalpaca"
     needs_tools = True
+    read_as = "toolalpaca"  # a record is read as `<Name>/<k>`: its entry and its golden answer
 
     def __init__(self, out: OutputDir, splits: Sequence[str], options: ExportOptions) -> None:
         super().__init__(out, splits, options)
@@ -246,6 +250,10 @@ class ToolAlpacaExporter(Exporter):
             file = JsonList(self.out, f"{split}.json")
             for entry in entries.values():
                 file.write(entry.to_json())
+                # An entry documents every function of its tool: ToolLLM's Finish, offered to a record
+                # that did not have it, leaves filter_search_not_finished nothing to judge it by.
+                for k, (recipe, finish) in enumerate(entry.recipes):
+                    self.note(f"{entry.name}/{k}", recipe, FINISH_OFFERED if FINISH in entry.functions and not finish else None)
             files[f"{split}.json"] = file.commit()
         return files
 

@@ -63,6 +63,7 @@ from toolfactory.export.base import Exporter, ExportOptions
 from toolfactory.export.output import JsonList, OutputDir
 from toolfactory.export.stats import ExportStats
 from toolfactory.export.turns import FINISH, all_calls, arguments_object, finished_path, function_dict, responses
+from toolfactory.formats.export_policy import FINISH_ADDED
 from toolfactory.models import Dialogue, Function, ToolCall, stable_id
 from toolfactory.definitions.finish import FINISH_FUNCTION
 from toolfactory.stages.dialogues.search import FAILED
@@ -286,6 +287,7 @@ def toolllama_instances(answer: dict[str, Any]) -> list[dict[str, Any]]:
 
 class ToolBenchExporter(Exporter):
     name = "toolbench"
+    read_as = "toolbench"  # each answer file is a record, named by its file
 
     def __init__(self, out: OutputDir, splits: Sequence[str], options: ExportOptions) -> None:
         super().__init__(out, splits, options)
@@ -297,6 +299,7 @@ class ToolBenchExporter(Exporter):
         text = json.dumps(answer_file(dialogue), ensure_ascii=False)
         self.out.write_bytes(f"{ANSWERS}/{split}/{file_name(dialogue)}.json", text.encode())
         self.answers[split] += 1
+        self.note(file_name(dialogue), dialogue.recipe, None if any(c.name == FINISH for c in all_calls(dialogue)) else FINISH_ADDED)
         # built from the file's text, read back, so the instances are those of what was written
         for instance in toolllama_instances(json.loads(text)):
             self.toolllama[split].write(instance)

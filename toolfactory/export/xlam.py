@@ -17,7 +17,10 @@ Python type names — ``str``, ``int``, ``float``, ``bool``, ``dict``, ``List[in
 ``Optional[str]``, ``Union[str, int]``, ``Any`` — and ``", optional"`` appended to the type of
 a parameter that is not required (a required parameter's default is not written: APIGen reads
 any default as "optional"). ``enum`` is kept. Nested object schemas become ``dict``: APIGen's
-flat shape has no place for them. ``id`` is the row number in its split file.
+flat shape has no place for them. ``id`` is the record's number in the export, counted across
+its split files in the order written: each id is unique in the export's folder, which
+``toolfactory verify`` reads as one dataset (and by which ``PROVENANCE.md`` names each record's
+recipe).
 """
 
 from __future__ import annotations
@@ -67,10 +70,13 @@ def apigen_tool(function: Function) -> dict[str, Any]:
 
 class XLAMExporter(JsonlExporter):
     name = "xlam"
+    read_as = "xlam"
 
     def write(self, split: str, dialogue: Dialogue) -> None:
         record = self.convert(dialogue)
-        self.files[split].write({"id": self.files[split].file.rows, **record})
+        number = sum(file.file.rows for file in self.files.values())
+        self.files[split].write({"id": number, **record})
+        self.note(str(number), dialogue.recipe)
 
     def convert(self, dialogue: Dialogue) -> dict[str, Any]:
         query = single_request(dialogue)

@@ -8,14 +8,27 @@ The reader contract (every module of :mod:`toolfactory.formats`)::
   can count records, and ``FormatError.index`` is that position. What a "record" is depends on
   the format (a JSONL line, an element of a JSON list, a ToolBench answer file, a ToolAlpaca
   (instruction, golden answer) pair); blank JSONL lines are not records.
+* `path` is a file or a folder. A folder is read file by file, in name order, its records
+  numbered across files (:func:`read_files`): the files of the format's patterns directly in
+  it (``*.jsonl`` and ``*.json`` for the JSON-lines formats), so an export's folder reads as one
+  dataset; a file of the folder that cannot be read at all is one FormatError there.
+* Every file is decoded by :func:`file_text`: UTF-8, a byte-order mark at its start dropped
+  (the mark some editors write), in every format.
 * A record that cannot be turned into a :class:`~toolfactory.models.Dialogue` yields a
   :class:`FormatError` with a stable reason code, and reading goes on with the next record.
   Whatever one record holds, reading it never fails the file: JSONL is read line by line as
   bytes (a line that is not UTF-8 is that record's ``record_not_json``), ``NaN`` / ``Infinity``
   are not JSON and a number beyond a double's range (``1e400``) is none either
-  (``record_not_json``), and any other exception while reading one record (an
-  integer longer than Python converts, a value a library refuses) is ``record_unreadable`` with
-  the exception's one-line text (:func:`guarded`).
+  (``record_not_json``), and any other exception while reading one record (a value a library
+  refuses) is ``record_unreadable`` with the exception's one-line text (:func:`guarded`).
+* **An integer longer than Python converts** (more than 4,300 digits, ``sys.get_int_max_str_digits``)
+  is valid JSON that no part of toolfactory can read, so its record is ``record_unreadable``
+  (:data:`LONG_INTEGER`: ``an integer of N digits: longer than Python converts (4300 digits)``) in every
+  format, wherever the record holds it: in the file's JSON, in JSON text a field holds (xLAM's
+  ``tools`` and ``answers``, ShareGPT's ``function_call``, ToolAlpaca's ``Documentation``, BFCL's
+  call text), or in a call's arguments or a tool's response, which the readers otherwise keep as
+  text for the rules (:func:`guarded` looks there). A record the reader can read is judged by the
+  verifier; one the verifier could not parse is not handed to it.
 * Only a problem with the file as a whole (missing, unreadable, a JSON document that does not
   parse, the wrong top-level shape) raises :class:`UnreadableFile`.
 * Readers do not repair or judge content: argument text is kept as the file has it (an argument
@@ -28,9 +41,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+import sys
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Collection, Iterable, Iterator
 
 from pydantic import ValidationError
 
@@ -122,6 +137,56 @@ def exception_line(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+LONG_INTEGER = "an integer of {digits} digits: longer than Python converts ({limit} digits)"
+_INT_LIMIT = re.compile(r"Exceeds the limit \((\d+) digits\) for integer string conversion(?:: value has (\d+) digits)?")
+
+
+def long_integer(exc: BaseException) -> str | None:
+    """The message of :data:`LONG_INTEGER` when `exc` is Python's refusal to convert an integer
+    that long (``json``'s ValueError, ``ast``'s SyntaxError), else None."""
+    found = _INT_LIMIT.search(str(exc)) if isinstance(exc, (ValueError, SyntaxError)) else None
+    if found is None:
+        return None
+    return LONG_INTEGER.format(digits=found.group(2) or f"more than {found.group(1)}", limit=found.group(1))
+
+
+def unreadable(exc: BaseException) -> str:
+    """The message of a ``record_unreadable`` record that failed with `exc`."""
+    return long_integer(exc) or exception_line(exc)
+
+
+@lru_cache(maxsize=4)
+def _digit_run(limit: int) -> re.Pattern[str]:
+    # Anchored at the start of a run of digits, so the scan stays linear in the text's length.
+    return re.compile(rf"(?<![0-9])[0-9]{{{limit + 1}}}")
+
+
+def long_integer_in(dialogue: Dialogue) -> str | None:
+    """Where and what (:data:`LONG_INTEGER`) of the first call arguments or tool response that
+    holds, as JSON, an integer longer than Python converts; None when none does. Only a text
+    with such a run of digits is parsed: a long number inside a string is no integer."""
+    limit = sys.get_int_max_str_digits()
+    if not limit:
+        return None
+    run = _digit_run(limit)
+    for i, message in enumerate(dialogue.messages):
+        texts = [(f"messages[{i}].tool_calls[{j}].arguments", call.arguments) for j, call in enumerate(message.tool_calls or ())]
+        if message.role == "tool" and message.content:
+            texts.append((f"messages[{i}].content", message.content))
+        for where, text in texts:
+            if not run.search(text):
+                continue
+            try:
+                standard_json(text)
+            except ValueError as exc:
+                found = long_integer(exc)
+                if found is not None:
+                    return f"{where}: {found}"
+            except RecursionError:
+                pass  # the rules' limits judge a text nested that deep
+    return None
+
+
 def json_text(value: Any) -> str:
     """A value as argument/content text: a string is kept as is, anything else is dumped as JSON."""
     if isinstance(value, str):
@@ -155,7 +220,19 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-_BOM = b"\xef\xbb\xbf"
+BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark, which some editors write at the start of a file
+
+
+def file_text(data: bytes, errors: str = "strict") -> str:
+    """A file's bytes (or its first line's) as text: UTF-8, without a byte-order mark at the start.
+    Every reader decodes what it reads through this function, so a file that starts with the mark
+    reads as the same file without it, in every format."""
+    return data.removeprefix(BOM).decode("utf-8", errors)
+
+
+def read_text(path: Path) -> str:
+    """The text of the file at `path` (:func:`file_text`); raises OSError and UnicodeDecodeError."""
+    return file_text(path.read_bytes())
 
 
 def _first_char(path: Path) -> str:
@@ -167,7 +244,7 @@ def _first_char(path: Path) -> str:
             if not chunk:
                 return ""
             if start:
-                chunk, start = chunk.removeprefix(_BOM), False
+                chunk, start = chunk.removeprefix(BOM), False
             stripped = chunk.lstrip()
             if stripped:
                 return chr(stripped[0])
@@ -207,9 +284,9 @@ def document_text(data: bytes) -> tuple[str, bool]:
     UTF-8: those are decoded with ``surrogateescape`` (:func:`read_document` refuses the records
     that hold them), so one bad byte does not make the whole document unreadable."""
     try:
-        return data.decode("utf-8-sig"), False
+        return file_text(data), False
     except UnicodeDecodeError:
-        return data.decode("utf-8-sig", errors="surrogateescape"), True
+        return file_text(data, errors="surrogateescape"), True
 
 
 def read_document(path: Path) -> tuple[Any, bool]:
@@ -226,7 +303,7 @@ def read_document(path: Path) -> tuple[Any, bool]:
     try:
         value = json_document(text)[0]
     except json.JSONDecodeError:
-        data.decode("utf-8-sig")  # raises the UnicodeDecodeError that names the first bad byte
+        file_text(data)  # raises the UnicodeDecodeError that names the first bad byte
         raise
     return _refuse_escaped(value), True
 
@@ -263,7 +340,7 @@ def _integer(digits: str) -> int | Refused:
     try:
         return int(digits)
     except ValueError as exc:
-        return Refused(RECORD_UNREADABLE, exception_line(exc))
+        return Refused(RECORD_UNREADABLE, unreadable(exc))
 
 
 def refused_in(value: Any) -> Refused | None:
@@ -360,17 +437,24 @@ def parse_json_field(record: dict[str, Any], key: str, expected: type | tuple[ty
             raise Malformed(FIELD_NOT_JSON, f"{key!r} is not JSON: {exc.msg} (column {exc.colno})") from None
         except NonStandardNumber as exc:
             raise Malformed(FIELD_NOT_JSON, f"{key!r} is not JSON: {exc}") from None
+        except ValueError as exc:
+            raise Malformed(RECORD_UNREADABLE, f"{key!r}: {unreadable(exc)}") from None
     if not isinstance(value, expected):
         names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
         raise Malformed(WRONG_TYPE, f"{key!r} must be a {names}, not {type(value).__name__}")
     return value
 
 
+def record_id(fmt: str, record: dict[str, Any]) -> str:
+    """The id a reader gives `record` of format `fmt`: its own ``id``, else :func:`content_id`."""
+    return str(record["id"]) if record.get("id") not in (None, "") else content_id(fmt, record)
+
+
 def build_dialogue(fmt: str, record: dict[str, Any], tools: list[Function], messages: list[Message]) -> Dialogue:
-    """The canonical record for `record` (its own id, else a content hash), or Malformed."""
-    record_id = str(record["id"]) if record.get("id") not in (None, "") else content_id(fmt, record)
+    """The canonical record for `record` (:func:`record_id`), or Malformed."""
+    identifier = record_id(fmt, record)
     try:
-        return Dialogue(id=record_id, task_id=record_id, tools=tools, messages=messages, recipe=fmt, mode=derive_mode(messages))
+        return Dialogue(id=identifier, task_id=identifier, tools=tools, messages=messages, recipe=fmt, mode=derive_mode(messages))
     except ValidationError as exc:
         raise Malformed(INVALID_RECORD, validation_message(exc)) from None
 
@@ -378,10 +462,12 @@ def build_dialogue(fmt: str, record: dict[str, Any], tools: list[Function], mess
 def guarded(index: int, where: str, build: Callable[[], Dialogue]) -> Dialogue | FormatError:
     """`build()`, or the FormatError of record `index` saying why it failed: the reason a reader
     gave (:class:`Malformed`), ``invalid_record`` for a value the canonical model refuses,
-    ``record_too_deep``, and ``record_unreadable`` for any other exception, so that one record
-    never ends the reading of the others."""
+    ``record_too_deep``, and ``record_unreadable`` for any other exception and for an integer
+    longer than Python converts in the record's call arguments or tool responses
+    (:func:`long_integer_in`), so that one record never ends the reading of the others."""
     try:
-        return build()
+        dialogue = build()
+        found = long_integer_in(dialogue)
     except Malformed as exc:
         return FormatError(index, exc.reason, exc.message, where)
     except ValidationError as exc:  # a message the canonical model refuses
@@ -389,7 +475,8 @@ def guarded(index: int, where: str, build: Callable[[], Dialogue]) -> Dialogue |
     except RecursionError:  # hashing or validating a value nested deeper than Python recurses
         return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
     except Exception as exc:  # noqa: BLE001 - whatever one record holds, the others are read
-        return FormatError(index, RECORD_UNREADABLE, exception_line(exc), where)
+        return FormatError(index, RECORD_UNREADABLE, unreadable(exc), where)
+    return dialogue if found is None else FormatError(index, RECORD_UNREADABLE, found, where)
 
 
 def converted(index: int, where: str, value: Any, to_dialogue: Callable[[Any], Dialogue]) -> Dialogue | FormatError:
@@ -410,21 +497,63 @@ def text_error(index: int, where: str, exc: BaseException) -> FormatError:
         return FormatError(index, RECORD_NOT_JSON, f"not JSON: {exc}", where)
     if isinstance(exc, RecursionError):
         return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
-    return FormatError(index, RECORD_UNREADABLE, exception_line(exc), where)
+    return FormatError(index, RECORD_UNREADABLE, unreadable(exc), where)
 
 
 def parsed_line(index: int, number: int, line: bytes | str) -> Any:
     """The value of JSONL line `number` (record `index`; bytes are decoded as UTF-8, a BOM on the
-    first line dropped), or its FormatError."""
+    first line dropped: :func:`file_text`), or its FormatError."""
     where = f"line {number}"
     try:
-        text = line if isinstance(line, str) else line.decode("utf-8-sig" if number == 1 else "utf-8")
+        text = line if isinstance(line, str) else file_text(line) if number == 1 else line.decode("utf-8")
         return standard_json(text)
     except Exception as exc:  # noqa: BLE001 - RecursionError too: text_error names each
         return text_error(index, where, exc)
 
 
-def read_json_records(path: str | Path, to_dialogue: Callable[[Any], Dialogue]) -> Iterator[Dialogue | FormatError]:
-    """Each record of a JSON list or JSONL file through `to_dialogue`; a bad one as a FormatError."""
-    for index, where, value in iter_json_records(path):
-        yield converted(index, where, value, to_dialogue)
+JSON_FILES = ("*.jsonl", "*.json")  # the files of a folder that the JSON-lines formats read
+
+
+def dataset_files(path: Path, patterns: Iterable[str], skip: Collection[str] = ()) -> list[Path]:
+    """The files read for `path`: the file itself, or the files directly in the folder `path`
+    whose names match one of `patterns` (but none of `skip`), in name order."""
+    path = require_path(path)
+    if not path.is_dir():
+        return [path]
+    patterns = tuple(patterns)
+    files = sorted({file for pattern in patterns for file in path.glob(pattern) if file.is_file() and file.name not in skip})
+    if not files:
+        raise UnreadableFile(f"{path}: no {' or '.join(patterns)} files in the folder")
+    return files
+
+
+def read_files(path: str | Path, patterns: Iterable[str], read_file: Callable[[Path], Iterable[Dialogue | FormatError]],
+               skip: Collection[str] = ()) -> Iterator[Dialogue | FormatError]:
+    """The records of `path` as `read_file` reads a file: of the file itself, or of each file of
+    the folder (:func:`dataset_files`) in turn, numbered across files, a FormatError's ``where``
+    prefixed with its file's name; a file of the folder that cannot be read at all is one
+    ``record_not_json`` there, and the other files are read."""
+    path = require_path(path)
+    if not path.is_dir():
+        yield from read_file(path)
+        return
+    index = 0
+    for file in dataset_files(path, patterns, skip):
+        try:
+            for item in read_file(file):
+                yield item if isinstance(item, Dialogue) else replace(item, index=index, where=f"{file.name} {item.where}".strip())
+                index += 1
+        except UnreadableFile as exc:
+            yield FormatError(index, RECORD_NOT_JSON, str(exc).removeprefix(f"{file}: "), file.name)
+            index += 1
+
+
+def read_json_records(path: str | Path, to_dialogue: Callable[[Any], Dialogue],
+                      skip: Collection[str] = ()) -> Iterator[Dialogue | FormatError]:
+    """Each record of a JSON list or JSONL file (or of each such file of a folder, :func:`read_files`)
+    through `to_dialogue`; a bad one as a FormatError."""
+    def one_file(file: Path) -> Iterator[Dialogue | FormatError]:
+        for index, where, value in iter_json_records(file):
+            yield converted(index, where, value, to_dialogue)
+
+    return read_files(path, JSON_FILES, one_file, skip)

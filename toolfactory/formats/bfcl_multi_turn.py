@@ -40,7 +40,18 @@ from toolfactory.executable.python_env import PythonEnvironment, doc_function, r
 from toolfactory.executable.runner import load_class
 from toolfactory.executable.settings import BFCL_PRESETS, PythonEnvironmentSettings
 from toolfactory.executable.session import Session
-from toolfactory.formats.base import MISSING_FIELD, WRONG_TYPE, FormatError, Malformed, build_dialogue, read_json_records
+from toolfactory.formats.base import (
+    MISSING_FIELD,
+    RECORD_UNREADABLE,
+    WRONG_TYPE,
+    FormatError,
+    Malformed,
+    build_dialogue,
+    long_integer,
+    read_files,
+    read_json_records,
+    read_text,
+)
 from toolfactory.models import Dialogue, Function, Message, ToolCall
 
 NAME = "bfcl_multi_turn"
@@ -95,6 +106,8 @@ def parse_call(text: str, parameters: dict[str, list[str]]) -> Call:
             raise ValueError(f"{len(node.args)} positional arguments for {name}'s {len(names)} parameters")
         arguments.update({names[i]: ast.literal_eval(arg) for i, arg in enumerate(node.args)})
     except (SyntaxError, ValueError) as exc:
+        if long_integer(exc) is not None:
+            raise Malformed(RECORD_UNREADABLE, f"ground_truth: {long_integer(exc)}") from None
         raise Malformed(WRONG_TYPE, f"ground_truth: cannot read the call {text[:120]!r}: {exc}") from None
     return name, arguments
 
@@ -171,15 +184,23 @@ def answers_next_to(path: Path) -> dict[str, list[Any]]:
     if not found.is_file():
         return {}
     answers: dict[str, list[Any]] = {}
-    for line in found.read_text(encoding="utf-8").splitlines():
+    for line in read_text(found).splitlines():
         if line.strip():
             item = json.loads(line)
             answers[str(item.get("id"))] = item.get("ground_truth")
     return answers
 
 
+FILES = ("*multi_turn*.json",)  # BFCL's multi-turn categories in a folder that holds the others too
+
+
 def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
-    path = Path(path)
+    """The entries of a BFCL multi-turn file, or of each multi-turn file of a folder (BFCL's
+    ``data/``, an export's split folder), each with the possible answers next to it."""
+    return read_files(path, FILES, _read_file)
+
+
+def _read_file(path: Path) -> Iterator[Dialogue | FormatError]:
     answers = answers_next_to(path) if path.is_file() else {}
 
     def convert(entry: Any) -> Dialogue:

@@ -31,6 +31,7 @@ from toolfactory.formats.base import (
     DERIVED_MODE,
     MISSING_FIELD,
     RECORD_NOT_OBJECT,
+    RECORD_UNREADABLE,
     UNKNOWN_ROLE,
     WRONG_TYPE,
     FormatError,
@@ -39,6 +40,7 @@ from toolfactory.formats.base import (
     json_text,
     parse_json_field,
     read_json_records,
+    unreadable,
 )
 from toolfactory.formats.openai import definitions
 from toolfactory.models import Dialogue, Function, Message, ToolCall
@@ -48,6 +50,7 @@ NOT_APPLICABLE_REASONS: dict[str, str] = dict(DERIVED_MODE)
 NOT_APPLICABLE: frozenset[str] = frozenset(NOT_APPLICABLE_REASONS)
 
 TEXT_ROLES = {"system": "system", "human": "user", "gpt": "assistant"}
+DATASET_INFO = "dataset_info.json"  # LLaMA-Factory's list of datasets, beside the data files
 
 
 def functions_of(record: dict[str, Any]) -> list[Function]:
@@ -62,6 +65,8 @@ def _call(value: Any, where: str, serial: int) -> ToolCall:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise Malformed(WRONG_TYPE, f"{where}: a function_call value is JSON, {exc.msg} (column {exc.colno})") from None
+        except ValueError as exc:  # an integer longer than Python converts
+            raise Malformed(RECORD_UNREADABLE, f"{where}: {unreadable(exc)}") from None
     if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
         raise Malformed(MISSING_FIELD, f"{where}: a call needs a function name")
     arguments = value.get("arguments")
@@ -106,4 +111,6 @@ def to_dialogue(record: Any) -> Dialogue:
 
 
 def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
-    return read_json_records(path, to_dialogue)
+    """The records of a JSONL or JSON list file, or of each such file of a folder (an export's
+    folder: LLaMA-Factory's ``dataset_info.json`` beside them is no data file)."""
+    return read_json_records(path, to_dialogue, skip={DATASET_INFO})

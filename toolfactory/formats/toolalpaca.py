@@ -1,6 +1,7 @@
 """ToolAlpaca tool files with golden answers (``eval_simulated.json``, ``eval_real.json``).
 
-The file is a JSON list of tools ``{Name, Documentation, Instructions, Golden_Answers, ...}``;
+The file is a JSON list of tools ``{Name, Documentation, Instructions, Golden_Answers, ...}`` (a
+folder: each of its ``*.json`` files, an export's splits);
 ``Golden_Answers[k]`` is the list of steps ``{Action, Action_Input}`` that solves
 ``Instructions[k]``. One record (one Dialogue) per (instruction, golden answer) pair, id
 ``<Name>/<k>``, numbered across the file:
@@ -55,12 +56,12 @@ from toolfactory.formats.base import (
     Malformed,
     UnreadableFile,
     derive_mode,
-    exception_line,
     guarded,
     json_text,
     load_json_file,
+    read_files,
     refused_in,
-    require_path,
+    unreadable,
     validation_message,
 )
 from toolfactory.models import Dialogue, Function, Message, ToolCall
@@ -152,8 +153,14 @@ def _tools(path: Path) -> list[Any]:
 
 
 def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
+    """The records of a ToolAlpaca file, or of each ``*.json`` file of a folder (an export's
+    splits), numbered across files."""
+    return read_files(path, ("*.json",), _read_file)
+
+
+def _read_file(path: Path) -> Iterator[Dialogue | FormatError]:
     index = 0
-    for t, tool in enumerate(_tools(require_path(path))):
+    for t, tool in enumerate(_tools(path)):
         if not isinstance(tool, dict):
             yield FormatError(index, RECORD_NOT_OBJECT, f"tool {t} is not an object", f"[{t}]")
             index += 1
@@ -173,7 +180,7 @@ def read(path: str | Path) -> Iterator[Dialogue | FormatError]:
         except Malformed as exc:
             functions = exc
         except Exception as exc:  # noqa: BLE001 - this tool's records fail, the other tools' are read
-            functions = Malformed(RECORD_UNREADABLE, exception_line(exc))
+            functions = Malformed(RECORD_UNREADABLE, unreadable(exc))
         for k, golden in enumerate(goldens):
             where = f"{name}/Golden_Answers[{k}]"
             instruction = instructions[k] if k < len(instructions) else None

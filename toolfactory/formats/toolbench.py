@@ -1,6 +1,8 @@
-"""ToolBench's released DFSDT answers (ToolLLM) as Dialogues: a JSON answer file, or a folder of them.
+"""ToolBench's released DFSDT answers (ToolLLM) as Dialogues: a JSON answer file, or a folder of them
+(:func:`answer_files`: also ToolBench's ``data/answer/`` of answer folders, and an export's folder).
 
-One record per answer file (its name without ``.json`` is the dialogue id). Two sources per file:
+One record per answer file (its name without ``.json`` is the dialogue id), read as
+:func:`~toolfactory.formats.base.read_text` decodes it (a byte-order mark dropped). Two sources per file:
 
 * ``answer_generation.train_messages``, what :func:`read` converts: the list of training
   prefixes of the winning path; the last (longest) one is the whole path. Roles
@@ -41,7 +43,6 @@ from toolfactory.formats.base import (
     RECORD_NOT_JSON,
     RECORD_NOT_OBJECT,
     RECORD_TOO_DEEP,
-    RECORD_UNREADABLE,
     TOO_DEEP_MESSAGE,
     UNKNOWN_ROLE,
     WRONG_TYPE,
@@ -49,11 +50,11 @@ from toolfactory.formats.base import (
     Malformed,
     UnreadableFile,
     derive_mode,
-    exception_line,
+    guarded,
     json_text,
+    read_text,
     require_path,
     text_error,
-    validation_message,
 )
 from toolfactory.formats.finish import closed_finish, finish_arguments
 from toolfactory.models import EMPTY_OBJECT_SCHEMA, Dialogue, Function, Message, ToolCall
@@ -171,27 +172,37 @@ def from_tree(answer: dict[str, Any], tools: list[Function], dialogue_id: str) -
 def load(shared_data: Path) -> list[tuple[str, dict[str, Any], list[Function]]]:
     """(name, answer, tools) of ToolBench's released example answers as laid out under `shared_data`
     (``toolbench/answer/G1_answer/*.json``, queries in ``toolbench/instruction/G1_query.json``)."""
-    queries = json.loads((shared_data / "toolbench/instruction/G1_query.json").read_text())
+    queries = json.loads(read_text(shared_data / "toolbench/instruction/G1_query.json"))
     out = []
     for path in sorted((shared_data / "toolbench/answer/G1_answer").glob("*.json")):
-        answer = json.loads(path.read_text())
+        answer = json.loads(read_text(path))
         out.append((path.stem, answer, tools_of(answer, queries)))
     return out
 
 
-def _answer_files(path: Path) -> list[Path]:
-    if path.is_dir():
-        files = sorted(path.glob("*.json"))
-        if not files:
-            raise UnreadableFile(f"{path}: no ToolBench answer files (*.json)")
-        return files
-    return [path]
+def answer_files(path: Path) -> list[Path]:
+    """The answer files read for `path`: the file itself; a folder's ``*.json`` files; for a folder
+    without any, those of the folders in its ``answer/`` folder (an export's folder, whose
+    ``toolllama/`` holds no answers), else of its subfolders (ToolBench's ``data/answer/``, whose
+    ``G1_answer/``… hold them, or an export's ``answer/``)."""
+    if not path.is_dir():
+        return [path]
+    answers = path / ANSWER_FOLDER
+    for pattern, folder in (("*.json", path), ("*/*.json", answers), ("*/*.json", path)):
+        files = sorted(file for file in folder.glob(pattern) if file.is_file())
+        if files:
+            return files
+    raise UnreadableFile(f"{path}: no ToolBench answer files (*.json) in the folder, its subfolders or its {ANSWER_FOLDER}/ folder")
 
 
-def _read_one(index: int, file: Path, queries: list[dict[str, Any]]) -> Dialogue | FormatError:
-    where = file.name
+def _answer(file: Path) -> Any:
+    """The parsed content of an answer file (:func:`~toolfactory.formats.base.read_text`)."""
+    return standard_json(read_text(file))
+
+
+def _read_one(index: int, file: Path, queries: list[dict[str, Any]], where: str) -> Dialogue | FormatError:
     try:
-        answer = standard_json(file.read_text(encoding="utf-8"))
+        answer = _answer(file)
     except OSError as exc:
         return FormatError(index, RECORD_NOT_JSON, f"cannot read the file: {exc}", where)
     except Exception as exc:  # noqa: BLE001 - not UTF-8, not JSON, NaN, too deep, a value Python refuses
@@ -201,35 +212,36 @@ def _read_one(index: int, file: Path, queries: list[dict[str, Any]]) -> Dialogue
     generation = answer.get("answer_generation")
     if not isinstance(generation, dict):
         return FormatError(index, MISSING_FIELD, "no 'answer_generation' object", where)
-    try:
-        tools = tools_of(answer, queries)
+
+    def build() -> Dialogue:
+        try:
+            tools = tools_of(answer, queries)
+        except MalformedTool as exc:
+            raise Malformed(BAD_TOOL, str(exc)) from None
         if not tools:
-            return FormatError(index, MISSING_FIELD, "no function list (answer_generation.function) and no matching query", where)
+            raise Malformed(MISSING_FIELD, "no function list (answer_generation.function) and no matching query")
         dialogue = from_train_messages(answer, tools, file.stem)
-    except Malformed as exc:
-        return FormatError(index, exc.reason, exc.message, where)
-    except MalformedTool as exc:
-        return FormatError(index, BAD_TOOL, str(exc), where)
-    except ValidationError as exc:
-        return FormatError(index, INVALID_RECORD, validation_message(exc), where)
-    except RecursionError:
-        return FormatError(index, RECORD_TOO_DEEP, TOO_DEEP_MESSAGE, where)
-    except Exception as exc:  # noqa: BLE001 - one answer file never ends the reading of the others
-        return FormatError(index, RECORD_UNREADABLE, exception_line(exc), where)
-    if dialogue is None:
-        return FormatError(index, NO_TRAIN_MESSAGES,
-                           f"no train_messages (valid_data={generation.get('valid_data')!r}): the search released no answer path", where)
-    return dialogue
+        if dialogue is None:
+            raise Malformed(NO_TRAIN_MESSAGES, f"no train_messages (valid_data={generation.get('valid_data')!r}): "
+                                               "the search released no answer path")
+        return dialogue
+
+    return guarded(index, where, build)
 
 
 PATHS = ("released", "all")
+ANSWER_FOLDER = "answer"  # an export's folder of answer folders, one per split
 
 
-def _tree_paths(index: int, file: Path, queries: list[dict[str, Any]]) -> list[Dialogue | FormatError]:
-    """Every root-to-leaf path of the file's DFSDT tree, or one FormatError."""
-    where = file.name
+def _where(path: Path, file: Path) -> str:
+    return file.relative_to(path).as_posix() if path.is_dir() else file.name
+
+
+def _tree_paths(index: int, file: Path, queries: list[dict[str, Any]], where: str) -> list[Dialogue | FormatError]:
+    """Every root-to-leaf path of the file's DFSDT tree (each path holding an integer longer than
+    Python converts is that path's error), or one FormatError."""
     try:
-        answer = standard_json(file.read_text(encoding="utf-8"))
+        answer = _answer(file)
         if not isinstance(answer, dict) or not isinstance(answer.get("answer_generation"), dict):
             return [FormatError(index, MISSING_FIELD, "no 'answer_generation' object", where)]
         if not isinstance((answer.get("tree") or {}).get("tree"), dict):
@@ -237,7 +249,8 @@ def _tree_paths(index: int, file: Path, queries: list[dict[str, Any]]) -> list[D
         tools = tools_of(answer, queries)
         if not tools:
             return [FormatError(index, MISSING_FIELD, "no function list (answer_generation.function) and no matching query", where)]
-        return [dialogue for dialogue, _ in from_tree(answer, tools, file.stem)]
+        found = from_tree(answer, tools, file.stem)
+        return [guarded(index + n, where, lambda: dialogue) for n, (dialogue, _) in enumerate(found)]  # noqa: B023 - called at once
     except json.JSONDecodeError as exc:
         return [FormatError(index, RECORD_NOT_JSON, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", where)]
     except (OSError, UnicodeDecodeError) as exc:
@@ -259,19 +272,20 @@ def read(path: str | Path, queries: str | Path | None = None, paths: str = "rele
     gave up or were abandoned too, where most of ToolBench's hallucinated names are."""
     if paths not in PATHS:
         raise UnreadableFile(f"--paths must be one of {', '.join(PATHS)}, not {paths!r}")
-    query_list = json.loads(Path(queries).read_text(encoding="utf-8")) if queries is not None else []
+    query_list = json.loads(read_text(Path(queries))) if queries is not None else []
     path = require_path(path)
+    files = answer_files(path)
     if paths == "all":
         index = 0
-        for file in _answer_files(path):
-            for item in _tree_paths(index, file, query_list):
+        for file in files:
+            for item in _tree_paths(index, file, query_list, _where(path, file)):
                 if not path.is_dir() and isinstance(item, FormatError) and item.reason == RECORD_NOT_JSON:
                     raise UnreadableFile(f"{path}: {item.message}")
                 yield item
                 index += 1
         return
-    for index, file in enumerate(_answer_files(path)):
-        item = _read_one(index, file, query_list)
+    for index, file in enumerate(files):
+        item = _read_one(index, file, query_list, _where(path, file))
         if not path.is_dir() and isinstance(item, FormatError) and item.reason == RECORD_NOT_JSON:
             # One file that is not JSON at all is an unreadable input, as in every other format;
             # in a folder it is one bad answer file among the others.

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Union
 
 from toolfactory.formats import openai, sharegpt, xlam
-from toolfactory.formats.base import FormatError, converted, parsed_line
+from toolfactory.formats.base import FormatError, converted, file_text, parsed_line
+from toolfactory.formats.export_policy import ExportPolicy
 from toolfactory.models import Dialogue, Verdict
 from toolfactory.stages.verify.execution import ExecutionLayer, self_contained
 from toolfactory.stages.verify.limits import Limits
@@ -40,21 +41,31 @@ class Found(NamedTuple):
     message: str
 
 
-# A record that could not be read, or (id, rejecting findings, warnings) of a checked one.
-Outcome = Union[FormatError, tuple[str, list[Found], list[Found]]]
+# A record that could not be read, or (id, rejecting findings, warnings, the name of the policy
+# applied or None) of a checked one.
+Outcome = Union[FormatError, tuple[str, list[Found], list[Found], Union[str, None]]]
+# The policy of every record, or of each one (an export's: what the factory applied to it).
+Policies = Union[Policy, ExportPolicy, None]
 
 
 def _found(verdicts: Iterable[Verdict]) -> list[Found]:
     return [Found(v.code, v.path, v.message) for v in verdicts]
 
 
-def judged(item: Dialogue | FormatError, skipped: frozenset[str], limits: Limits, policy: Policy | None) -> Outcome:
+def judged(item: Dialogue | FormatError, skipped: frozenset[str], limits: Limits, policies: Policies) -> Outcome:
     if isinstance(item, FormatError):
         return item
+    if isinstance(policies, ExportPolicy):  # as the factory judged this record, in the form the export gives it
+        judging = policies.of(item)
+        policy = judging.policy if judging is not None else None
+        skipped = skipped | judging.not_applicable if judging is not None else skipped
+    else:
+        policy = policies
     verdicts = check(item, skipped, limits, policy)
     if not errors(verdicts) and self_contained(item):  # the execution layer, on what the rules passed
         verdicts += asyncio.run(ExecutionLayer({}, skipped).verdicts(item, policy))
-    return item.id, _found(errors(verdicts)), _found(v for v in verdicts if v.severity == "warning")
+    return (item.id, _found(errors(verdicts)), _found(v for v in verdicts if v.severity == "warning"),
+            None if policy is None else policy.name)
 
 
 def splittable(path: Path, fmt: str) -> bool:
@@ -64,7 +75,7 @@ def splittable(path: Path, fmt: str) -> bool:
     try:
         with path.open("rb") as handle:
             first = next((line for line in handle if line.strip()), b"")
-        return isinstance(json.loads(first.decode("utf-8-sig")), dict)
+        return isinstance(json.loads(file_text(first)), dict)
     except (OSError, ValueError, RecursionError):  # not UTF-8, not JSON, an integer Python refuses
         return False  # the serial reader reports what is wrong with the file
 
@@ -86,21 +97,31 @@ def _chunks(path: Path) -> Iterator[list[tuple[int, int, bytes]]]:
         yield chunk
 
 
-def _judge_chunk(fmt: str, chunk: list[tuple[int, int, bytes]], skipped: frozenset[str], limits: Limits,
-                 policy: Policy | None) -> list[Outcome]:
+# A worker's policies, given once when it starts (an export's can name every record: sent with
+# each chunk, it would cost more than the chunk).
+_policies: Policies = None
+
+
+def _start_worker(policies: Policies) -> None:
+    global _policies
+    _policies = policies
+
+
+def _judge_chunk(fmt: str, chunk: list[tuple[int, int, bytes]], skipped: frozenset[str], limits: Limits) -> list[Outcome]:
     to_dialogue = LINE_READERS[fmt]
-    return [judged(converted(index, f"line {number}", parsed_line(index, number, line), to_dialogue), skipped, limits, policy)
+    return [judged(converted(index, f"line {number}", parsed_line(index, number, line), to_dialogue), skipped, limits, _policies)
             for index, number, line in chunk]
 
 
 def parallel_outcomes(path: Path, fmt: str, workers: int, skipped: frozenset[str], limits: Limits,
-                      policy: Policy | None) -> Iterator[Outcome]:
+                      policies: Policies) -> Iterator[Outcome]:
     """The outcome of every record of `path`, in input order, checked on `workers` processes."""
     # fork: workers inherit the imported library and its compiled-schema caches at no cost.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_start_worker,
+                             initargs=(policies,)) as pool:
         pending: deque[Future[list[Outcome]]] = deque()
         for chunk in _chunks(path):
-            pending.append(pool.submit(_judge_chunk, fmt, chunk, skipped, limits, policy))
+            pending.append(pool.submit(_judge_chunk, fmt, chunk, skipped, limits))
             if len(pending) >= 2 * workers:
                 yield from pending.popleft().result()
         while pending:
@@ -108,6 +129,6 @@ def parallel_outcomes(path: Path, fmt: str, workers: int, skipped: frozenset[str
 
 
 def outcomes(items: Iterable[Dialogue | FormatError], skipped: frozenset[str], limits: Limits,
-             policy: Policy | None) -> Iterator[Outcome]:
+             policies: Policies) -> Iterator[Outcome]:
     """The outcome of every record read serially."""
-    return (judged(item, skipped, limits, policy) for item in items)
+    return (judged(item, skipped, limits, policies) for item in items)

@@ -15,7 +15,9 @@ the `disabled` ones, and writes to `out_dir`:
        "rules": {code: n},     # records rejected with this error code (a record counts once per code)
        "warnings": {code: n},  # parsed records with this warning (accepted or not)
        "skipped_rules": [code, ...],  # not applicable to the format, plus disabled; sorted
-       "policy": name or null}  # the recipe policy applied (policy rules); null: validity only
+       "policy": name, "per record" or null,  # the recipe policy applied (policy rules); null: validity only
+       "policy_source": text or null,         # where the policy came from ("--policy", an export's PROVENANCE.md, ...)
+       "policies": {name: n}}                 # parsed records judged with each recipe's policy
 
   ``rules`` and ``warnings`` are ordered by count, then code.
 * ``rejected.jsonl``: one line per rejected record, in input order:
@@ -27,7 +29,10 @@ the `disabled` ones, and writes to `out_dir`:
   that reject most, each with one example, the warnings and the skipped rules with why.
 
 By default only **validity** rules run (is each record correct?); the ``filter_*`` **policy**
-rules (does a recipe keep it?) run with `policy` (:mod:`toolfactory.stages.verify.policy`).
+rules (does a recipe keep it?) run with `policy` (:mod:`toolfactory.stages.verify.policy`): one
+recipe's for every record, or an export's (:class:`~toolfactory.formats.export_policy.ExportPolicy`:
+each record's recipe's, as the factory's verify stage applied it, with the run's disabled rules
+and, unless `limits` is given, its limits; ``policy`` is then ``"per record"``).
 
 An input with no record, or none that the reader could turn into a dialogue (a file of another
 format, or of a shape the reader does not know), or a file the reader cannot read at all (a JSON
@@ -49,10 +54,11 @@ from typing import Any, Iterable, Iterator
 
 from toolfactory.errors import ConfigError
 from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError, UnreadableFile, toolbench
+from toolfactory.formats.export_policy import ExportPolicy
 from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.stages.verify.policy import POLICIES, Policy
-from toolfactory.stages.verify.parallel import Found, Outcome, outcomes, parallel_outcomes, splittable
+from toolfactory.stages.verify.parallel import Found, Outcome, Policies, outcomes, parallel_outcomes, splittable
 from toolfactory.stages.verify.rules import RULES
 
 TOP_RULES = 10  # rules listed in report.md
@@ -85,31 +91,42 @@ def _skipped(fmt: str, disabled: Iterable[str]) -> tuple[frozenset[str], frozens
     return disabled, NOT_APPLICABLE[fmt] | disabled
 
 
+VALIDITY_ONLY = "none"  # --policy none: validity only, whatever an export says
+
+
 def policy_named(name: str | None) -> Policy | None:
-    """The policy of recipe `name` (None: validity only); a ConfigError names the known ones."""
-    if name is None:
+    """The policy of recipe `name` (None or ``none``: validity only); a ConfigError names the known ones."""
+    if name is None or name == VALIDITY_ONLY:
         return None
     if name not in POLICIES:
-        raise ConfigError(f"--policy: unknown recipe {name!r} (policies: {', '.join(POLICIES)})")
+        raise ConfigError(f"--policy: unknown recipe {name!r} (policies: {', '.join(POLICIES)}, or {VALIDITY_ONLY})")
     return POLICIES[name]
 
 
 def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Iterable[str] = frozenset(),
-                policy: Policy | None = None, limits: Limits = DEFAULT_LIMITS, paths: str | None = None,
-                workers: int = 1) -> dict[str, Any]:
+                policy: Policies = None, limits: Limits | None = None, paths: str | None = None,
+                workers: int = 1, policy_source: str | None = None) -> dict[str, Any]:
     """Read `path` as `fmt`, check every record, write the report files to `out_dir`; the report dict.
     `paths` (``released`` or ``all``) chooses which paths of ToolBench answer files are records;
-    with `workers` > 1 a JSONL file of a line format is checked on that many processes."""
+    with `workers` > 1 a JSONL file of a line format is checked on that many processes;
+    `policy_source` says where `policy` came from (the report states it)."""
     disabled, skipped = _skipped(fmt, disabled)
     if paths is not None and fmt != "toolbench":
         raise ConfigError(f"--paths applies to --format toolbench only, not {fmt}")
     read = READERS[fmt] if paths is None else partial(toolbench.read, paths=paths)
+    exported: frozenset[str] = frozenset()  # rules the run that made an export had disabled
+    if isinstance(policy, ExportPolicy):
+        exported = frozenset(code for code in policy.disabled_rules if code in RULES) - skipped
+        skipped |= exported
+        limits = limits or policy.limits
+    limits = limits or DEFAULT_LIMITS
     if policy is None:
         skipped |= {code for code, registered in RULES.items() if registered.kind == "policy"}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     records = parsed = accepted = rejected = 0
     format_errors: Counter[str] = Counter()
+    applied: Counter[str] = Counter()  # parsed records by the policy that judged them
     failed: Counter[str] = Counter()
     warned: Counter[str] = Counter()
     format_examples: dict[str, FormatError] = {}
@@ -133,7 +150,9 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
                 errors_file.write(json.dumps(outcome.to_dict(), ensure_ascii=False) + "\n")
                 continue
             parsed += 1
-            record_id, rejecting, warnings = outcome
+            record_id, rejecting, warnings, policy_name = outcome
+            if policy_name is not None:
+                applied[policy_name] += 1
             for v in warnings:
                 warning_examples.setdefault(v.code, (record_id, v))
             warned.update({v.code for v in warnings})
@@ -160,10 +179,14 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
         "rules": _ordered(failed),
         "warnings": _ordered(warned),
         "skipped_rules": sorted(skipped),
-        "policy": policy.name if policy is not None else None,
+        "policy": "per record" if isinstance(policy, ExportPolicy) else policy.name if policy is not None else None,
+        "policy_source": policy.source if isinstance(policy, ExportPolicy) else policy_source or (None if policy is None else "requested"),
+        "policies": _ordered(applied),
     }
     reasons = {code: NOT_APPLICABLE_REASONS[fmt].get(code, "disabled") for code in skipped}
-    for code in skipped - disabled - NOT_APPLICABLE[fmt]:
+    for code in exported:
+        reasons[code] = "disabled by the run that made the export (verify.disabled_rules in its PROVENANCE.md)"
+    for code in skipped - disabled - exported - NOT_APPLICABLE[fmt]:
         reasons[code] = "a policy rule (does a recipe keep the record?): run with --policy RECIPE"
     for code in disabled & NOT_APPLICABLE[fmt]:
         reasons[code] += " (also disabled)"
@@ -180,6 +203,17 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
         raise UnreadableFile(f"{path}: none of its {records} records is a {fmt} record (first: {first.where}: "
                              f"{first.reason}: {first.message}); is it another format? (formats: {', '.join(FORMATS)})")
     return report
+
+
+def policy_line(report: dict[str, Any]) -> str:
+    """Which policy judged the records and where it came from, in a line."""
+    source = f" ({report['policy_source']})" if report.get("policy_source") else ""
+    if report["policy"] is None:
+        return f"none, validity only{source}"
+    counts = ", ".join(f"{name} {n}" for name, n in report["policies"].items())
+    if report["policy"] == "per record":
+        return f"each record's recipe's, as the factory verified the export{source}: {counts or 'no record'}"
+    return f"{report['policy']}{source}"
 
 
 def _cell(text: str, limit: int = 160) -> str:
@@ -202,6 +236,7 @@ def markdown(
         f"- records: {report['records']} ({report['parsed']} parsed, {sum(report['format_errors'].values())} format errors)",
         f"- accepted: {report['accepted']}, rejected: {report['rejected']}",
         f"- pass rate: {report['pass_rate']:.1%} of parsed records",
+        f"- policy: {policy_line(report)}",
         "",
     ]
     if report["format_errors"]:
@@ -235,4 +270,4 @@ def markdown(
     return "\n".join(lines)
 
 
-__all__ = ["markdown", "policy_named", "verify_file"]
+__all__ = ["VALIDITY_ONLY", "markdown", "policy_line", "policy_named", "verify_file"]
