@@ -7,7 +7,7 @@
     toolfactory check-run RUN_ID [--checksums] [--config FILE] [--set ...]
     toolfactory tools import PATH --format F [--out FILE]
     toolfactory tools import [PATH] --format mcp [--command CMD | --url URL] [--name N] [--env K=V] [--header-from-env H=VAR] [--out FILE]
-    toolfactory verify PATH --format F [--out DIR] [--policy RECIPE] [--paths released|all] [--workers N] [--max-depth N] [--disable CODE]
+    toolfactory verify PATH --format F [--out DIR] [--policy RECIPE|none] [--paths released|all] [--workers N] [--max-depth N] [--disable CODE]
     toolfactory eval PATH --format F [--against PATH] [--votes 4] [--out DIR]
     toolfactory simulator serve [--port P] [--latency-ms X] [--rate-429 R] ...
 
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from toolfactory.errors import ConfigError, PreflightFailed, TerminalError
+from toolfactory.formats import FORMATS, named
 
 if TYPE_CHECKING:
     from toolfactory.config import Config
@@ -117,6 +118,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
         )
     _print_per_accepted(summary.get("per_accepted") or {})
     _print_executed(summary["stages"])
+    _print_referee(summary["stages"])
     roles = summary.get("cost_by_role") or {}
     if roles:
         total = "-" if summary.get("cost_usd") is None else f"${summary['cost_usd']:.4f}"
@@ -127,8 +129,12 @@ def _print_summary(summary: dict[str, Any]) -> None:
         if s.get("layers"):
             funnel = " -> ".join(f"{layer}-passed {c['passed']}" for layer, c in s["layers"].items())
             typer.echo(f"{s['stage']} funnel: generated {s['items_in']} -> {funnel} -> accepted {s['items_out']}")
+    from toolfactory.stages.verify.referee import REFEREE
+
     for s in summary["stages"]:
         for dimension, counts in s.get("profile", {}).items():
+            if dimension == REFEREE:  # its own line above
+                continue
             shown = ", ".join(f"{value}={n}" for value, n in list(counts.items())[:8])
             more = f", … ({len(counts) - 8} more)" if len(counts) > 8 else ""
             typer.echo(f"{s['stage']} {dimension}: {shown}{more}")
@@ -165,6 +171,17 @@ def _print_executed(stages: list[dict[str, Any]]) -> None:
                       f"({made.get(ERRORS_BY_SOURCE, {}).get(source, 0)} errors), {kept.get(source, 0)} in the dataset"
                       for source, n in sorted(sources.items()))
     typer.echo(f"executed tools: {shown}")
+
+
+def _print_referee(stages: list[dict[str, Any]]) -> None:
+    """Per judge model: how its verdicts agreed with execution's on the refereed dialogues."""
+    from toolfactory.stages.verify.referee import ALL, REFEREE, figures
+
+    counts = next((s.get("profile", {}).get(REFEREE, {}) for s in stages if s["stage"] == "verify"), {})
+    for f in figures(counts):
+        if f.aspect == ALL and f.agreement is not None:
+            typer.echo(f"judges against execution: {f.model} agreed on {f.agreement:.1%} of {f.records} refereed dialogues "
+                       f"({f.false_accepts} false accepts, {f.false_rejects} false rejects)")
 
 
 def _finish(summary: dict[str, Any]) -> None:
@@ -212,7 +229,9 @@ def check(
     """Send one small request of each kind a run would send, per role, and print what works.
 
     Exit 2, with one message naming the config field to change, when the endpoint cannot serve
-    the run. Modes left `auto` are chosen as a run would choose them."""
+    the run. Modes left `auto` are chosen as a run would choose them. With executable sources and
+    judges configured, the judges also vote on a shipped referee set (BFCL dialogues whose verdict
+    execution gives) and their agreement is printed."""
     import asyncio
 
     resolved = _config(config, overrides)
@@ -220,14 +239,20 @@ def check(
     from toolfactory.llm import resolve_endpoint
     from toolfactory.preflight import check_endpoint
 
+    from toolfactory.preflight.referee import check_judges, wanted
+
     with llm_endpoint(resolved) as base_url:
-        report = asyncio.run(check_endpoint(resolved, resolve_endpoint(resolved.llm, base_url)))
-    typer.echo(report.table())
-    for line in report.choice_lines():
-        typer.echo(f"auto: {line}")
-    if report.problems:
-        typer.echo(f"error: {report.problems[0]}", err=True)
-        raise typer.Exit(2)
+        endpoint = resolve_endpoint(resolved.llm, base_url)
+        report = asyncio.run(check_endpoint(resolved, endpoint))
+        typer.echo(report.table())
+        for line in report.choice_lines():
+            typer.echo(f"auto: {line}")
+        if report.problems:
+            typer.echo(f"error: {report.problems[0]}", err=True)
+            raise typer.Exit(2)
+        if wanted(resolved):  # the judge role against execution's verdicts on a shipped set
+            for line in asyncio.run(check_judges(resolved, endpoint)).lines():
+                typer.echo(line)
     typer.echo("ok: the endpoint serves every request the run will send")
 
 
@@ -551,25 +576,39 @@ def _import_mcp(
 
 @app.command(short_help="Check an existing dataset and write a report.")
 def verify(
-    path: str = typer.Argument(..., metavar="PATH", help="A dataset file (or folder) to check."),
-    fmt: str = typer.Option(..., "--format", "-f", metavar="FORMAT", help="toolfactory, openai, sharegpt, toolbench, xlam, toolalpaca, tooleval or bfcl_multi_turn."),
+    path: str = typer.Argument(..., metavar="PATH", help="A dataset file or folder to check (a folder: its files of the format)."),
+    fmt: str = typer.Option(..., "--format", "-f", metavar="FORMAT", help=f"{named(FORMATS)}."),
     out: str = typer.Option("verify-report", "--out", "-o", metavar="DIR", help="Folder for report.json, report.md, rejected.jsonl."),
     disable: Optional[list[str]] = typer.Option(None, "--disable", metavar="CODE", help="A rule code to skip (repeatable)."),
-    policy: Optional[str] = typer.Option(None, "--policy", metavar="RECIPE", help="Also apply a recipe's filters: toolalpaca, toolllm or toolace."),
-    max_depth: int = typer.Option(64, "--max-depth", min=1, max=200, metavar="N", help="Deeper records are rejected as record_too_deep (at most 200)."),
-    max_record_chars: int = typer.Option(2_000_000, "--max-record-chars", min=1, metavar="N", help="Larger records are record_too_large."),
-    workers: int = typer.Option(0, "--workers", min=0, metavar="N", help="Processes that check a JSONL file (openai, xlam); 0: all cores."),
+    policy: Optional[str] = typer.Option(None, "--policy", metavar="RECIPE", help="A recipe's filters for every record: toolalpaca, toolllm or "
+                                         "toolace; none: validity only. Default: an export's own, each record's recipe's (its PROVENANCE.md), "
+                                         "else none."),
+    max_depth: Optional[int] = typer.Option(None, "--max-depth", min=1, max=200, metavar="N", help="Deeper records are rejected as "
+                                            "record_too_deep (at most 200; default: an export's, else 64)."),
+    max_record_chars: Optional[int] = typer.Option(None, "--max-record-chars", min=1, metavar="N", help="Larger records are "
+                                                   "record_too_large (default: an export's, else 2000000)."),
+    workers: int = typer.Option(0, "--workers", min=0, metavar="N", help="Processes that check a JSONL file (openai, sharegpt, xlam); 0: all cores."),
     paths: Optional[str] = typer.Option(None, "--paths", metavar="released|all", help="toolbench: 'released' (the winning path, default) or 'all' (every path of the search tree)."),
 ) -> None:
-    """Check an existing dataset with the rule layer (validity; policy with --policy) and write a report.
-    Records that name their executable environments (bfcl_multi_turn) are also replayed (execution layer)."""
-    from toolfactory.stages.verify.limits import Limits
-    from toolfactory.stages.verify.report import policy_named, verify_file
+    """Check an existing dataset with the rule layer and write a report: validity, and the policy
+    of --policy, or of each record's recipe in an export of the factory (its PROVENANCE.md says
+    how the run verified each record). Records that name their executable environments
+    (bfcl_multi_turn) are also replayed (execution layer)."""
+    from toolfactory.formats.export_policy import ExportPolicy, find
+    from toolfactory.stages.verify.limits import DEFAULT, Limits
+    from toolfactory.stages.verify.report import policy_line, policy_named, verify_file
 
     _check_out(out)
     try:
-        report = verify_file(path, fmt, out, frozenset(disable or ()), policy_named(policy),
-                             Limits(max_depth, max_record_chars), paths, workers or os.cpu_count() or 1)
+        if policy is not None:
+            chosen: Any = policy_named(policy)
+            source = f"--policy {policy}"
+        else:
+            chosen, source = find(path, fmt)
+        base = chosen.limits if isinstance(chosen, ExportPolicy) else DEFAULT
+        limits = Limits(base.max_depth if max_depth is None else max_depth, base.max_chars if max_record_chars is None else max_record_chars)
+        report = verify_file(path, fmt, out, frozenset(disable or ()), chosen, limits, paths, workers or os.cpu_count() or 1,
+                             policy_source=source or None)
     except (ConfigError, TerminalError) as exc:
         _error(exc)
         raise typer.Exit(2) from None
@@ -577,6 +616,7 @@ def verify(
         f"{path}: {report['records']} records, {report['parsed']} parsed, {report['accepted']} accepted, "
         f"{report['rejected']} rejected (pass rate {report['pass_rate']:.1%}); report in {out}/report.md"
     )
+    typer.echo(f"policy: {policy_line(report)}")
     for code, count in list(report["rules"].items())[:5]:
         typer.echo(f"  {code}: {count}")
 

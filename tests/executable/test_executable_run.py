@@ -74,6 +74,13 @@ def test_a_run_over_a_python_environment_executes_every_call(prefect_api: str, r
     # each replay reached its blueprint's target state.
     assert replayed is not None and replayed[0] and exec_rejections == (0,)
 
+    # The judges were measured against execution on those dialogues, and their votes decided none.
+    from toolfactory.stages.verify.referee import ACCEPTED, CORRUPTIONS, REFEREE, by_origin
+
+    verify = next(s for s in summary["stages"] if s["stage"] == "verify")
+    refereed = by_origin(verify["profile"][REFEREE])
+    assert refereed.get(ACCEPTED) and sum(refereed.get(kind, 0) for kind in CORRUPTIONS) == refereed[ACCEPTED]
+
     # What an operator reads of the same run: `toolfactory stats` and the report count, per source,
     # the dialogues that ran real tools, their calls, and how many of them the dataset kept.
     from typer.testing import CliRunner
@@ -89,6 +96,7 @@ def test_a_run_over_a_python_environment_executes_every_call(prefect_api: str, r
     assert shown.exit_code == 0, shown.output
     assert f"executed tools: files {len(executed)} dialogues, {calls} calls" in shown.output
     assert f"{in_dataset} in the dataset" in shown.output
+    assert "judges against execution: sim-small agreed on " in shown.output
     (row,) = executed_tools(load_run_stats(root / "stats.duckdb", run_id)).tables[0].rows
     assert row[:3] == ("files", str(len(executed)), str(calls)) and row[4] == str(in_dataset)
 

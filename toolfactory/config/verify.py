@@ -30,6 +30,25 @@ class VerifyConfig(Section):
     `llm.multiple_choices`); `per_aspect`: each aspect asked on its own (ToolACE §3.2). `benchmarks.judges`
     measures how often the two agree; on a judge model that answers aspects differently when
     asked together, set `per_aspect`."""
+    execution_answers: list[Literal["hallucination", "consistency", "tool_response", "repetition", "meaningless_tokens"]] = Field(
+        default_factory=lambda: ["tool_response"]
+    )
+    """Judge aspects whose votes are not requested on a record the execution layer accepted and whose
+    every call ran on an executable source: execution has answered them (a real tool's response is
+    what the tool answered). The referee sample still asks them, to measure what they would add.
+    [] asks every aspect everywhere."""
+    referee_share: float = Field(0.2, ge=0.0, le=1.0)
+    """Share of each verify shard's executed dialogues (accepted, or rejected with
+    `exec_state_mismatch` / `exec_result_mismatch`) that the judges also vote on, with a labelled
+    corruption of each accepted one, to measure them against execution (docs/guide/referee.md).
+    Their votes there never decide a record."""
+    referee_min: int = Field(3, ge=0)
+    """At least this many executed dialogues refereed per verify shard (all when fewer); with
+    `referee_share` 0, 0 turns the referee off."""
+    judge_min_agreement: float | None = Field(None, ge=0.0, le=1.0)
+    """Floor: a run whose judges agree with execution on fewer refereed records than this share (per
+    judge model, every aspect together) ends failed with the figures and is not exported, like
+    `run.min_accepted`; a run with the floor set and nothing refereed fails too. null: off."""
     max_steps: dict[Literal["toolalpaca", "toolllm", "toolace"], int] = Field(default_factory=lambda: {"toolalpaca": 5})
     """Policy: the most function calls a dialogue of each recipe may make (`filter_too_many_steps`);
     a recipe not listed has no step limit (ToolLLM's search has its own max_depth)."""

@@ -14,6 +14,8 @@ made, the make-up of the data and where every record comes from with its terms:
   simulator: such data shows the pipeline at work and is not training data;
 * **execution**: which records' tool responses came from tools that really ran (MCP servers,
   Python environments) and which an LLM played, with the records and calls per executable source;
+* **judges against execution**: the run's referee figures (the LLM judges' agreement with
+  execution's verdicts, :mod:`toolfactory.stages.verify.referee`), the same in every export of it;
 * every table counts records, one row per value of one property of a record, so each table
   sums to the records exported (a record's tool sources are counted as one set).
 
@@ -27,6 +29,7 @@ from typing import Any, Mapping
 import yaml
 
 from toolfactory.export.stats import ExportStats
+from toolfactory.stages.verify.referee import ALL, expected_error, figures
 
 # Where the tools of each `ToolRef.source` come from, and the terms that apply to them.
 TOOL_ORIGINS: dict[str, tuple[str, str]] = {
@@ -106,9 +109,60 @@ def execution(stats: ExportStats) -> str:
     return "\n".join(lines)
 
 
-def provenance_note(stats: ExportStats, files: Mapping[str, int]) -> str:
+def judges(stats: ExportStats) -> str:
+    """The referee's figures: the LLM judges' agreement with execution on refereed dialogues, and
+    their expected error on the records they decided alone."""
+    rows = figures(stats.referee)
+    if not rows:
+        return ("No dialogue of the run was refereed: the LLM judges were not measured against execution (that needs "
+                "executable sources and judges).\n")
+    decided = sum(stats.judged_alone.values())
+    lines = ["The LLM judges also voted on dialogues whose calls really ran, and on labelled corruptions of them; "
+             "their verdicts there decided nothing and are compared with execution's.", "",
+             "| judge model | aspect | records | agreement | false accepts | false rejects |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {f.model} | {'every aspect' if f.aspect == ALL else f.aspect} | {f.records} | "
+              f"{'-' if f.agreement is None else f'{f.agreement:.1%}'} | {f.false_accepts} | {f.false_rejects} |" for f in rows]
+    for f in rows:
+        error = expected_error(f, decided) if f.aspect == ALL else None
+        if error is not None and decided:
+            lines += ["", f"The judges ({f.model}) alone decided {decided} record(s) of the run; at this agreement about "
+                          f"{error:.1f} of those decisions are wrong (an estimate: refereed records are executed ones)."]
+    return "\n".join(lines) + "\n"
+
+
+def _steps(limit: int | None) -> str:
+    return "no step limit" if limit is None else f"at most {limit} function call{'' if limit == 1 else 's'}"
+
+
+def verify_note(stats: ExportStats, verify: Mapping[str, Any]) -> str:
+    """How the records were verified, in sentences (the front matter's ``verify``)."""
+    policies = verify.get("policies") or {}
+    lines = [f"The run's verify stage judged each record with the policy of its recipe ({verify.get('settings')}):", ""]
+    lines += [f"- `{key}`: {_steps(p['max_steps'])}"
+              f"{', keeps error recovery' if p['keep_error_recovery'] else ''}"
+              f"{', built-in ' + ', '.join(p['builtin_functions']) if p['builtin_functions'] else ''}"
+              f"{'; the ' + p['recipe'] + ' policy for records this format changed: ' + p['change'] if p.get('change') else ''}"
+              f"{' (' + ', '.join(p['not_applicable']) + ' cannot judge them)' if p.get('not_applicable') else ''}"
+              for key, p in policies.items()]
+    if not policies:
+        lines.append("- (no record)")
+    disabled = verify.get("disabled_rules") or []
+    lines += ["", f"Disabled rules: {', '.join(f'`{code}`' for code in disabled) if disabled else 'none'}.", ""]
+    if verify.get("read_as"):
+        lines.append(f"`toolfactory verify <this folder or one of its files> --format {verify['read_as']}` applies them again, "
+                     "each record's own (the front matter's `verify` names the policy of each record), unless "
+                     "`--policy` asks for another.")
+    else:
+        lines.append(f"`toolfactory verify` has no reader for the {stats.fmt} format; the records name their recipe where the format keeps it.")
+    return "\n".join(lines) + "\n"
+
+
+def provenance_note(stats: ExportStats, files: Mapping[str, int], verify: Mapping[str, Any] | None = None) -> str:
     """`PROVENANCE.md`, beside every export's files, for whoever picks the folder up: the label and
-    what it rests on, as YAML front matter a training job can check, then the same in a sentence."""
+    what it rests on, as YAML front matter a training job can check, then the same in a sentence;
+    with `verify` (:meth:`~toolfactory.formats.export_policy.ExportPolicy.to_front_matter`), how
+    the records were verified, which ``toolfactory verify`` reads back."""
     meta = {
         "run_id": stats.run_id,
         "format": stats.fmt,
@@ -120,11 +174,13 @@ def provenance_note(stats: ExportStats, files: Mapping[str, int]) -> str:
         "executed_sources": {source: {"records": n, "calls": stats.executed_calls[source]}
                              for source, n in sorted(stats.executed_records.items())},
         "files": dict(files),
+        **({"verify": dict(verify)} if verify is not None else {}),
     }
     warning = SIMULATOR_WARNING if stats.simulated else ""
+    verified = ["## Verification", "", verify_note(stats, verify)] if verify is not None else []
     return "\n".join(["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
                       f"# Provenance of toolfactory run {stats.run_id} ({stats.fmt} export)", "", warning,
-                      f"Made by: {made_by(stats)}.", "", "## Execution", "", execution(stats)])
+                      f"Made by: {made_by(stats)}.", "", "## Execution", "", execution(stats), *verified])
 
 
 def provenance(stats: ExportStats) -> str:
@@ -202,6 +258,9 @@ def dataset_card(stats: ExportStats, files: Mapping[str, str]) -> str:
         "## Execution",
         "",
         execution(stats),
+        "## Judges against execution",
+        "",
+        judges(stats),
         "## Provenance",
         "",
         provenance(stats),

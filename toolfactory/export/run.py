@@ -10,6 +10,7 @@ Output order is shard order, then row order: the same run exports to the same fi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,17 @@ from toolfactory.export.output import OutputDir
 from toolfactory.export.registry import EXPORTERS, FORMATS
 from toolfactory.export.splits import SPLITS, SplitSpec, record_split
 from toolfactory.export.stats import ExportStats
+from toolfactory.config.verify import VerifyConfig
+from toolfactory.formats.export_policy import DEFAULTS, NOTE, RUN_CONFIGURATION, ExportPolicy
+from toolfactory.stages.verify.limits import Limits
 from toolfactory.formats.base import validation_message
 from toolfactory.run.integrity import check_parts
 from toolfactory.llm.identity import EndpointIdentity
 from toolfactory.run.manifest import load_manifest
 from toolfactory.models import Dialogue, Tool
-from toolfactory.storage.shards import dataset_parts, read_records, stage_parts
+from toolfactory.storage.shards import ShardPaths, dataset_parts, read_metrics, read_records, stage_parts
 from toolfactory.storage import ObjectStore
+from toolfactory.stages.verify.referee import JUDGED_ALONE, REFEREE
 
 
 def exporter_class(fmt: str) -> type[Exporter]:
@@ -73,7 +78,7 @@ def _part_records(store: ObjectStore, run_id: str, path: str) -> list[dict[str, 
                           f"{_REPAIR.format(run_id=run_id)}") from None
 
 
-PROVENANCE_FILE = "PROVENANCE.md"  # beside every export's files: who made them (export/card.py)
+PROVENANCE_FILE = NOTE  # beside every export's files: who made them, how they were verified (export/card.py)
 
 
 def run_endpoint(store: ObjectStore, run_id: str) -> EndpointIdentity | None:
@@ -104,6 +109,43 @@ def run_sources(store: ObjectStore, run_id: str) -> dict[str, ExecutableSourceSe
     return found
 
 
+_VERIFY_POLICY = ("disabled_rules", "max_steps", "keep_error_recovery", "max_depth", "max_record_chars")
+
+
+def export_policy(store: ObjectStore, run_id: str, stats: ExportStats, exporter: Exporter) -> ExportPolicy:
+    """How the run's verify stage judged the exported records (its policies, disabled rules and
+    limits, from its manifest; the defaults for a run without one) and the recipe of each record
+    as the format's reader will name it: what ``PROVENANCE.md`` carries for ``toolfactory verify``."""
+    try:
+        raw = load_manifest(store, run_id).config.get("verify") or {}
+        settings = RUN_CONFIGURATION
+    except RunNotFound:
+        raw, settings = {}, DEFAULTS
+    try:
+        verify = VerifyConfig.model_validate({key: raw[key] for key in _VERIFY_POLICY if key in raw})
+    except ValidationError as exc:
+        raise ExportError(f"run {run_id!r}: verify settings of its configuration: {validation_message(exc)}") from None
+    return ExportPolicy.of_run(stats.recipes.elements(), exporter.read_back, exporter.read_as,
+                               max_steps={str(k): v for k, v in verify.max_steps.items()},
+                               keep_error_recovery=[str(recipe) for recipe in verify.keep_error_recovery],
+                               disabled_rules=verify.disabled_rules, limits=Limits(verify.max_depth, verify.max_record_chars),
+                               settings=settings)
+
+
+def verify_profile(store: ObjectStore, run_id: str, dimensions: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """Of the verify stage's committed shards, the profile counts of `dimensions`, summed (the
+    referee's figures: what every export of the run states alike)."""
+    found: dict[str, dict[str, int]] = {dimension: {} for dimension in dimensions}
+    main = re.compile(r".*/part-(\d+)\.parquet")
+    for path in stage_parts(store, run_id, "verify"):
+        match = main.fullmatch(path)
+        metrics = read_metrics(store, ShardPaths(run_id, "verify", int(match[1]))) if match else None
+        for dimension in dimensions:
+            for value, n in ((metrics or {}).get("profile", {}).get(dimension) or {}).items():
+                found[dimension][value] = found[dimension].get(value, 0) + int(n)
+    return found
+
+
 def export_run(
     store: ObjectStore,
     run_id: str,
@@ -131,6 +173,8 @@ def export_run(
         exporter.sources = run_sources(store, run_id)
     stats = ExportStats(splits=SPLITS, run_id=run_id, fmt=fmt, split_spec={**splits.to_dict(), "seed": seed},
                         endpoint=run_endpoint(store, run_id))
+    judged = verify_profile(store, run_id, (REFEREE, JUDGED_ALONE))
+    stats.referee, stats.judged_alone = judged[REFEREE], judged[JUDGED_ALONE]
     try:
         for path in shards:
             for raw in _part_records(store, run_id, path):
@@ -154,7 +198,8 @@ def export_run(
     except BaseException:
         exporter.abort()
         raise
-    out.write_bytes(PROVENANCE_FILE, provenance_note(stats, files).encode())
+    policy = export_policy(store, run_id, stats, exporter)
+    out.write_bytes(PROVENANCE_FILE, provenance_note(stats, files, policy.to_front_matter()).encode())
     return {"run_id": run_id, "format": fmt, "out": out.url, "shards": len(shards),
             "split": stats.split_spec, **stats.summary(), "files": files, "provenance": PROVENANCE_FILE,
             "made_by": made_by(stats)}

@@ -65,6 +65,10 @@ class ExportStats:
     execution: Counter[str] = field(default_factory=Counter)
     executed_records: Counter[str] = field(default_factory=Counter)
     executed_calls: Counter[str] = field(default_factory=Counter)
+    # The run's referee counts and the records its judges decided alone (the verify stage's profile,
+    # toolfactory/stages/verify/referee.py): the same for every export of the run.
+    referee: dict[str, int] = field(default_factory=dict)
+    judged_alone: dict[str, int] = field(default_factory=dict)
 
     @property
     def simulated(self) -> bool:

@@ -18,6 +18,7 @@ from toolfactory.report.context import RunContext
 from toolfactory.report.data import DialogueMix, RunStats, Usage
 from toolfactory.report.samples import Chat, RejectedExample, chat
 from toolfactory.stages import DATASET_STAGE
+from toolfactory.stages.verify.referee import ALL, JUDGED_ALONE, REFEREE, by_origin, expected_error, figures
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def sections(stats: RunStats, mix: DialogueMix, context: RunContext | None = Non
     context = context or RunContext()
     failed = [failed_shards(stats, context)] if any(s.failed for s in stats.stages) or stats.status == "failed" else []
     return [*failed, run_summary(context), funnel(stats), time_and_cost(stats, context), rejections(stats),
-            rejected_section(rejected), accepted_mix(mix), executed_tools(stats), samples(mix), complexity(mix), coverage(stats, mix),
+            rejected_section(rejected), accepted_mix(mix), executed_tools(stats), judges_against_execution(stats), samples(mix), complexity(mix), coverage(stats, mix),
             clusters(mix), llm_use(stats, mix), trend(stats, context), exports(context)]
 
 
@@ -267,6 +268,35 @@ def executed_tools(stats: RunStats) -> Section:
                   "per source; error answers are results the assistant saw and could recover from.",
                   ("source", "dialogues", "calls", "error answers", "in the dataset", "share of the dataset"), rows)
     return Section("executed", title, tables=(table,))
+
+
+def judges_against_execution(stats: RunStats) -> Section:
+    """The referee: how the LLM judges' verdicts agreed with execution's on the dialogues whose
+    calls really ran (and labelled corruptions of them), per judge model and aspect, and the
+    judges' expected error on the records they decided alone."""
+    title = "Judges against execution"
+    counts = stats.profile("verify", REFEREE)
+    if not counts:
+        return Section("referee", title, notes=(
+            "No dialogue of this run was refereed: the judges are measured against execution only where calls "
+            "ran on an executable source (tools.environments, tools.mcp) and judges are on.",))
+    rows = tuple((f.model, "every aspect" if f.aspect == ALL else f.aspect, count(f.records), percent(f.agreement),
+                  count(f.false_accepts), count(f.false_rejects)) for f in figures(counts))
+    table = Table("referee", "The judges' verdicts on refereed dialogues against execution's (a corruption fails by "
+                  "construction); these votes decide no record. A false accept passes what execution failed.",
+                  ("judge model", "aspect", "records", "agreement", "false accepts", "false rejects"), rows)
+    origins = Table("referee-origins", "Refereed records by where they came from.", ("origin", "records"),
+                    tuple((origin, count(n)) for origin, n in sorted(by_origin(counts).items())))
+    alone = stats.profile("verify", JUDGED_ALONE)
+    decided = sum(alone.values())
+    notes = []
+    for f in figures(counts):
+        error = expected_error(f, decided) if f.aspect == ALL else None
+        if error is not None and decided:
+            notes.append(f"The judges ({f.model}) alone decided {count(decided)} record(s) with nothing executed; at "
+                         f"the agreement measured here, about {error:,.1f} of those decisions are wrong "
+                         "(an estimate: refereed records are executed ones).")
+    return Section("referee", title, tables=(table, origins), notes=tuple(notes))
 
 
 def complexity(mix: DialogueMix) -> Section:

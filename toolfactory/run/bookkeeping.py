@@ -179,7 +179,7 @@ class RunBook:
         failed = [s for specs in self.plan.values() for s in specs
                   if not self.store.exists(ShardPaths(run_id, s.stage, s.index).main)]
         with self.stats.burst():  # one open of the file for the run's last records
-            reasons = [stopped] if stopped else [] if failed else below_floors(config.run, self.stats.run_summary(run_id, STAGE_NAMES))
+            reasons = [stopped] if stopped else [] if failed else below_floors(config.run, self.stats.run_summary(run_id, STAGE_NAMES), config.verify)
             status = "budget_exhausted" if failed and stop is not None else "failed" if failed or reasons else "completed"
             self.stats.finish_run(run_id, status, now(), "; ".join(reasons) or None)
             summary = self.stats.run_summary(run_id, STAGE_NAMES)

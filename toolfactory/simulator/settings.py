@@ -143,6 +143,15 @@ class SimulatorSettings(BaseModel):
         description="Fraction of answers that are refusals (openai: the `refusal` field; other "
         "profiles: an apology in the content).",
     )
+    judge_scrutiny: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Probability that a verdict (a boolean answering a review question) follows a "
+        "careful reading of the quoted dialogue: a call value found nowhere before it, a number the "
+        "answer invents, 'nothing came back' after real results fail it. 0: verdicts are draws "
+        "(boolean_true_rate); higher values make a better judge.",
+    )
     obedience: float = Field(
         default=0.0,
         ge=0.0,

@@ -9,7 +9,9 @@ else the prompt's single ``Question:``, in the latest user message that asks one
 an answer that did not fit its schema still answers the same question) — is drawn from the material, the question and the field
 name, true with ``boolean_true_rate``. A resample (a request with a ``seed``) draws it anew with
 probability ``sample_variation`` and otherwise repeats the first sample's verdict, as sampling
-at a low temperature does. Booleans with no identifiable question stay per-request draws.
+at a low temperature does. Booleans with no identifiable question stay per-request draws. With
+probability ``judge_scrutiny`` a verdict is instead what a careful reading of the material finds
+(:mod:`.scrutiny`): the simulator then behaves as a better judge.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hashlib
 import re
 from typing import Any
 
+from .scrutiny import passes
 from .seeding import unit_draw
 from .settings import SimulatorSettings
 from .text import message_text
@@ -43,12 +46,18 @@ def settle(value: Any, schema: dict[str, Any] | None, messages: list[dict[str, A
     split = _QUESTIONS.search(user_text) if user_text else None
     if user_text is None or split is None or not isinstance(schema, dict):
         return value
-    material = hashlib.sha256(user_text[: split.start()].encode()).hexdigest()
+    quoted = user_text[: split.start()]
+    material = hashlib.sha256(quoted.encode()).hexdigest()
+    careful: list[bool] = []  # the careful reading, made once and only when a verdict follows it
     asked = user_text[split.end():].strip()
     single = None if split.group(0).strip().lower().startswith("questions") else asked
 
     def verdict(question: str, name: str) -> bool:
         sample = seed if seed and unit_draw(material, question, name, seed, "variation") < settings.sample_variation else 0
+        if settings.judge_scrutiny and unit_draw(material, question, name, sample, "scrutiny") < settings.judge_scrutiny:
+            if not careful:
+                careful.append(passes(quoted))
+            return careful[0]
         return unit_draw(material, question, name, sample) < settings.boolean_true_rate
 
     def walk(item: Any, node: Any, question: str | None, name: str) -> Any:

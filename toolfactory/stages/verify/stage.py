@@ -1,7 +1,11 @@
 """The verify stage: the rule layer on every dialogue, then the execution layer (a replay of the
 calls that ran on executable sources, :mod:`.execution`) on those that pass it, then LLM judges
 on those that pass both (ToolACE §3 dual-layer verification, with APIGen's execution check in
-between); accepted and rejected records. The judges spend no votes on what execution rejected.
+between); accepted and rejected records. The judges spend no votes on what execution rejected,
+nor, on a record execution accepted whose every call ran, on the aspects execution answers
+(``verify.execution_answers``). On a seeded sample of the dialogues execution decided, and on
+labelled corruptions of them, the judges vote anyway and are measured against execution
+(:mod:`.referee`); those votes decide nothing.
 
 Every failed verdict (errors and warnings) is kept in ``dialogue.verdicts`` and every judge's
 votes in ``dialogue.judgements``; a record is rejected when a rule of severity "error" fails or
@@ -16,26 +20,31 @@ guard, :func:`~toolfactory.stages.verify.rules.check`), each with the one-line r
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from toolfactory.errors import ConfigError
+from toolfactory.definitions.finish import FINISH_FUNCTION
+from toolfactory.errors import ConfigError, LLMFailure
 from toolfactory.formats.base import INVALID_RECORD, RECORD_UNREADABLE, exception_line, validation_message
 from toolfactory.executable.registry import environments, source_settings
-from toolfactory.models import Dialogue, Record, Rejected
+from toolfactory.models import Dialogue, Judgement, Record, Rejected
 from toolfactory.stages.base import CALLS_BY_RECIPE, RECIPES, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
-from toolfactory.stages.verify.execution import ExecutionLayer, applies
+from toolfactory.stages.verify.execution import EXECUTION, ExecutionLayer, applies
 from toolfactory.stages.verify.judges import failed_verdicts, first_wave, judge_all, judge_requests
 from toolfactory.stages.verify.limits import Limits
-from toolfactory.stages.verify.policy import for_recipe
+from toolfactory.stages.verify.policy import Policy, for_recipe
+from toolfactory.stages.verify.referee import ACCEPTED, JUDGED_ALONE, REFEREE, corrupt, origin_of, pick, tally
 from toolfactory.stages.verify.rules import RULES, check, errors
 
 
 #: Dialogues the execution layer replayed (the others passed it untouched), counted even when 0.
 REPLAYED = "execution_replayed"
+#: Refereed records the judges did not answer (an LLM failure), by reason: left out of the figures.
+REFEREE_UNANSWERED = "referee_unanswered"
 
 
 class VerifyStage:
@@ -54,33 +63,44 @@ class VerifyStage:
         max_steps = {str(k): v for k, v in settings.max_steps.items()}
         recovery = [str(recipe) for recipe in settings.keep_error_recovery]
         aspects, votes = list(ctx.config.verify.judges), ctx.config.verify.judge_votes
+        answered = frozenset(settings.execution_answers)
         passed: Counter[str] = Counter()
         spent: Counter[str] = Counter()  # judge requests per recipe
+        alone: Counter[str] = Counter()  # records the judges decided with nothing executed
+        decided: list[tuple[Dialogue, str]] = []  # (executed dialogue, its referee origin)
         layer = None
         if settings.execution:
             built = environments(ctx.config.tools)
             layer = ExecutionLayer({name: (built[name], s) for name, s in source_settings(ctx.config.tools).items()
                                     if name in built}, disabled)
+        opening = first_wave(votes) if aspects and ctx.gateway.groups_samples("judge") else 1
 
         async def verify(dialogue: Dialogue) -> list[Record | Rejected]:
             policy = for_recipe(dialogue.recipe, max_steps, recovery)
             dialogue.verdicts = check(dialogue, disabled, limits, policy)
             rejecting = errors(dialogue.verdicts)
+            executed = False
             if not rejecting:
                 passed["rules"] += 1
                 if layer is not None:
-                    passed["replayed"] += applies(dialogue)
+                    executed = applies(dialogue)
+                    passed["replayed"] += executed
                     dialogue.verdicts += await layer.verdicts(dialogue, policy)
                     rejecting = errors(dialogue.verdicts)
+                    origin = origin_of(v.code for v in rejecting) if executed else None
+                    if origin is not None:
+                        decided.append((dialogue.model_copy(deep=True), origin))
                 passed["execution"] += not rejecting
             if not rejecting and aspects:  # the judges see only what the rules and execution passed
-                dialogue.judgements = await judge_all(dialogue, aspects, ctx.gateway, votes,
-                                                      settings.judge_stop, settings.judge_call)
+                asked = [a for a in aspects if not (executed and a in answered and fully_executed(dialogue, policy))]
+                dialogue.judgements = await judge_all(dialogue, asked, ctx.gateway, votes, settings.judge_stop,
+                                                      settings.judge_call) if asked else []
                 rejecting = failed_verdicts(dialogue.judgements)
-                spent[dialogue.recipe] += judge_requests(dialogue.judgements, settings.judge_call,
-                                                         first_wave(votes) if ctx.gateway.groups_samples("judge") else 1)
+                spent[dialogue.recipe] += judge_requests(dialogue.judgements, settings.judge_call, opening)
                 dialogue.verdicts += rejecting
                 passed["model"] += not rejecting
+                if not executed:
+                    alone["rejected" if rejecting else "accepted"] += 1
             if not rejecting:
                 return [dialogue]
             detail = "; ".join(f"{v.code} at {v.path}: {v.message}" for v in rejecting)
@@ -100,11 +120,56 @@ class VerifyStage:
             out.count(REPLAYED, "dialogues", passed["replayed"])
         if aspects:
             out.layers["model"] = (passed["execution"], passed["model"])
+            for verdict, n in sorted(alone.items()):
+                out.count(JUDGED_ALONE, verdict, n)
+            await referee(decided, ctx, out)
         for record in out.records:
             out.count(RECIPES, record.recipe)  # type: ignore[attr-defined]
         for recipe, n in sorted(spent.items()):
             out.count(CALLS_BY_RECIPE, recipe, n)
         return out
+
+
+def fully_executed(dialogue: Dialogue, policy: Policy) -> bool:
+    """Whether every call of `dialogue` went to an executable source (apart from the recipe's own
+    actions and ToolLLM's Finish): then no tool response of it was played by an LLM."""
+    executed = {str(c.get("name")) for c in (dialogue.generation.get(EXECUTION) or {}).get("calls") or [] if isinstance(c, dict)}
+    own = policy.builtin_functions | {FINISH_FUNCTION.name}
+    return all(call.name in executed or call.name in own for m in dialogue.messages for call in m.tool_calls or [])
+
+
+async def referee(decided: list[tuple[Dialogue, str]], ctx: ShardContext, out: StageOutput) -> None:
+    """The judges' votes on the shard's refereed sample and its corruptions, counted in `out`'s
+    profile (:mod:`.referee`); nothing here decides a record. A vote the endpoint did not give is
+    counted under ``referee_unanswered`` by its reason, and that record is left out."""
+    settings = ctx.config.verify
+    seed = ctx.config.run.seed or 0
+    chosen = pick([d.id for d, _ in decided], settings.referee_share, settings.referee_min, seed)
+    cases: list[tuple[Dialogue, str]] = []
+    for dialogue, origin in decided:
+        if dialogue.id not in chosen:
+            continue
+        dialogue.judgements, dialogue.verdicts = [], []
+        cases.append((dialogue, origin))
+        if origin == ACCEPTED and (made := corrupt(dialogue, seed)) is not None:
+            cases.append((made[1], made[0]))
+    if not cases:
+        return
+    model = ctx.gateway.model_for("judge")
+    aspects = list(settings.judges)
+
+    async def ask(dialogue: Dialogue) -> list[Judgement]:
+        return await judge_all(dialogue, aspects, ctx.gateway, settings.judge_votes, settings.judge_stop, settings.judge_call)
+
+    answers = await asyncio.gather(*(ask(d) for d, _ in cases), return_exceptions=True)
+    for (dialogue, origin), answer in zip(cases, answers):
+        if isinstance(answer, LLMFailure):
+            out.count(REFEREE_UNANSWERED, answer.reason)
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            for value, n in tally(model, origin, answer).items():
+                out.count(REFEREE, value, n)
 
 
 def readable(stage: str, inputs: list[dict[str, Any]]) -> tuple[list[Dialogue], list[Rejected]]:
