@@ -123,10 +123,11 @@ def test_page_is_self_contained(built: Built) -> None:
 
 
 def test_present_fields_have_no_note(built: Built) -> None:
-    # The one note says that this run's tools were all played by an LLM (it had no executable
-    # source): a fact of the run, not a field missing from it.
-    assert [note for note in built.page.notes if "played by an LLM" not in note] == []
-    assert len(built.page.notes) == 1
+    # The two notes say that this run's tools were all played by an LLM (it had no executable
+    # source), so no dialogue could be refereed: facts of the run, not fields missing from it.
+    facts = ("played by an LLM", "No dialogue of this run was refereed")
+    assert [note for note in built.page.notes if not any(fact in note for fact in facts)] == []
+    assert len(built.page.notes) == 2
 
 
 def test_charts_of_absent_fields_are_omitted_with_a_note(rebuilt: Rebuilt) -> None:

@@ -53,11 +53,17 @@ def dialogue(
 def with_schema(parameters: dict[str, Any], arguments: Any) -> Dialogue:
     """A dialogue calling a function `f` with `parameters` and `arguments` (a value or JSON text)."""
     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return dialogue(arguments=text, name="f", tools=[Function(name="f", description="A test function.", parameters=parameters)])
+    return dialogue(arguments=text, name="f", tools=[Function(name="f", description="A test function.", parameters=parameters)],
+                    user=f"Call f with {text}")  # the values are the user's
+
+
+# The fixtures' argument values are made up for the rule under test, not given by their user:
+# the grounding warnings they draw are left out here (tests/verify_rules tests grounding).
+GROUNDING = frozenset({"arg_value_ungrounded", "arg_text_ungrounded"})
 
 
 def codes(d: Dialogue, disabled: frozenset[str] = frozenset()) -> set[str]:
-    return {v.code for v in check(d, disabled)}
+    return {v.code for v in check(d, disabled | GROUNDING)}
 
 
 def paths(d: Dialogue, code: str) -> list[str]:

@@ -12,7 +12,7 @@ from toolfactory.definitions.validity import function_problems
 from toolfactory.definitions.convert import normalize_schema
 from toolfactory.stages.verify.rules import check
 
-from .helpers import codes, dialogue, paths, with_schema
+from .helpers import GROUNDING, codes, dialogue, paths, with_schema
 
 FACTORIAL = Function(name="math.factorial", description="n!", parameters={
     "type": "object", "properties": {"number": {"type": "integer"}}, "required": ["number"]})
@@ -70,7 +70,7 @@ def test_an_unknown_name_is_checked_against_its_obvious_candidate() -> None:
 
 def test_an_unknown_name_without_candidate_says_so() -> None:
     d = dialogue(arguments='{"city": 7}', name="book_flight")
-    [verdict] = check(d)
+    [verdict] = check(d, GROUNDING)
     assert verdict.code == "call_unknown_function" and "no offered function is an obvious candidate" in verdict.message
 
 

@@ -8,7 +8,7 @@ from toolfactory.models import Message, ToolCall
 from toolfactory.stages.verify.rules import RULES, check
 from toolfactory.stages.verify.rules.dialogue import MAX_ANSWER_CHARS, script_units, truncation
 
-from .helpers import ANSWER, WEATHER, chat, codes, dialogue
+from .helpers import ANSWER, GROUNDING, WEATHER, chat, codes, dialogue
 
 
 def test_no_function_call_is_rejected_for_tool_modes_only() -> None:
@@ -70,7 +70,7 @@ def test_answer_too_long_bound_is_inclusive() -> None:
 @pytest.mark.parametrize("char", ["\x00", "\x07", "\x1b", "\x7f", "\x85", "\ufffd", "\ud83d", "\udc00"])
 def test_invalid_characters_are_found_where_they_are(char: str) -> None:
     assert [(v.code, v.path) for v in check(dialogue(answer=f"Sunny{char} and warm."))] == [("dialogue_invalid_characters", "messages[4].content")]
-    assert [v.path for v in check(dialogue(user=f"Weather{char} in Lyon?"))] == ["messages[1].content"]
+    assert [v.path for v in check(dialogue(user=f"Weather{char} in Lyon for 3 days?"))] == ["messages[1].content"]
     d = dialogue()
     d.messages[2].reasoning = f"I need{char} the forecast."
     assert [v.path for v in check(d)] == ["messages[2].reasoning"]
@@ -174,7 +174,7 @@ def test_complete_answers_pass(text: str) -> None:
 )
 def test_truncated_answers_fail(text: str, why: str) -> None:
     assert why in (truncation(text) or "")
-    user = "里昂未来三天的天气怎么样？" if "里昂" in text else "Weather in Lyon for 3 days?"
+    user = "里昂（Lyon）未来三天的天气怎么样？" if "里昂" in text else "Weather in Lyon for 3 days?"
     assert [(v.code, v.path) for v in check(dialogue(answer=text, user=user))] == [("dialogue_incomplete_answer", "messages[4].content")]
 
 

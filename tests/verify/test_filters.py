@@ -11,7 +11,7 @@ from toolfactory.definitions.finish import FINISH_ANSWERED, FINISH_FUNCTION, FIN
 from toolfactory.stages.verify.rules import check
 from toolfactory.stages.verify.rules.filters import MAX_STEPS
 
-from .helpers import ANSWER, WEATHER, chat, codes, dialogue
+from .helpers import ANSWER, GROUNDING, WEATHER, chat, codes, dialogue
 
 
 def steps(count: int, per_turn: int = 1) -> list[Message]:
@@ -26,12 +26,12 @@ def steps(count: int, per_turn: int = 1) -> list[Message]:
 
 
 def test_at_most_five_steps_pass() -> None:
-    assert check(chat(*steps(MAX_STEPS))) == []
+    assert check(chat(*steps(MAX_STEPS)), GROUNDING) == []
 
 
 @pytest.mark.parametrize("per_turn", [1, 3, 6])
 def test_more_than_five_calls_are_too_many_steps(per_turn: int) -> None:
-    verdicts = check(chat(*steps(MAX_STEPS + 1, per_turn)))
+    verdicts = check(chat(*steps(MAX_STEPS + 1, per_turn)), GROUNDING)
     assert [v.code for v in verdicts] == ["filter_too_many_steps"]
 
 

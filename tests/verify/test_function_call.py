@@ -11,7 +11,7 @@ from toolfactory.stages.verify.rules import check
 from toolfactory.stages.verify.rules import function_facts
 from toolfactory.stages.verify.rules.arguments_schema import ArgumentsSchema, strict_schema
 
-from .helpers import WEATHER, codes, dialogue, paths, with_schema
+from .helpers import GROUNDING, WEATHER, codes, dialogue, paths, with_schema
 
 CALL_CODES = {
     "call_unknown_function", "call_arguments_not_json", "call_missing_required", "call_unknown_argument",
@@ -41,7 +41,7 @@ def test_a_valid_call_passes_every_rule() -> None:
     ],
 )
 def test_each_fault_gets_its_code_and_path(broken, code: str, path: str) -> None:  # type: ignore[no-untyped-def]
-    verdicts = check(broken)
+    verdicts = check(broken, GROUNDING)
     assert {v.code for v in verdicts} & CALL_CODES == {code}
     assert path in [v.path for v in verdicts if v.code == code]
     assert all(v.severity == "error" and not v.passed for v in verdicts)

@@ -32,8 +32,11 @@ EXPECTED = {
     "exec_result_mismatch": "error", "exec_error_unrecovered": "error", "exec_state_mismatch": "error",
     "exec_timeout": "error", "exec_server_crashed": "error", "exec_output_flood": "error",
     "exec_process_limit": "error", "exec_start_failed": "error",
+    "arg_value_ungrounded": "warning", "arg_text_ungrounded": "warning", "answer_control_token": "error",
+    "assistant_contradicts_calls": "error",
 }
-FAMILIES = {"tool": "definition", "call": "function_call", "dialogue": "dialogue", "sample": "consistency", "filter": "filters", "exec": "execution"}
+FAMILIES = {"tool": "definition", "call": "function_call", "dialogue": "dialogue", "sample": "consistency", "filter": "filters",
+            "exec": "execution", "arg": "argument_grounding", "answer": "control_tokens", "assistant": "contradiction"}
 
 
 def test_the_registered_codes_and_severities() -> None:
@@ -58,7 +61,8 @@ def test_registering_a_code_twice_or_a_bad_severity_is_refused() -> None:
 def test_a_rule_can_be_called_alone() -> None:
     broken = dialogue(arguments='{"city": "Lyon", "days": 9}', answer=None)
     assert [v.code for v in RULES["call_argument_range"](broken)] == ["call_argument_range"]
-    assert {v.code for v in check(broken)} == {"call_argument_range", "dialogue_no_final_answer"}
+    # 9 days: out of range, and a value the user ("for 3 days") never gave
+    assert {v.code for v in check(broken)} == {"call_argument_range", "dialogue_no_final_answer", "arg_value_ungrounded"}
 
 
 def test_every_failed_rule_is_listed_not_only_the_first() -> None:
@@ -71,7 +75,7 @@ def test_disabled_rules_are_skipped() -> None:
 
 
 def test_verdicts_carry_code_severity_path_and_message() -> None:
-    (verdict,) = check(dialogue(arguments='{"city": "Lyon", "units": "kelvin"}'))
+    (verdict,) = errors(check(dialogue(arguments='{"city": "Lyon", "units": "kelvin"}')))
     assert verdict == Verdict(code="call_argument_enum", passed=False, severity="error",
                               path="messages[2].tool_calls[0].arguments/units", message=verdict.message)
     assert "kelvin" in verdict.message
@@ -114,7 +118,7 @@ def test_the_stage_rejects_on_errors_only_and_keeps_warnings() -> None:
     (rejected,) = out.rejected
     assert isinstance(rejected, Rejected) and rejected.id == "broken"
     assert rejected.reasons == ["call_argument_range"]  # the warning is recorded, not a reason
-    assert {v["code"] for v in rejected.record["verdicts"]} == {"call_argument_range", "dialogue_mixed_language"}
+    assert {v["code"] for v in rejected.record["verdicts"]} == {"call_argument_range", "dialogue_mixed_language", "arg_value_ungrounded"}
     assert "messages[2].tool_calls[0].arguments/days" in rejected.detail
 
 

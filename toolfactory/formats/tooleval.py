@@ -58,6 +58,7 @@ NOT_APPLICABLE_REASONS: dict[str, str] = {
         "call_argument_invalid", "filter_parse_error", "dialogue_incomplete_answer", "sample_call_format_mismatch",
         "filter_search_not_finished",
     )},
+    "answer_control_token": "ToolEval's converter writes Finish's arguments, JSON and all, as the final answer",
 }
 NOT_APPLICABLE: frozenset[str] = frozenset(NOT_APPLICABLE_REASONS)
 

@@ -163,6 +163,11 @@ STRING_HINTS: tuple[tuple[frozenset[str], StringMaker], ...] = (
         lambda rng, ctx: f"/data/{(rng.choice(list(ctx)) if ctx else 'report').lower()}.txt",
     ),
     (
+        # An answer for a person (ToolLLM's `final_answer`) is a sentence, never a bare schema word.
+        frozenset({"answer", "reply"}),
+        lambda rng, ctx: f"Here is what I found: {phrase([w for w in ctx if w.isalpha()], rng, size=6)}.",
+    ),
+    (
         frozenset({"id", "uuid", "key", "code", "ref", "reference", "sku"}),
         lambda rng, ctx: identifier(rng, ctx),
     ),

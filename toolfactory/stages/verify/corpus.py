@@ -8,7 +8,10 @@ the dialogues stage shapes them (``{"status_code": 200, "response": ...}``, the 
 from the function's ``returns`` schema). Shapes rotate with the index so that every rule sees its
 applicable structure: one call, sequential calls, parallel calls in one turn, two user turns,
 ToolLLM-style paths ending with ``Finish(give_answer)``, non-tool dialogues (``mode="non_tool"``)
-and conversations in Chinese. Every dialogue has at most five calls (``Finish`` included).
+and conversations in Chinese. Every dialogue has at most five calls (``Finish`` included). The
+argument values are the user's: the system prompt states them (the first user turn does where
+there is no system prompt, in a Latin-script conversation), so that the grounding rules pass,
+and no call converts a value to itself.
 Everything is drawn from ``random.Random(seed, index)``: the same arguments give the same corpus.
 """
 
@@ -22,6 +25,7 @@ from toolfactory.catalog import load_seed_catalog
 from toolfactory.definitions.finish import FINISH_ANSWERED, FINISH_FUNCTION
 from toolfactory.models import Dialogue, Function, Message, Tool, ToolCall
 from toolfactory.simulator.schema_instance import instance_for, is_valid_instance
+from toolfactory.stages.verify.rules.contradiction import same_ends
 
 SHAPES = ("single", "sequential", "parallel", "multi_turn", "finish", "non_tool", "chinese")
 MAX_CALLS = 5
@@ -87,7 +91,8 @@ class _Builder:
     def arguments(self, function: Function, words: list[str]) -> dict[str, Any] | None:
         for _ in range(6):
             value = instance_for(function.parameters, self.rng, words)
-            if isinstance(value, dict) and is_valid_instance(function.parameters, value):
+            if isinstance(value, dict) and is_valid_instance(function.parameters, value) \
+                    and not same_ends(function.name, value, function.description):
                 return value
         return None
 
@@ -198,6 +203,7 @@ def _dialogue(shape: str, rng: random.Random, catalog: list[Tool], seed: int, in
             ]
         messages.append(Message(role="assistant", content=answer))
 
+    _state_values(messages, shape)
     return Dialogue(
         id=f"valid-{seed}-{index:05d}-{shape}",
         task_id=f"task-{seed}-{index:05d}",
@@ -207,6 +213,21 @@ def _dialogue(shape: str, rng: random.Random, catalog: list[Tool], seed: int, in
         scenario="multi_tool" if len({fn.name for fn in offered}) > len(tool.functions) else "single_tool",
         mode=mode,
     )
+
+
+def _state_values(messages: list[Message], shape: str) -> None:
+    """Give the calls' argument values to the conversation (module doc)."""
+    given = [json.loads(call.arguments) for m in messages for call in m.tool_calls or [] if call.name != "Finish"]
+    if not given:
+        return
+    details = f"The details: {json.dumps(given, ensure_ascii=False)}"
+    if messages[0].role == "system":
+        messages[0] = messages[0].model_copy(update={"content": f"{messages[0].content} {details}"})
+    elif shape == "chinese":
+        messages.insert(0, Message(role="system", content=details))
+    else:
+        first = next(i for i, m in enumerate(messages) if m.role == "user")
+        messages[first] = messages[first].model_copy(update={"content": f"{messages[first].content} {details}"})
 
 
 __all__ = ["MAX_CALLS", "SHAPES", "valid_dialogues"]

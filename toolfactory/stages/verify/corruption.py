@@ -38,6 +38,7 @@ from toolfactory.stages.verify.rules.dialogue import MAX_ANSWER_CHARS
 from toolfactory.stages.verify.rules.filters import FINISH, MAX_STEPS
 from toolfactory.stages.verify.rules.consistency import declared_format
 from toolfactory.stages.verify.rules.registry import Sample
+from toolfactory.stages.verify.rules.argument_grounding import EXACT_KEYWORDS, free_text
 
 RANGE_KEYWORDS = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
@@ -63,6 +64,12 @@ KINDS: dict[str, tuple[str, Injector]] = {}
 CO_OCCURRENCES: dict[str, frozenset[str]] = {
     # A ToolLLM path stripped of every call has lost its Finish call too.
     "no_function_call": frozenset({"filter_search_not_finished"}),
+    # A changed or added argument value is one nobody gave.
+    **{name: frozenset({"arg_value_ungrounded", "arg_text_ungrounded"}) for name in (
+        "wrong_type", "bool_as_number", "enum_violation", "pattern_violation", "format_violation", "out_of_range",
+        "duplicate_item", "nested_wrong_type", "nested_out_of_range", "unknown_argument", "duplicate_argument")},
+    # A blanked message may be the one that gave the values.
+    "missing_field": frozenset({"arg_value_ungrounded", "arg_text_ungrounded"}),
 }
 
 
@@ -453,6 +460,60 @@ def _unknown_argument(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, s
     values[name] = rng.choice([True, 1, "en"])
     call.arguments = json.dumps(values, ensure_ascii=False)
     return d, f"added undeclared {name!r}", _call_path(i, j) + f".arguments/{name}"
+
+
+# -- grounding, control tokens, contradiction ---------------------------------------------------
+
+INVENTED = "Quillhaven-7731"  # a value no conversation of the corpus holds
+UNRELATED = "zorvath quillhaven brimwick tessaly"  # free text none of whose words it holds
+
+
+def _replace_string(d: Dialogue, rng: random.Random, value: str, wanted: Callable[[str, str, dict[str, Any]], bool]) -> tuple[Dialogue, str, str] | None:
+    """`d` with one top-level string argument that `wanted` accepts (and `value` keeps valid) set to `value`."""
+    sites = []
+    for i, j, call, function, values in _argument_calls(d):
+        properties = function.parameters.get("properties") or {}
+        for name, old in values.items():
+            schema = properties.get(name)
+            if isinstance(old, str) and isinstance(schema, dict) and wanted(name, old, schema) and _failing_keywords(schema, value) == set():
+                sites.append((i, j, call, values, name))
+    if not sites:
+        return None
+    i, j, call, values, name = rng.choice(sites)
+    values[name] = value
+    call.arguments = json.dumps(values, ensure_ascii=False)
+    return d, f"{name!r} set to {value!r}, which nobody gave", _call_path(i, j) + f".arguments/{name}"
+
+
+@kind("invented_value", "arg_value_ungrounded")
+def _invented_value(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    return _replace_string(d, rng, INVENTED, lambda name, old, schema: not free_text(name, INVENTED, schema))
+
+
+@kind("unrelated_text", "arg_text_ungrounded")
+def _unrelated_text(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    return _replace_string(d, rng, UNRELATED, lambda name, old, schema: not any(k in schema for k in EXACT_KEYWORDS))
+
+
+@kind("control_token_answer", "answer_control_token")
+def _control_token_answer(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    index = _final(d)
+    if index is None:
+        return None
+    # The model wrote ToolLLM's Finish argument as its answer.
+    d.messages[index].content = "give_answer"
+    return d, "final answer replaced by 'give_answer'", f"messages[{index}].content"
+
+
+@kind("refusal_with_call", "assistant_contradicts_calls")
+def _refusal_with_call(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str, str] | None:
+    user = " ".join(m.content or "" for m in d.messages if m.role == "user")
+    turns = sorted({i for i, _, _ in _api_calls(d)})
+    if not turns or not user.isascii():
+        return None  # (an English refusal in another language's conversation would also be mixed language)
+    i = rng.choice(turns)
+    d.messages[i].content = "I don't have a function for that request."
+    return d, f"refusal added to the calling turn messages[{i}]", f"messages[{i}].content"
 
 
 # -- data sample consistency ---------------------------------------------------------------------

@@ -7,7 +7,10 @@ and ToolLLM filters), one module per family:
 * :mod:`.consistency`: data sample consistency (``sample_*``);
 * :mod:`.filters`: dataset filters (``filter_*``);
 * :mod:`.execution`: the replay of calls on executable sources (``exec_*``), judged by the
-  execution layer (:mod:`toolfactory.stages.verify.execution`), not by :func:`check`.
+  execution layer (:mod:`toolfactory.stages.verify.execution`), not by :func:`check`;
+* :mod:`.argument_grounding`: argument values traced to the conversation (``arg_value_ungrounded``);
+* :mod:`.control_tokens`: action syntax in a final answer (``answer_control_token``);
+* :mod:`.contradiction`: an assistant that contradicts its own calls (``assistant_contradicts_calls``).
 
 Each rule has a stable code and a severity ("error" rejects, "warning" is recorded only) and
 returns one failed :class:`~toolfactory.models.Verdict` per problem, with a message and the path
@@ -25,5 +28,8 @@ from toolfactory.stages.verify.rules import dialogue  # noqa: E402,F401  isort: 
 from toolfactory.stages.verify.rules import consistency  # noqa: E402,F401  isort: skip
 from toolfactory.stages.verify.rules import filters  # noqa: E402,F401  isort: skip
 from toolfactory.stages.verify.rules import execution  # noqa: E402,F401  isort: skip
+from toolfactory.stages.verify.rules import argument_grounding  # noqa: E402,F401  isort: skip
+from toolfactory.stages.verify.rules import control_tokens  # noqa: E402,F401  isort: skip
+from toolfactory.stages.verify.rules import contradiction  # noqa: E402,F401  isort: skip
 
 __all__ = ["RULES", "Rule", "Sample", "check", "errors", "record_rules", "rule"]
