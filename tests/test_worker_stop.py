@@ -203,7 +203,7 @@ def test_the_compose_worker_stops_well_within_its_grace_period(worker_setup: Any
     running = busy.children()
     assert running, busy.lines[-20:]
     stops["running a flow"] = busy.stop(bound)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120  # a loaded machine reaps slowly: the wait is not what is tested
     while any(_alive(pid) for pid in running) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in running)  # the flow run's process went with its worker

@@ -594,7 +594,7 @@ def verify(
     of --policy, or of each record's recipe in an export of the factory (its PROVENANCE.md says
     how the run verified each record). Records that name their executable environments
     (bfcl_multi_turn) are also replayed (execution layer)."""
-    from toolfactory.formats.export_policy import ExportPolicy, find
+    from toolfactory.stages.verify.export_policy import ExportPolicy, find
     from toolfactory.stages.verify.limits import DEFAULT, Limits
     from toolfactory.stages.verify.report import policy_line, policy_named, verify_file
 

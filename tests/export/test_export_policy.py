@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from toolfactory.cli import app
 from toolfactory.config import validate_config
 from toolfactory.export import SPLITS, export_run
-from toolfactory.formats.export_policy import DEFAULTS, FINISH_ADDED, FINISH_OFFERED, NOTE, RUN_CONFIGURATION, ExportPolicy, find, front_matter
+from toolfactory.stages.verify.export_policy import DEFAULTS, FINISH_ADDED, FINISH_OFFERED, NOTE, RUN_CONFIGURATION, ExportPolicy, find, front_matter
 from toolfactory.models import Dialogue
 from toolfactory.run.manifest import Manifest, write_manifest
 from toolfactory.stages.verify.limits import Limits

@@ -13,7 +13,7 @@ the export summary. Skipping is per format; the record stays in the run.
 An exporter whose format ``toolfactory verify`` reads back (:attr:`Exporter.read_as`) notes, for
 each record it writes, the id that reader will give it and the record's recipe
 (:meth:`Exporter.note`): the export's ``PROVENANCE.md`` maps them to the policy each recipe was
-verified with (:mod:`toolfactory.formats.export_policy`). That is one id per record held until
+verified with (:mod:`toolfactory.stages.verify.export_policy`). That is one id per record held until
 the export ends.
 """
 
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 from toolfactory.errors import TerminalError, ToolfactoryError
 from toolfactory.export.output import JsonLines, OutputDir
 from toolfactory.formats.base import record_id
-from toolfactory.formats.export_policy import FormatChange, Group
+from toolfactory.stages.verify.export_policy import FormatChange, Group
 from toolfactory.models import Dialogue, Tool
 
 if TYPE_CHECKING:

@@ -161,7 +161,7 @@ def verify_note(stats: ExportStats, verify: Mapping[str, Any]) -> str:
 def provenance_note(stats: ExportStats, files: Mapping[str, int], verify: Mapping[str, Any] | None = None) -> str:
     """`PROVENANCE.md`, beside every export's files, for whoever picks the folder up: the label and
     what it rests on, as YAML front matter a training job can check, then the same in a sentence;
-    with `verify` (:meth:`~toolfactory.formats.export_policy.ExportPolicy.to_front_matter`), how
+    with `verify` (:meth:`~toolfactory.stages.verify.export_policy.ExportPolicy.to_front_matter`), how
     the records were verified, which ``toolfactory verify`` reads back."""
     meta = {
         "run_id": stats.run_id,

@@ -28,7 +28,7 @@ from toolfactory.export.registry import EXPORTERS, FORMATS
 from toolfactory.export.splits import SPLITS, SplitSpec, record_split
 from toolfactory.export.stats import ExportStats
 from toolfactory.config.verify import VerifyConfig
-from toolfactory.formats.export_policy import DEFAULTS, NOTE, RUN_CONFIGURATION, ExportPolicy
+from toolfactory.stages.verify.export_policy import DEFAULTS, NOTE, RUN_CONFIGURATION, ExportPolicy
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.formats.base import validation_message
 from toolfactory.run.integrity import check_parts

@@ -46,7 +46,7 @@ from toolfactory.export.base import NO_CALLS, Exporter, ExportOptions, Skip
 from toolfactory.export.output import JsonList, OutputDir
 from toolfactory.export.stats import ExportStats
 from toolfactory.export.turns import FINISH, all_calls, final_answer, responses, single_request
-from toolfactory.formats.export_policy import FINISH_OFFERED
+from toolfactory.stages.verify.export_policy import FINISH_OFFERED
 from toolfactory.models import Dialogue, Function, JsonSchema, Tool
 
 _METHODS = {"get", "post", "put", "patch", "delete"}

@@ -63,7 +63,7 @@ from toolfactory.export.base import Exporter, ExportOptions
 from toolfactory.export.output import JsonList, OutputDir
 from toolfactory.export.stats import ExportStats
 from toolfactory.export.turns import FINISH, all_calls, arguments_object, finished_path, function_dict, responses
-from toolfactory.formats.export_policy import FINISH_ADDED
+from toolfactory.stages.verify.export_policy import FINISH_ADDED
 from toolfactory.models import Dialogue, Function, ToolCall, stable_id
 from toolfactory.definitions.finish import FINISH_FUNCTION
 from toolfactory.stages.dialogues.search import FAILED

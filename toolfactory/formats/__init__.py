@@ -24,7 +24,7 @@ A ``path`` is a file or a folder in every format: a folder is read file by file,
 subfolders too, see their modules), and a file may start with UTF-8's byte-order mark. A record
 that holds an integer longer than Python converts is ``record_unreadable`` in every format,
 wherever it holds it (the rule is in :mod:`toolfactory.formats.base`). An export of the factory
-says in its ``PROVENANCE.md`` how the run verified each record (:mod:`toolfactory.formats.export_policy`).
+says in its ``PROVENANCE.md`` how the run verified each record (:mod:`toolfactory.stages.verify.export_policy`).
 
 The readers are imported when first used: ``FORMATS`` (the names the CLI's help lists) costs
 nothing to import.

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Union
 
 from toolfactory.formats import openai, sharegpt, xlam
 from toolfactory.formats.base import FormatError, converted, file_text, parsed_line
-from toolfactory.formats.export_policy import ExportPolicy
+from toolfactory.stages.verify.export_policy import ExportPolicy
 from toolfactory.models import Dialogue, Verdict
 from toolfactory.stages.verify.execution import ExecutionLayer, self_contained
 from toolfactory.stages.verify.limits import Limits

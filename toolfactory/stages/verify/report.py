@@ -30,7 +30,7 @@ the `disabled` ones, and writes to `out_dir`:
 
 By default only **validity** rules run (is each record correct?); the ``filter_*`` **policy**
 rules (does a recipe keep it?) run with `policy` (:mod:`toolfactory.stages.verify.policy`): one
-recipe's for every record, or an export's (:class:`~toolfactory.formats.export_policy.ExportPolicy`:
+recipe's for every record, or an export's (:class:`~toolfactory.stages.verify.export_policy.ExportPolicy`:
 each record's recipe's, as the factory's verify stage applied it, with the run's disabled rules
 and, unless `limits` is given, its limits; ``policy`` is then ``"per record"``).
 
@@ -54,7 +54,7 @@ from typing import Any, Iterable, Iterator
 
 from toolfactory.errors import ConfigError
 from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError, UnreadableFile, toolbench
-from toolfactory.formats.export_policy import ExportPolicy
+from toolfactory.stages.verify.export_policy import ExportPolicy
 from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.stages.verify.policy import POLICIES, Policy
