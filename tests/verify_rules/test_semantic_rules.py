@@ -420,3 +420,37 @@ def test_a_small_count_the_user_left_open_is_not_flagged(toolalpaca: dict[str, D
     facts = toolalpaca["Axolotl/3"]
     assert json.loads((facts.messages[1].tool_calls or [])[0].arguments)["limit"] == 3
     assert semantic_codes(facts) == set()
+
+
+# -- verify.rejecting_warnings ---------------------------------------------------------------
+
+
+def test_a_run_can_make_a_warning_rule_reject() -> None:
+    """`verify.rejecting_warnings` turns a warning rule's findings into rejections in the verify
+    stage (and the early check, which reads the same policy); an unknown or error rule is refused
+    when the run is planned."""
+    import asyncio
+
+    from toolfactory.config import Config
+    from toolfactory.errors import ConfigError
+    from toolfactory.stages import ShardContext, ShardSpec
+    from toolfactory.stages.verify.stage import VerifyStage
+
+    invented = call_and_answer("I want to go to the airport.", {"from_station_id": "id-4333"}, recipe="toolace")
+
+    def verify(**settings: Any) -> Any:
+        config = Config.model_validate({"verify": {"judges": [], **settings}})
+        ctx = ShardContext(config=config, run_id="r", gateway=None)  # type: ignore[arg-type]
+        return asyncio.run(VerifyStage().run(ShardSpec("verify", 0, ("in",)), [invented.model_dump()], ctx))
+
+    assert [d.id for d in verify().records] == ["d"]  # a warning by default: kept, with its verdict
+    rejected = verify(rejecting_warnings=[VALUE]).rejected
+    assert [r.reasons for r in rejected] == [[VALUE]]
+
+    class Planning:
+        def __init__(self, codes: list[str]) -> None:
+            self.config = Config.model_validate({"verify": {"rejecting_warnings": codes}})
+
+    for wrong in (["no_such_rule"], [TOKEN]):
+        with pytest.raises(ConfigError, match="verify.rejecting_warnings: .* are not warning rules"):
+            VerifyStage().plan(Planning(wrong))  # type: ignore[arg-type]

@@ -49,6 +49,10 @@ class VerifyConfig(Section):
     """Floor: a run whose judges agree with execution on fewer refereed records than this share (per
     judge model, every aspect together) ends failed with the figures and is not exported, like
     `run.min_accepted`; a run with the floor set and nothing refereed fails too. null: off."""
+    rejecting_warnings: list[str] = Field(default_factory=list)
+    """Warning rules whose findings reject a record in this run, e.g. `[arg_value_ungrounded]` to
+    reject every call value not traceable to the conversation (a warning by default: derived
+    values such as a currency code for "dollars" look invented to it)."""
     max_steps: dict[Literal["toolalpaca", "toolllm", "toolace"], int] = Field(default_factory=lambda: {"toolalpaca": 5})
     """Policy: the most function calls a dialogue of each recipe may make (`filter_too_many_steps`);
     a recipe not listed has no step limit (ToolLLM's search has its own max_depth)."""

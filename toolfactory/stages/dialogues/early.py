@@ -70,7 +70,7 @@ class EarlyCheck:
             return None
         verify = config.verify
         policy = for_recipe(task.recipe, {str(k): v for k, v in verify.max_steps.items()},
-                            [str(recipe) for recipe in verify.keep_error_recovery])
+                            [str(recipe) for recipe in verify.keep_error_recovery], verify.rejecting_warnings)
         limits = Limits(max_depth=verify.max_depth, max_chars=verify.max_record_chars)
         return cls(policy, frozenset(verify.disabled_rules), task.mode, limits)
 

@@ -10,6 +10,9 @@ own depth limit instead. A :class:`Policy` carries those choices for one recipe:
   or the API's error written by ToolAlpaca's error-aware executor) and later made again
   correctly is kept, as ToolAlpaca keeps it (that is how a model learns to recover): ``filter_parse_error`` then flags only errors that were never recovered, and the
   validity findings on the recovered call itself are warnings, not errors.
+* ``rejecting``: warning rules whose findings reject a record under this policy
+  (``verify.rejecting_warnings``: e.g. ``arg_value_ungrounded`` for a team that wants every
+  argument value traced to the conversation);
 * ``builtin_functions``: actions the recipe's agent has besides the offered functions, which a
   call may name without being ``call_unknown_function``: ToolAlpaca's ``getDetails`` (its agent's
   "ask the user", which its golden answers use); nothing else is known outside the tool list.
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
     from toolfactory.stages.verify.rules.registry import Sample
@@ -41,6 +44,7 @@ class Policy:
     max_steps: int | None = 5
     keep_error_recovery: bool = False
     builtin_functions: frozenset[str] = frozenset()
+    rejecting: frozenset[str] = frozenset()
 
 
 DEFAULT = Policy()
@@ -53,12 +57,14 @@ POLICIES: dict[str, Policy] = {
 }
 
 
-def for_recipe(recipe: str, max_steps: dict[str, int] | None = None, keep_error_recovery: list[str] | None = None) -> Policy:
-    """The policy of `recipe`, with the config's per-recipe overrides when given."""
+def for_recipe(recipe: str, max_steps: dict[str, int] | None = None, keep_error_recovery: list[str] | None = None,
+               rejecting: Iterable[str] = ()) -> Policy:
+    """The policy of `recipe`, with the config's per-recipe overrides when given, and the warning
+    rules that reject under it."""
     base = POLICIES.get(recipe, Policy(recipe))
     steps = base.max_steps if max_steps is None else max_steps.get(recipe)
     recovery = base.keep_error_recovery if keep_error_recovery is None else recipe in keep_error_recovery
-    return Policy(recipe, steps, recovery, base.builtin_functions)
+    return Policy(recipe, steps, recovery, base.builtin_functions, frozenset(rejecting))
 
 
 def error_text(content: str | None) -> str | None:

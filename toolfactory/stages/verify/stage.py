@@ -54,6 +54,10 @@ class VerifyStage:
         unknown = sorted(set(planning.config.verify.disabled_rules) - set(RULES))
         if unknown:
             raise ConfigError(f"verify.disabled_rules: unknown rule codes {unknown} (allowed: {', '.join(sorted(RULES))})")
+        warnings = sorted(code for code, registered in RULES.items() if registered.severity == "warning")
+        unknown = sorted(set(planning.config.verify.rejecting_warnings) - set(warnings))
+        if unknown:
+            raise ConfigError(f"verify.rejecting_warnings: {unknown} are not warning rules (allowed: {', '.join(warnings)})")
         return one_to_one(self.name, planning, "dialogues")
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
@@ -76,7 +80,7 @@ class VerifyStage:
         opening = first_wave(votes) if aspects and ctx.gateway.groups_samples("judge") else 1
 
         async def verify(dialogue: Dialogue) -> list[Record | Rejected]:
-            policy = for_recipe(dialogue.recipe, max_steps, recovery)
+            policy = for_recipe(dialogue.recipe, max_steps, recovery, settings.rejecting_warnings)
             dialogue.verdicts = check(dialogue, disabled, limits, policy)
             rejecting = errors(dialogue.verdicts)
             executed = False

@@ -227,7 +227,8 @@ def check(dialogue: Dialogue, disabled: frozenset[str] | set[str] = frozenset(),
     """Every failed verdict (errors and warnings) of every enabled rule, in registry order; only
     ``record_too_deep`` / ``record_too_large`` for a record over `limits`. With `policy` None the
     policy rules are skipped (validity only). A policy that keeps error recovery turns the
-    findings on a recovered call into warnings."""
+    findings on a recovered call into warnings; the warning rules a policy lists as `rejecting`
+    are errors under it."""
     try:
         facts = [facts_of(fn) for fn in dialogue.tools]
         over = violation(dialogue, limits, facts)
@@ -250,7 +251,8 @@ def check(dialogue: Dialogue, disabled: frozenset[str] | set[str] = frozenset(),
             out.append(check_error(exc, code))
             continue
         for path, message in findings:
-            severity = "warning" if recovered and path.startswith(recovered) else registered.severity
+            severity = "warning" if recovered and path.startswith(recovered) else \
+                "error" if policy is not None and code in policy.rejecting else registered.severity
             out.append(Verdict(code=code, passed=False, severity=severity, message=message, path=path))
     return out
 
