@@ -20,7 +20,7 @@ from toolfactory.simulator import SimulatorSettings, start_simulator
 from toolfactory.stages import ShardContext, ShardSpec
 from toolfactory.stages.verify.referee import (
     ACCEPTED, ALL, CHANGED_ARGUMENT, CORRUPTIONS, DROPPED_CALL, JUDGED_ALONE, REFEREE, WRONG_ANSWER,
-    NOTHING_CAME_BACK, by_origin, corrupt, figures, pick, tally,
+    NOTHING_CAME_BACK, by_origin, corrupt, figures, tally,
 )
 from toolfactory.stages.verify.stage import VerifyStage
 
@@ -112,12 +112,31 @@ def test_a_better_judge_agrees_more(tmp_path: Path) -> None:
     assert agreement[1.0] > agreement[0.0]
 
 
-def test_the_sample_is_seeded_and_has_its_minimum() -> None:
-    ids = [f"d{i}" for i in range(40)]
-    assert pick(ids, 0.1, 3, seed=1) == pick(list(reversed(ids)), 0.1, 3, seed=1)
-    assert len(pick(ids, 0.1, 3, seed=1)) == 4 and len(pick(ids, 0.0, 3, seed=1)) == 3
-    assert pick(ids, 0.1, 3, seed=1) != pick(ids, 0.1, 3, seed=2)
-    assert pick(ids[:2], 0.1, 3, seed=1) == set(ids[:2])
+def test_the_sample_is_seeded_drawn_by_share_and_topped_up_to_its_minimum() -> None:
+    from toolfactory.stages.verify.stage import Sample
+
+    def chosen(seed: int, share: float, minimum: int, ids: list[str]) -> set[str]:
+        sample = Sample(seed, share)
+        for i in ids:
+            sample.consider(Dialogue(id=i, task_id="t", tools=[], messages=[]), ACCEPTED)
+        return {d.id for d, _, _ in sample.chosen(minimum)}
+
+    ids = [f"d{i}" for i in range(200)]
+    assert chosen(1, 0.1, 3, ids) == chosen(1, 0.1, 3, list(reversed(ids)))  # the order records pass in is no matter
+    assert 5 <= len(chosen(1, 0.1, 3, ids)) <= 40 and len(chosen(1, 0.0, 3, ids)) == 3
+    assert chosen(1, 0.1, 3, ids) != chosen(2, 0.1, 3, ids)
+    assert chosen(1, 0.0, 3, ids[:2]) == set(ids[:2]) and chosen(1, 0.0, 0, ids) == set()
+
+
+def test_a_drawn_accepted_dialogue_costs_no_referee_request_of_its_own(lenient_judge: str) -> None:
+    """Drawn for the referee, an accepted dialogue is asked every aspect by its deciding request:
+    with one aspect asked and one answered by execution, that is one request per dialogue in all
+    (the corruption's request aside)."""
+    out = verify([executed(0)], lenient_judge, judges=["tool_response", "consistency"], judge_call="combined",
+                 referee_share=1.0, referee_min=0)
+    assert [j.aspect for j in out.records[0].judgements] == ["consistency"]  # the decision reads only what was asked
+    assert sum(out.profile["llm_calls"].values()) == 1
+    assert by_origin(out.profile[REFEREE])[ACCEPTED] == 1
 
 
 def test_each_corruption_kind_changes_what_a_reader_checks() -> None:

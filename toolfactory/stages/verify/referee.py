@@ -8,7 +8,7 @@ asks the judges about a seeded sample of those dialogues, and about the factory'
 corruptions of them, and counts where the judges and execution agree. The judges' verdicts on the
 sample never decide a record: the truth is execution's, and the judges are measured against it.
 
-What is refereed, per verify shard (:func:`pick`):
+What is refereed, per verify shard (``Sample`` in :mod:`.stage`):
 
 * **origins.** A dialogue the execution layer accepted (``executed_accepted``: the truth is
   "passes") or rejected because the replay got another state or another deterministic result
@@ -19,13 +19,15 @@ What is refereed, per verify shard (:func:`pick`):
   ``corrupt_changed_argument`` (one argument of an executed call changed, its recorded answer
   kept), ``corrupt_wrong_answer`` (the final answer's numbers changed, or the answer replaced by a
   claim that nothing came back). The kind is chosen from a hash of the dialogue's id.
-* **the sample.** Each candidate's draw is a hash of the run's seed and its id, so a shard run
-  again refers the same dialogues; a shard refers ``max(ceil(share × candidates), minimum)`` of
-  them (all when fewer), lowest draws first (``verify.referee_share``, ``verify.referee_min``).
+* **the sample.** Each candidate's draw (:func:`draw`) is a hash of the run's seed and its id, so
+  a shard run again refers the same dialogues: those whose draw is below ``verify.referee_share``,
+  topped up to ``verify.referee_min`` per shard (all when fewer) by the lowest draws of the others.
 
 Every aspect of ``verify.judges`` is asked, with the run's votes and call shape, including the
 aspects whose votes execution makes unnecessary on the records it decides
-(``verify.execution_answers``): the referee is what measures what those votes would have said.
+(``verify.execution_answers``): the referee is what measures what those votes would have said. A
+drawn dialogue that execution accepted is asked every aspect by the requests that decide it (the
+aspects execution answers are then counted, never applied), so it costs no request of its own.
 
 The counts go to the verify stage's profile, dimension :data:`REFEREE`, one value per (judge
 model, aspect, origin, the judges' verdict), the aspect :data:`ALL` holding the record's overall
@@ -39,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import re
 from collections import Counter
@@ -84,14 +85,6 @@ def draw(seed: int, key: str) -> float:
     """A number in [0, 1) fixed by `seed` and `key`."""
     digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
-
-
-def pick(ids: list[str], share: float, minimum: int, seed: int) -> set[str]:
-    """The ids of a shard's candidates that are refereed (see the module doc)."""
-    if not ids or (share <= 0 and minimum <= 0):
-        return set()
-    wanted = min(len(ids), max(math.ceil(share * len(ids)), minimum))
-    return set(sorted(ids, key=lambda i: (draw(seed, i), i))[:wanted])
 
 
 # --- corruptions -------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from toolfactory.stages.verify.execution import EXECUTION, ExecutionLayer, appli
 from toolfactory.stages.verify.judges import failed_verdicts, first_wave, judge_all, judge_requests
 from toolfactory.stages.verify.limits import Limits
 from toolfactory.stages.verify.policy import Policy, for_recipe
-from toolfactory.stages.verify.referee import ACCEPTED, JUDGED_ALONE, REFEREE, corrupt, origin_of, pick, tally
+from toolfactory.stages.verify.referee import ACCEPTED, JUDGED_ALONE, REFEREE, corrupt, draw, origin_of, tally
 from toolfactory.stages.verify.rules import RULES, check, errors
 
 
@@ -71,7 +71,7 @@ class VerifyStage:
         passed: Counter[str] = Counter()
         spent: Counter[str] = Counter()  # judge requests per recipe
         alone: Counter[str] = Counter()  # records the judges decided with nothing executed
-        decided: list[tuple[Dialogue, str]] = []  # (executed dialogue, its referee origin)
+        sample = Sample(ctx.config.run.seed or 0, settings.referee_share if aspects else 0.0)
         layer = None
         if settings.execution:
             built = environments(ctx.config.tools)
@@ -91,16 +91,20 @@ class VerifyStage:
                     passed["replayed"] += executed
                     dialogue.verdicts += await layer.verdicts(dialogue, policy)
                     rejecting = errors(dialogue.verdicts)
-                    origin = origin_of(v.code for v in rejecting) if executed else None
-                    if origin is not None:
-                        decided.append((dialogue.model_copy(deep=True), origin))
+                    sample.consider(dialogue, origin_of(v.code for v in rejecting) if executed else None)
                 passed["execution"] += not rejecting
             if not rejecting and aspects:  # the judges see only what the rules and execution passed
                 asked = [a for a in aspects if not (executed and a in answered and fully_executed(dialogue, policy))]
-                dialogue.judgements = await judge_all(dialogue, asked, ctx.gateway, votes, settings.judge_stop,
-                                                      settings.judge_call) if asked else []
+                # A dialogue drawn for the referee is asked every aspect in the same requests: the
+                # asked aspects decide it, the others are only counted (:func:`referee`).
+                everything = sample.drawn(dialogue)
+                judgements = await judge_all(dialogue, aspects if everything else asked, ctx.gateway, votes,
+                                             settings.judge_stop, settings.judge_call) if asked or everything else []
+                if everything:
+                    sample.judged(dialogue, judgements)
+                dialogue.judgements = [j for j in judgements if j.aspect in asked]
                 rejecting = failed_verdicts(dialogue.judgements)
-                spent[dialogue.recipe] += judge_requests(dialogue.judgements, settings.judge_call, opening)
+                spent[dialogue.recipe] += judge_requests(judgements, settings.judge_call, opening)
                 dialogue.verdicts += rejecting
                 passed["model"] += not rejecting
                 if not executed:
@@ -126,7 +130,7 @@ class VerifyStage:
             out.layers["model"] = (passed["execution"], passed["model"])
             for verdict, n in sorted(alone.items()):
                 out.count(JUDGED_ALONE, verdict, n)
-            await referee(decided, ctx, out)
+            await referee(sample, ctx, out)
         for record in out.records:
             out.count(RECIPES, record.recipe)  # type: ignore[attr-defined]
         for recipe, n in sorted(spent.items()):
@@ -142,31 +146,63 @@ def fully_executed(dialogue: Dialogue, policy: Policy) -> bool:
     return all(call.name in executed or call.name in own for m in dialogue.messages for call in m.tool_calls or [])
 
 
-async def referee(decided: list[tuple[Dialogue, str]], ctx: ShardContext, out: StageOutput) -> None:
-    """The judges' votes on the shard's refereed sample and its corruptions, counted in `out`'s
-    profile (:mod:`.referee`); nothing here decides a record. A vote the endpoint did not give is
-    counted under ``referee_unanswered`` by its reason, and that record is left out."""
+class Sample:
+    """The shard's referee sample as the records go by (:mod:`.referee`): a dialogue execution
+    decided is drawn when its draw is below `share`; those not drawn may top the sample up to
+    ``verify.referee_min`` at the end. A drawn dialogue execution accepted is judged on every
+    aspect by its own deciding requests; the others are judged by :func:`referee`."""
+
+    def __init__(self, seed: int, share: float) -> None:
+        self.seed, self.share = seed, share
+        self.cases: dict[str, tuple[Dialogue, str, list[Judgement] | None]] = {}  # drawn: id -> case
+        self.spare: list[tuple[Dialogue, str]] = []  # decided, not drawn
+
+    def consider(self, dialogue: Dialogue, origin: str | None) -> None:
+        if origin is None:
+            return
+        kept = dialogue.model_copy(deep=True)
+        if draw(self.seed, dialogue.id) < self.share:
+            self.cases[dialogue.id] = (kept, origin, None)
+        else:
+            self.spare.append((kept, origin))
+
+    def drawn(self, dialogue: Dialogue) -> bool:
+        return dialogue.id in self.cases
+
+    def judged(self, dialogue: Dialogue, judgements: list[Judgement]) -> None:
+        kept, origin, _ = self.cases[dialogue.id]
+        self.cases[dialogue.id] = (kept, origin, judgements)
+
+    def chosen(self, minimum: int) -> list[tuple[Dialogue, str, list[Judgement] | None]]:
+        """The drawn cases, then the spare ones of lowest draw up to `minimum` in all."""
+        spare = sorted(self.spare, key=lambda case: (draw(self.seed, case[0].id), case[0].id))
+        return [*self.cases.values(), *((d, origin, None) for d, origin in spare[:max(0, minimum - len(self.cases))])]
+
+
+async def referee(sample: Sample, ctx: ShardContext, out: StageOutput) -> None:
+    """The judges' votes on the shard's refereed sample and a corruption of each accepted one,
+    counted in `out`'s profile (:mod:`.referee`); nothing here decides a record. A vote the
+    endpoint did not give is counted under ``referee_unanswered`` by its reason, and that record
+    is left out."""
     settings = ctx.config.verify
-    seed = ctx.config.run.seed or 0
-    chosen = pick([d.id for d, _ in decided], settings.referee_share, settings.referee_min, seed)
-    cases: list[tuple[Dialogue, str]] = []
-    for dialogue, origin in decided:
-        if dialogue.id not in chosen:
-            continue
+    cases: list[tuple[Dialogue, str, list[Judgement] | None]] = []
+    for dialogue, origin, judgements in sample.chosen(settings.referee_min):
         dialogue.judgements, dialogue.verdicts = [], []
-        cases.append((dialogue, origin))
-        if origin == ACCEPTED and (made := corrupt(dialogue, seed)) is not None:
-            cases.append((made[1], made[0]))
+        cases.append((dialogue, origin, judgements))
+        if origin == ACCEPTED and (made := corrupt(dialogue, sample.seed)) is not None:
+            cases.append((made[1], made[0], None))
     if not cases:
         return
     model = ctx.gateway.model_for("judge")
     aspects = list(settings.judges)
 
-    async def ask(dialogue: Dialogue) -> list[Judgement]:
+    async def ask(dialogue: Dialogue, known: list[Judgement] | None) -> list[Judgement]:
+        if known is not None:
+            return known
         return await judge_all(dialogue, aspects, ctx.gateway, settings.judge_votes, settings.judge_stop, settings.judge_call)
 
-    answers = await asyncio.gather(*(ask(d) for d, _ in cases), return_exceptions=True)
-    for (dialogue, origin), answer in zip(cases, answers):
+    answers = await asyncio.gather(*(ask(d, known) for d, _, known in cases), return_exceptions=True)
+    for (_, origin, _), answer in zip(cases, answers):
         if isinstance(answer, LLMFailure):
             out.count(REFEREE_UNANSWERED, answer.reason)
         elif isinstance(answer, BaseException):
