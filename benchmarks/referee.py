@@ -10,11 +10,13 @@ sample of them, with a labelled corruption of each accepted one, to the judges
 (:mod:`toolfactory.stages.verify.referee`). The simulator is the judge; `llm.simulator.judge_scrutiny`
 is the chance that a verdict follows a careful reading of the dialogue instead of a draw, so the
 two levels are a poor and a better judge: the agreement the referee measures should move with it.
-`verify.referee_share` is 1 here (every executed dialogue refereed) for larger counts.
+`verify.referee_share` is 1 by default here (every executed dialogue refereed) for larger counts.
 
 Each configuration runs twice: with `verify.execution_answers` at its default (the aspects
 execution answers are not voted on where it decided) and with it empty (every aspect voted), to
-give the judge requests per accepted dialogue with and without the skipped aspects.
+give the judge requests per accepted dialogue with and without the skipped aspects. A dialogue
+the referee draws is asked every aspect, so that comparison is made with the referee off
+(`--referee-share 0 --referee-min 0`).
 
 Writes ``benchmarks/results/referee.json``.
 """
@@ -68,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scrutiny", default="0,0.9", help="llm.simulator.judge_scrutiny levels, comma-separated")
     parser.add_argument("--instructions", type=int, default=8, help="tasks.instructions_per_tool of every run")
     parser.add_argument("--judge-call", default="combined", choices=("combined", "per_aspect"), help="verify.judge_call")
+    parser.add_argument("--referee-share", type=float, default=1.0,
+                        help="verify.referee_share (1: every executed dialogue; 0 with --referee-min 0: no referee, "
+                             "for the judge requests with and without the skipped aspects alone)")
+    parser.add_argument("--referee-min", type=int, default=3, help="verify.referee_min")
     parser.add_argument("--out", default=str(RESULTS_DIR / "referee.json"))
     args = parser.parse_args(argv)
     recipes = [r for r in args.recipes.split(",") if r]
@@ -87,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                     root = Path(tmp) / f"{recipe}-{level}-{answers}"
                     argv_run = overrides(root, args.instructions, tools) + [
                         f'tasks.recipes={{"{recipe}": 1.0}}', f"llm.simulator.judge_scrutiny={level}",
-                        "verify.referee_share=1.0", "run.min_accepted=0", f"verify.judge_call={args.judge_call}",
+                        f"verify.referee_share={args.referee_share}", f"verify.referee_min={args.referee_min}",
+                        "run.min_accepted=0", f"verify.judge_call={args.judge_call}",
                         *(["verify.execution_answers=[]"] if answers == "none" else [])]
                     began = time.perf_counter()
                     summary = run(argv_run)
