@@ -265,6 +265,7 @@ def run(
     """Generate a dataset: domains → tools → pool → tasks → dialogues → verify → measure → select → curate,
     then its exports and report."""
     resolved = _config(config, overrides)
+    from toolfactory.curation.contamination import check_sets
     from toolfactory.stages.tools.sources import check_files, read_sources
     from toolfactory.storage import check_root
 
@@ -274,9 +275,12 @@ def run(
         check_root(resolved.storage)
         check_files(resolved.tools)
         read_sources(resolved.tools)
+        skipped = check_sets(resolved.curate.decontaminate)
     except ConfigError as exc:
         _error(exc)
         raise typer.Exit(2) from None
+    for line in skipped:
+        typer.echo(f"warning: {line}", err=True)
     from flows.display import shared_display
     from flows.execute import summary_of
     from flows.generate import generate

@@ -12,11 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from toolfactory.curation.contamination import CONTAMINATED, Thresholds, checked
+from toolfactory.curation.evaluation_sets import EvaluationSet, Item
 from toolfactory.export import SPLITS, ExportOptions, SplitSpec, export_run, record_split
 from toolfactory.config import validate_config
 from toolfactory.run.manifest import Manifest, write_manifest
 from toolfactory.models import Dialogue
 from toolfactory.storage import ObjectStore
+from toolfactory.storage.shards import write_rows
 
 from .helpers import RUN, by_id, open_store, write_run
 
@@ -158,3 +161,29 @@ def test_no_simulator_warning_for_a_real_endpoint(dialogues: list[Dialogue], tmp
     export_run(store, RUN, "hf", tmp_path / "out")
     _, body = card(tmp_path / "out/README.md")
     assert "simulator" not in body and "terms of use" in body
+
+
+def test_the_card_lists_what_the_records_were_decontaminated_against(dialogues: list[Dialogue], tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store")
+    write_run(store, dialogues[:5])
+    sets = [EvaluationSet("bfcl", tuple(Item(str(n), ("a question",)) for n in range(4)), "bfcl-eval"),
+            EvaluationSet("toolbench", (), "shipped", skipped="the shipped index has no toolbench.jsonl.gz")]
+    write_rows(store, f"runs/{RUN}/select/part-00000.parquet", [])
+    store.write_bytes(f"runs/{RUN}/select/_metrics/part-00000.json", json.dumps({"profile": checked(sets, Thresholds())}).encode())
+    write_rows(store, f"runs/{RUN}/curate/part-00000.parquet", [(d.id, d.to_json()) for d in dialogues[:5]])
+    store.write_bytes(f"runs/{RUN}/curate/_metrics/part-00000.json",
+                      json.dumps({"profile": {CONTAMINATED: {"bfcl: exact": 2, "bfcl: bag": 1}}}).encode())
+    export_run(store, RUN, "hf", tmp_path / "out")
+    _, body = card(tmp_path / "out/README.md")
+    section = body.split("## Decontamination")[1].split("## Provenance")[0]
+    assert "| bfcl | 4 | 3 |" in section and "toolbench was **not** checked: the shipped index has no" in section
+    assert "a shared run of 13 words" in section
+    _, plain = card(export_and_read(dialogues, tmp_path / "plain"))
+    assert "were not checked against any benchmark" in plain.split("## Decontamination")[1]
+
+
+def export_and_read(dialogues: list[Dialogue], root: Path) -> Path:
+    store = open_store(root / "store")
+    write_run(store, dialogues[:5])
+    export_run(store, RUN, "hf", root / "out")
+    return root / "out/README.md"

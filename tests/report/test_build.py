@@ -123,11 +123,12 @@ def test_page_is_self_contained(built: Built) -> None:
 
 
 def test_present_fields_have_no_note(built: Built) -> None:
-    # The two notes say that this run's tools were all played by an LLM (it had no executable
-    # source), so no dialogue could be refereed: facts of the run, not fields missing from it.
-    facts = ("played by an LLM", "No dialogue of this run was refereed")
+    # The three notes say that this run's tools were all played by an LLM (it had no executable
+    # source), so no dialogue could be refereed, and that it failed before the select stage, so
+    # nothing was decontaminated: facts of the run, not fields missing from it.
+    facts = ("played by an LLM", "No dialogue of this run was refereed", "No dialogue reached the select stage")
     assert [note for note in built.page.notes if not any(fact in note for fact in facts)] == []
-    assert len(built.page.notes) == 2
+    assert len(built.page.notes) == 3
 
 
 def test_charts_of_absent_fields_are_omitted_with_a_note(rebuilt: Rebuilt) -> None:

@@ -58,3 +58,22 @@ def test_a_run_without_executable_sources_says_every_tool_response_was_played() 
     stats = RunStats("r", "completed", None, None, (stage("dialogues", 2, 2), stage("curate", 2, 2)), {})
     executed = next(s for s in sections(stats, DialogueMix()) if s.id == "executed")
     assert not executed.tables and "played by an LLM" in executed.notes[0]
+
+
+def test_decontamination_shows_the_sets_checked_their_items_rejections_and_thresholds() -> None:
+    select = stage("select", 5, 3, contamination_sets={"bfcl": 4696, "mybench": 3},
+                   contamination_skipped={"toolbench: the shipped index has no toolbench.jsonl.gz": 1},
+                   contamination_settings={"ngram words": 13, "min words": 8, "ordered similarity %": 50,
+                                           "bag similarity %": 80, "tools similarity %": 60})
+    curate = StageNumbers("curate", 1, 1, 0, 5, 3, 2, 0.6, {"contaminated_bfcl": 2}, (), {"contaminated": {"bfcl: exact": 1, "bfcl: bag": 1}}, Usage())
+    shown = next(s for s in sections(RunStats("r", "completed", None, None, (select, curate), {}), DialogueMix()) if s.id == "decontamination")
+    assert shown.tables[0].rows == (("bfcl", "4,696", "2", "exact 1, bag 1"), ("mybench", "3", "0", "-"))
+    assert shown.tables[0].caption.startswith("5 dialogues checked")
+    assert shown.notes[0] == "toolbench was not checked: the shipped index has no toolbench.jsonl.gz."
+    assert "a shared run of 13 words" in shown.notes[1] and "of word sets at least 0.80" in shown.notes[1]
+
+
+def test_a_run_not_decontaminated_says_so() -> None:
+    stats = RunStats("r", "completed", None, None, (stage("select", 2, 2), stage("curate", 2, 2)), {})
+    shown = next(s for s in sections(stats, DialogueMix()) if s.id == "decontamination")
+    assert not shown.tables and "not checked against any evaluation set" in shown.notes[0]

@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from toolfactory.config.curate import CurateConfig
+from toolfactory.config.curate import BenchmarkFile, CurateConfig, DecontaminateConfig
 from toolfactory.config.dialogues import DialoguesConfig
 from toolfactory.config.export import ExportConfig
 from toolfactory.config.llm import (
@@ -251,11 +251,13 @@ __all__ = [
     "ROLES",
     "ROLE_DEFAULTS",
     "ApiFilterConfig",
+    "BenchmarkFile",
     "BlueprintsConfig",
     "BudgetConfig",
     "ComplexityGuideConfig",
     "Config",
     "CurateConfig",
+    "DecontaminateConfig",
     "DialoguesConfig",
     "ExportConfig",
     "LLMConfig",

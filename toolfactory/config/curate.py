@@ -1,12 +1,68 @@
-"""The `curate` section: deduplication, complexity, clusters and mode steering."""
+"""The `curate` section: deduplication, complexity, clusters, mode steering and decontamination."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from toolfactory.config.section import Section
+
+
+BUILTIN_BENCHMARKS = ("bfcl", "toolbench", "toolalpaca")
+
+
+class BenchmarkFile(Section):
+    """An evaluation set of the user's: a JSON or JSON-lines file of test items."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$", max_length=40)
+    """Names the set in the rejection code `contaminated_<name>` and in the stats."""
+    path: str
+    """A JSON file (a list of items, or an object holding one) or a JSON-lines file (an item a line)."""
+    field: str | None = None
+    """Where an item's question is: a key or a dotted path (`question`, `turns.0.content`, `*` for
+    every element of a list). Unset: the first of question, query, instruction, instructions,
+    prompt, user, request, input, text, messages, conversations that holds text. Chat messages
+    count by their user turns."""
+
+
+class DecontaminateConfig(Section):
+    """Decontamination against evaluation sets: n-gram overlap and MinHash near-duplicates."""
+
+    enabled: bool = True
+    """Check the run's dialogues against the sets below and reject those that overlap one."""
+    benchmarks: list[Literal["bfcl", "toolbench", "toolalpaca"]] = Field(default_factory=lambda: list(BUILTIN_BENCHMARKS))
+    """Built-in sets: BFCL's test categories (from the installed bfcl-eval package; skipped, and
+    counted, when it is absent), ToolBench's test queries and ToolAlpaca's evaluation sets (both
+    shipped with toolfactory)."""
+    files: list[BenchmarkFile] = Field(default_factory=list)
+    """Evaluation sets of your own."""
+    ngram: int = Field(13, ge=5, le=50)
+    """A run of this many words shared with an item is an overlap."""
+    min_words: int = Field(8, ge=3, le=50)
+    """Items shorter than this match only as a whole turn (same words, any order or casing); items
+    from this length up to `ngram` words also match contained in a longer request."""
+    ordered_threshold: float = Field(0.5, gt=0.0, le=1.0)
+    """MinHash similarity over word 3-shingles (in order) at or above which a turn is a near copy."""
+    bag_threshold: float = Field(0.8, gt=0.0, le=1.0)
+    """MinHash similarity over the set of words (any order) at or above which a turn is a near copy."""
+    tools_threshold: float = Field(0.6, gt=0.0, le=1.0)
+    """The same word-set similarity that suffices when the dialogue also offers every function the
+    item names."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DecontaminateConfig:
+        if self.min_words > self.ngram:
+            raise ValueError(f"min_words ({self.min_words}) must not exceed ngram ({self.ngram})")
+        if self.tools_threshold > self.bag_threshold:
+            raise ValueError(f"tools_threshold ({self.tools_threshold}) must not exceed bag_threshold ({self.bag_threshold})")
+        names = [f.name for f in self.files]
+        for index, name in enumerate(names):
+            if name in BUILTIN_BENCHMARKS:
+                raise ValueError(f"files.{index}.name: {name!r} is a built-in benchmark; name your file otherwise")
+            if name in names[:index]:
+                raise ValueError(f"files.{index}.name: {name!r} names another file too")
+        return self
 
 
 class CurateConfig(Section):
@@ -34,3 +90,6 @@ class CurateConfig(Section):
     )
     """Target mode mix; the accepted dialogues are down-sampled toward it (the rest rejected as
     `curate_mode_steering`). Empty: no steering."""
+    decontaminate: DecontaminateConfig = Field(default_factory=lambda: DecontaminateConfig())
+    """Reject dialogues whose user requests overlap the test items of the benchmarks a model made
+    from the data will be scored on (docs/guide/decontamination.md)."""

@@ -26,6 +26,7 @@ records and a later night can index them without the records (:meth:`DialogueInd
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -98,10 +99,22 @@ def exact_hash(dialogue: Dialogue) -> str:
     return hashlib.sha256(canonical_json([" ".join(words(query(dialogue))), calls]).encode()).hexdigest()[:32]
 
 
-def _signature(text: str) -> LeanMinHash:
-    sig = MinHash(num_perm=NUM_PERM, seed=SEED, scheme=SCHEME)
-    sig.update_batch([s.encode() for s in sorted(shingles(words(text), SHINGLE))])
+@functools.cache
+def _permutations() -> Any:
+    # Drawing them is most of the cost of a new MinHash (~120 µs of ~150): drawn once, the same
+    # values as every MinHash of this seed draws.
+    return MinHash(num_perm=NUM_PERM, seed=SEED, scheme=SCHEME).permutations
+
+
+def minhash(features: Iterable[str]) -> LeanMinHash:
+    """The MinHash signature of a set of features (shingles, words), as every index here makes it."""
+    sig = MinHash(num_perm=NUM_PERM, seed=SEED, scheme=SCHEME, permutations=_permutations())
+    sig.update_batch([s.encode() for s in set(features)])
     return LeanMinHash(sig)
+
+
+def _signature(text: str) -> LeanMinHash:
+    return minhash(shingles(words(text), SHINGLE))
 
 
 def signature_row(key: str, dialogue: Dialogue) -> dict[str, Any]:

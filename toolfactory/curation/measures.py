@@ -3,7 +3,8 @@
 A :class:`Measure` is the compact row the fan-in decision (:mod:`.selection`) reads instead of the
 dialogue: its MinHash signatures and exact hash (:mod:`.dedup`), its query complexity (ToolACE
 eq. 1, :mod:`.complexity`), the functions it stands for and the texts of those it offers (for the
-API clusters, :mod:`.diversity`), and its mode (for steering). Measuring needs the dialogue and
+API clusters, :mod:`.diversity`), its mode (for steering) and the evaluation sets its user turns
+overlap (:mod:`.contamination`). Measuring needs the dialogue and
 the embeddings of its texts only, so it runs shard by shard, in parallel; a row is about 2 kB
 where a dialogue is tens, and the decision never holds the dialogues of the run.
 """
@@ -19,6 +20,7 @@ from toolfactory.curation.records import FINISH, function_key, function_text, us
 from toolfactory.models import Dialogue, Record
 
 if TYPE_CHECKING:
+    from toolfactory.curation.contamination import ContaminationIndex
     from toolfactory.llm import LLMGateway
 
 
@@ -35,6 +37,7 @@ class Measure(Record):
     used: list[str]  # keys of the functions it stands for (:func:`.records.used_functions`)
     functions: dict[str, str]  # key -> text of every function it offers (``Finish`` left out)
     mode: str
+    contamination: list[tuple[str, str, str, float]] = []  # (set, item, test, score) per set overlapped
 
     def signature_row(self, key: str) -> dict[str, object]:
         """The row :class:`.dedup.DialogueIndex` and the pool store for this dialogue."""
@@ -42,8 +45,10 @@ class Measure(Record):
                 "dialogue": self.dialogue}
 
 
-async def measure(dialogues: Sequence[Dialogue], gateway: LLMGateway, model: str) -> list[Measure]:
-    """The measures of `dialogues`, in order (their embeddings requested together)."""
+async def measure(dialogues: Sequence[Dialogue], gateway: LLMGateway, model: str,
+                  contamination: ContaminationIndex | None = None) -> list[Measure]:
+    """The measures of `dialogues`, in order (their embeddings requested together), checked
+    against the evaluation sets of `contamination` if given."""
     values = await query_complexity(dialogues, gateway, model) if dialogues else []
     rows = []
     for dialogue, value in zip(dialogues, values, strict=True):
@@ -57,5 +62,6 @@ async def measure(dialogues: Sequence[Dialogue], gateway: LLMGateway, model: str
             used=[function_key(fn) for fn in used_functions(dialogue)],
             functions={function_key(fn): function_text(fn) for fn in dialogue.tools if fn.name != FINISH},
             mode=dialogue.mode,
+            contamination=[tuple(f) for f in contamination.find(dialogue)] if contamination is not None else [],
         ))
     return rows

@@ -7,8 +7,8 @@ the run (:mod:`.measures`), and kept as
 * one :class:`Selection`: the complexity cut points (a record is easy when its (complexity, id)
   sorts before the first, medium before the second, else hard: :func:`.complexity.subsets` by
   rank, told by two values instead of a list), the {function key: cluster} map and k;
-* one :class:`Verdict` per dialogue that is rejected (duplicate, mode steering) or belongs to a
-  diversity subset.
+* one :class:`Verdict` per dialogue that is rejected (contaminated, duplicate, mode steering) or
+  belongs to a diversity subset.
 
 Their size grows with the functions of the pool, the duplicates and the subsets, not with the run;
 each dataset shard reads them beside its own dialogues and measures (:func:`curation_of`).
@@ -40,6 +40,7 @@ class Verdict(Record):
     reasons: list[str] = []  # rejection codes; empty: kept
     detail: str = ""
     duplicate: str | None = None  # the kind of the first duplicate match, for the counts
+    contaminated: list[str] = []  # "<set>: <test>" of each evaluation set it overlaps, for the counts
     diversity: list[str] = []  # the diversity subsets it belongs to
 
 

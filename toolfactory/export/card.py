@@ -16,6 +16,8 @@ made, the make-up of the data and where every record comes from with its terms:
   Python environments) and which an LLM played, with the records and calls per executable source;
 * **judges against execution**: the run's referee figures (the LLM judges' agreement with
   execution's verdicts, :mod:`toolfactory.stages.verify.referee`), the same in every export of it;
+* **decontamination**: the evaluation sets the records were checked against, their items, the
+  thresholds and the dialogues each rejected (:mod:`toolfactory.curation.contamination`);
 * every table counts records, one row per value of one property of a record, so each table
   sums to the records exported (a record's tool sources are counted as one set).
 
@@ -28,6 +30,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from toolfactory.curation.contamination import CHECKED, CONTAMINATED, SETTINGS, SKIPPED, settings_text
 from toolfactory.export.stats import ExportStats
 from toolfactory.stages.verify.referee import ALL, expected_error, figures
 
@@ -128,6 +131,25 @@ def judges(stats: ExportStats) -> str:
         if error is not None and decided:
             lines += ["", f"The judges ({f.model}) alone decided {decided} record(s) of the run; at this agreement about "
                           f"{error:.1f} of those decisions are wrong (an estimate: refereed records are executed ones)."]
+    return "\n".join(lines) + "\n"
+
+
+def decontamination(stats: ExportStats) -> str:
+    """The evaluation sets the records were checked against, their items, the thresholds and the
+    dialogues each rejected."""
+    checked, skipped = stats.decontamination.get(CHECKED) or {}, stats.decontamination.get(SKIPPED) or {}
+    if not checked and not skipped:
+        return "The records were not checked against any benchmark's test items (decontamination was off for this run).\n"
+    rejected: dict[str, int] = {}
+    for label, n in (stats.decontamination.get(CONTAMINATED) or {}).items():
+        name = label.partition(": ")[0]
+        rejected[name] = rejected.get(name, 0) + n
+    lines = ["Before this dataset was made, every dialogue whose user turns overlap a test item of these evaluation "
+             "sets was rejected (in any casing or word order), so a model scored on them has not seen their items here.",
+             "", "| evaluation set | test items | dialogues rejected |", "| --- | ---: | ---: |"]
+    lines += [f"| {name} | {n} | {rejected.get(name, 0)} |" for name, n in checked.items()]
+    lines += [f"\n{label.partition(': ')[0]} was **not** checked: {label.partition(': ')[2]}." for label in skipped]
+    lines += ["", f"Overlap: {settings_text(stats.decontamination.get(SETTINGS) or {})}."]
     return "\n".join(lines) + "\n"
 
 
@@ -261,6 +283,9 @@ def dataset_card(stats: ExportStats, files: Mapping[str, str]) -> str:
         "## Judges against execution",
         "",
         judges(stats),
+        "## Decontamination",
+        "",
+        decontamination(stats),
         "## Provenance",
         "",
         provenance(stats),

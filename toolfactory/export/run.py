@@ -37,6 +37,7 @@ from toolfactory.run.manifest import load_manifest
 from toolfactory.models import Dialogue, Tool
 from toolfactory.storage.shards import ShardPaths, dataset_parts, read_metrics, read_records, stage_parts
 from toolfactory.storage import ObjectStore
+from toolfactory.curation.contamination import CHECKED, CONTAMINATED, SETTINGS, SKIPPED
 from toolfactory.stages.verify.referee import JUDGED_ALONE, REFEREE
 
 
@@ -132,14 +133,14 @@ def export_policy(store: ObjectStore, run_id: str, stats: ExportStats, exporter:
                                settings=settings)
 
 
-def verify_profile(store: ObjectStore, run_id: str, dimensions: tuple[str, ...]) -> dict[str, dict[str, int]]:
-    """Of the verify stage's committed shards, the profile counts of `dimensions`, summed (the
-    referee's figures: what every export of the run states alike)."""
+def stage_profile(store: ObjectStore, run_id: str, dimensions: tuple[str, ...], stage: str = "verify") -> dict[str, dict[str, int]]:
+    """Of the stage's committed shards, the profile counts of `dimensions`, summed (the referee's
+    figures, what decontamination checked: what every export of the run states alike)."""
     found: dict[str, dict[str, int]] = {dimension: {} for dimension in dimensions}
     main = re.compile(r".*/part-(\d+)\.parquet")
-    for path in stage_parts(store, run_id, "verify"):
+    for path in stage_parts(store, run_id, stage):
         match = main.fullmatch(path)
-        metrics = read_metrics(store, ShardPaths(run_id, "verify", int(match[1]))) if match else None
+        metrics = read_metrics(store, ShardPaths(run_id, stage, int(match[1]))) if match else None
         for dimension in dimensions:
             for value, n in ((metrics or {}).get("profile", {}).get(dimension) or {}).items():
                 found[dimension][value] = found[dimension].get(value, 0) + int(n)
@@ -173,8 +174,10 @@ def export_run(
         exporter.sources = run_sources(store, run_id)
     stats = ExportStats(splits=SPLITS, run_id=run_id, fmt=fmt, split_spec={**splits.to_dict(), "seed": seed},
                         endpoint=run_endpoint(store, run_id))
-    judged = verify_profile(store, run_id, (REFEREE, JUDGED_ALONE))
+    judged = stage_profile(store, run_id, (REFEREE, JUDGED_ALONE))
     stats.referee, stats.judged_alone = judged[REFEREE], judged[JUDGED_ALONE]
+    stats.decontamination = {**stage_profile(store, run_id, (CHECKED, SKIPPED, SETTINGS), "select"),
+                             **stage_profile(store, run_id, (CONTAMINATED,), "curate")}
     try:
         for path in shards:
             for raw in _part_records(store, run_id, path):

@@ -69,6 +69,9 @@ class ExportStats:
     # toolfactory/stages/verify/referee.py): the same for every export of the run.
     referee: dict[str, int] = field(default_factory=dict)
     judged_alone: dict[str, int] = field(default_factory=dict)
+    # What the run's records were decontaminated against and what that rejected (the select and
+    # curate stages' profiles, toolfactory/curation/contamination.py): dimension -> value -> count.
+    decontamination: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def simulated(self) -> bool:

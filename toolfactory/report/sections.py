@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from toolfactory.curation.contamination import CHECKED, CONTAMINATED, SETTINGS, SKIPPED, settings_text
 from toolfactory.executable.counts import CALLS_BY_SOURCE, DIALOGUES_BY_SOURCE, ERRORS_BY_SOURCE
 from toolfactory.preflight.choices import describe_choice
 from toolfactory.report import charts
@@ -58,7 +59,7 @@ def sections(stats: RunStats, mix: DialogueMix, context: RunContext | None = Non
     context = context or RunContext()
     failed = [failed_shards(stats, context)] if any(s.failed for s in stats.stages) or stats.status == "failed" else []
     return [*failed, run_summary(context), funnel(stats), time_and_cost(stats, context), rejections(stats),
-            rejected_section(rejected), accepted_mix(mix), executed_tools(stats), judges_against_execution(stats), samples(mix), complexity(mix), coverage(stats, mix),
+            rejected_section(rejected), accepted_mix(mix), executed_tools(stats), judges_against_execution(stats), decontamination(stats), samples(mix), complexity(mix), coverage(stats, mix),
             clusters(mix), llm_use(stats, mix), trend(stats, context), exports(context)]
 
 
@@ -297,6 +298,33 @@ def judges_against_execution(stats: RunStats) -> Section:
                          f"the agreement measured here, about {error:,.1f} of those decisions are wrong "
                          "(an estimate: refereed records are executed ones).")
     return Section("referee", title, tables=(table, origins), notes=tuple(notes))
+
+
+def decontamination(stats: RunStats) -> Section:
+    """What the dataset was checked against (sets, items, thresholds; recorded by the select
+    stage) and the dialogues rejected for overlapping each set (curate)."""
+    title = "Decontamination"
+    items, skipped = stats.profile("select", CHECKED), stats.profile("select", SKIPPED)
+    if stats.stage("select") is None:
+        return Section("decontamination", title, notes=(
+            "No dialogue reached the select stage, so none was checked against an evaluation set.",))
+    if not items and not skipped:
+        return Section("decontamination", title, notes=(
+            "The dataset was not checked against any evaluation set (curate.decontaminate.enabled is off).",))
+    rejected = stats.stage(DATASET_STAGE).rejections if stats.stage(DATASET_STAGE) else {}
+    tests: dict[str, list[str]] = {}
+    for label, n in stats.profile(DATASET_STAGE, CONTAMINATED).items():
+        name, _, test = label.partition(": ")
+        tests.setdefault(name, []).append(f"{test} {count(n)}")
+    checked_records = stats.stage("select").items_in if stats.stage("select") else 0
+    rows = tuple((name, count(n), count(rejected.get(f"contaminated_{name}", 0)), ", ".join(tests.get(name, [])) or "-")
+                 for name, n in items.items())
+    table = Table("decontamination", f"{count(checked_records)} dialogues checked against each set's test items; "
+                  "a dialogue is rejected as contaminated_<set> when a user turn overlaps an item.",
+                  ("set", "items", "dialogues rejected", "caught by"), rows)
+    notes = [f"{label.partition(': ')[0]} was not checked: {label.partition(': ')[2]}." for label in skipped]
+    notes.append("Thresholds: " + settings_text(stats.profile("select", SETTINGS)) + ".")
+    return Section("decontamination", title, tables=(table,), notes=tuple(notes))
 
 
 def complexity(mix: DialogueMix) -> Section:

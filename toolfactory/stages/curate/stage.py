@@ -10,8 +10,9 @@ Curation takes three stages, so that no process holds the run's records at once:
   the low / medium / high diversity subsets (see :mod:`toolfactory.stages.select.stage`);
 * **curate** (one shard per verify shard, this one): applies them. Shard i reads verify shard i,
   measure shard i and, of the selection, its summary and the verdicts on its own dialogues (read
-  record by record, so a shard's memory does not grow with the run), rejects the dialogues the selection rejects (`duplicate_exact`,
-  `duplicate_instruction`, `duplicate_dialogue`, `curate_mode_steering`, with what each duplicates)
+  record by record, so a shard's memory does not grow with the run), rejects the dialogues the selection rejects
+  (`contaminated_<set>`, with the test item each overlaps; `duplicate_exact`, `duplicate_instruction`,
+  `duplicate_dialogue`, `curate_mode_steering`, with what each duplicates)
   and writes the others with their `curation` (complexity and level, clusters, diversity subsets).
 
 Its output is the dataset: exports, retriever data and the report read it.
@@ -22,6 +23,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from toolfactory.curation import turns
+from toolfactory.curation.contamination import CONTAMINATED
 from toolfactory.curation.measures import Measure
 from toolfactory.curation.selection import Selection, Verdict, curation_of
 from toolfactory.executable.counts import count_executed
@@ -79,6 +81,8 @@ class CurateStage:
                 out.reject(self.name, d.id, verdict.reasons, d.model_dump(), verdict.detail)
                 if verdict.duplicate:
                     out.count("duplicates", verdict.duplicate)
+                for label in verdict.contaminated:
+                    out.count(CONTAMINATED, label)
                 continue
             d.curation = curation_of(measure.complexity, d.id, measure.used, selection, verdict)
             out.records.append(d)

@@ -7,6 +7,9 @@ planned). Every decision is relative to all the records it reads, so a selection
 measure parts is made again once they exist, never completed by another (toolfactory/run/fan_in.py).
 It decides
 
+* which records overlap an evaluation set (the findings of the measure stage,
+  :mod:`toolfactory.curation.contamination`): rejected as ``contaminated_<set>`` before any other
+  decision, so that none of them is kept as the first of its duplicates or counted in a subset;
 * exact and near-duplicates (MinHash LSH as SQL, :mod:`toolfactory.curation.duplicate_pairs`):
   of duplicates the record indexed first is kept, earlier runs' first, then the run's by dialogue
   id (:mod:`toolfactory.curation.duplicate_rule`);
@@ -31,6 +34,7 @@ from typing import Any, ClassVar, Iterator, NamedTuple, Sequence
 import pyarrow as pa
 
 from toolfactory.curation import cluster_apis, coverage, diversity_subsets, duplicate_pairs, steer
+from toolfactory.curation.contamination import Finding, Thresholds, checked, detail, evaluation_sets, reasons
 from toolfactory.curation.duplicate_pairs import SignatureTable
 from toolfactory.curation.duplicate_rule import first_kept
 from toolfactory.curation.measures import Measure
@@ -138,7 +142,9 @@ class SelectStage:
                     self._index_earlier(shard, ctx, signatures)
                 for batch in self._measures(shard.inputs, ctx):
                     out.items_in += len(batch)
-                    measures.add(batch)
+                    batch = self._decontaminate(batch, verdicts)
+                    if batch:
+                        measures.add(batch)
                     if settings.dedup:
                         signatures.add_run(m.signature_row(record_key(ctx.run_id, m.id)) for m in batch)
                 if settings.dedup:
@@ -148,6 +154,11 @@ class SelectStage:
             selection = await self._score(shard, measures, verdicts, ctx, out)
         finally:
             measures.close()
+        if settings.decontaminate.enabled:  # what was checked: once per run, here
+            sets = evaluation_sets(settings.decontaminate)
+            for dimension, counts in checked(sets, Thresholds.of(settings.decontaminate)).items():
+                for value, n in counts.items():
+                    out.count(dimension, value, n)
         out.records.append(selection)
         out.records.extend(verdicts[key] for key in sorted(verdicts))
         # Its pass rate in the stats: the share of the measured dialogues the selection keeps.
@@ -166,6 +177,19 @@ class SelectStage:
                     batch = []
         if batch:
             yield batch
+
+    @staticmethod
+    def _decontaminate(batch: list[Measure], verdicts: dict[str, Verdict]) -> list[Measure]:
+        """The measures of `batch` that overlap no evaluation set; the others get their verdict."""
+        clean = []
+        for m in batch:
+            if not m.contamination:
+                clean.append(m)
+                continue
+            findings = [Finding(*f) for f in m.contamination]
+            verdicts[m.id] = Verdict(id=m.id, reasons=reasons(findings), detail=detail(findings),
+                                     contaminated=[f.label for f in findings])
+        return clean
 
     def _index_earlier(self, shard: ShardSpec, ctx: ShardContext, signatures: SignatureTable) -> None:
         """Earlier runs' signatures."""
