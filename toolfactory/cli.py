@@ -52,6 +52,32 @@ ConfigOption = typer.Option(None, "--config", "-c", metavar="FILE", help="YAML c
 SetOption = typer.Option(None, "--set", "-s", metavar="FIELD=VALUE", help="Override a field: section.field=value (repeatable).")
 
 
+# File names that say nothing of the program they start (`node …/dist/index.js`).
+_GENERIC_STEMS = {"index", "main", "server", "cli", "app", "__main__", "run", "start", "bin"}
+_GENERIC_FOLDERS = {"dist", "build", "lib", "src", "bin", "out", "cjs", "esm"}
+
+
+def _program_name(word: str) -> str:
+    """A source's default name from the program its command starts: the stem of a script or
+    command; for a generic script (`index.js`, `__main__.py`) the name in the nearest package
+    manifest above it (package.json's `name` without its scope, pyproject's project name), else
+    the nearest folder that is no build folder."""
+    import re
+
+    path = Path(word)
+    if path.stem not in _GENERIC_STEMS or len(path.parts) < 2:
+        return path.stem
+    for folder in list(path.parents)[:6]:
+        for manifest, pattern in (("package.json", r'"name"\s*:\s*"([^"]+)"'), ("pyproject.toml", r'(?m)^name\s*=\s*"([^"]+)"')):
+            try:
+                found = re.search(pattern, (folder / manifest).read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+            if found:
+                return found[1].rsplit("/", 1)[-1]
+    return next((folder.name for folder in path.parents if folder.name and folder.name not in _GENERIC_FOLDERS), path.stem)
+
+
 def _error(what: object) -> None:
     """`error: …` on stderr, on one line whatever the message holds (a library's own text may
     spread over several, with indentation)."""
@@ -547,7 +573,7 @@ def _import_mcp(
             words = argv
             if argv and re.match(r"^(python[0-9.]*|node|uvx|uv|npx|bunx|deno|pipx)$", Path(argv[0]).name):
                 words = [word for word in argv[1:] if not word.startswith("-")] or argv
-            default = Path(words[0]).stem if argv else re.sub(r"^https?://", "", url or "").split("/")[0]
+            default = _program_name(words[0]) if argv else re.sub(r"^https?://", "", url or "").split("/")[0]
             fields = {"name": name or re.sub(r"[^A-Za-z0-9_.-]+", "-", default).strip("-.")[:64] or "mcp"}
             if argv:
                 fields.update(command=argv[0], args=argv[1:], env=pairs(env, "--env"))

@@ -121,6 +121,8 @@ def test_a_hanging_environment_rejects_its_dialogue_with_exec_timeout_and_the_sh
     out, _ = dialogues(sim, cfg, tasks)
     assert [r.reasons for r in out.rejected] == [["exec_timeout"]] and out.rejected[0].record["task"]["id"] == "hangs"
     assert [d.task_id for d in out.records if isinstance(d, Dialogue)] == ["adds"]
+    # The rejected dialogue ran its source too: it counts with the dialogues that did.
+    assert out.profile["executed_dialogues_by_source"] == {"counter": 1, "hostile": 1}, out.profile
     assert not runners()
 
 

@@ -56,3 +56,19 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and bad.stderr.strip() == f"error: {entry}: timeout: Extra inputs are not permitted"
     mixed = toolfactory("tools", "import", str(entry), "--format", "openai", "--command", "x")
     assert mixed.exit_code == 2 and "are for --format mcp" in mixed.stderr
+
+
+def test_a_generic_script_is_named_for_its_package(tmp_path: Path) -> None:
+    # `node …/server-memory/dist/index.js` is the package server-memory, not "index".
+    package = tmp_path / "node_modules" / "@scope" / "server-notes"
+    (package / "dist").mkdir(parents=True)
+    (package / "package.json").write_text(json.dumps({"name": "@scope/server-notes", "version": "1.0.0"}))
+    script = package / "dist" / "index.js"
+    script.write_text("")
+    result = tools_import("--command", f"node {script}")
+    assert "MCP source server-notes" in result.stdout + result.stderr, result.stdout + result.stderr
+    bare = tmp_path / "tools" / "weather" / "src" / "__main__.py"
+    bare.parent.mkdir(parents=True)
+    bare.write_text("")
+    result = tools_import("--command", f"{sys.executable} {bare}")
+    assert "MCP source weather" in result.stdout + result.stderr, result.stdout + result.stderr

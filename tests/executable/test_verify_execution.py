@@ -170,3 +170,14 @@ def test_the_exec_codes_are_rules_of_the_execution_kind_which_disabled_rules_acc
 
     assert {"exec_result_mismatch", "exec_error_unrecovered", "exec_state_mismatch", "exec_timeout"} <= set(RULES)
     assert all(RULES[c].kind == "execution" for c in RULES if c.startswith("exec_"))
+
+
+def test_an_error_the_replay_gets_where_the_dialogue_records_a_success_is_quoted_from_the_replay() -> None:
+    dialogue = recorded([("divide", {"by": 2})])
+    dialogue.messages[1].tool_calls[0].arguments = json.dumps({"by": 0})  # not the call that ran
+    layer = ExecutionLayer({"counter": (PythonEnvironment(settings()), settings())})
+    verdicts = asyncio.run(layer.verdicts(dialogue))
+    assert sorted(v.code for v in verdicts) == ["exec_error_unrecovered", "exec_result_mismatch"]
+    [verdict] = [v for v in verdicts if v.code == "exec_error_unrecovered"]
+    assert "failed on replay ('" in verdict.message and "ZeroDivisionError" in verdict.message, verdict.message
+    assert f"the dialogue records {dialogue.messages[2].content!r}" in verdict.message

@@ -166,6 +166,19 @@ def test_verifiable_tasks_replay_to_their_target_state_in_a_fresh_session_of_the
     assert {e["name"]: e["kind"] for e in counter["environments"]} == {"counter": "python", "time": "mcp"}
 
 
+def test_a_source_offered_but_never_called_is_left_out_of_the_target_state(tmp_path: Path, on_path: None) -> None:
+    cfg = config([FILES, COUNTER])
+    tools = source_tools(cfg)
+    offered = executed_dialogue(cfg, [tools["counter"], tools["files"]], [("Add 1.", [("add", {"amount": 1})])], "offered")
+    store = open_store(tmp_path / "store")
+    write_executed_run(store, cfg, [offered], list(tools.values()))
+    export_run(store, RUN, "tasks", tmp_path / "out")
+    [task] = [t for split in ("train", "validation", "test") for t in read_jsonl(tmp_path / "out" / f"{split}.jsonl")]
+    assert sorted(e["name"] for e in task["environments"]) == ["counter", "files"]  # offered: configured again
+    assert task["target_state"] == offered.generation["execution"]["states"]
+    assert list(task["target_state"]) == ["counter"]  # never called: no state to reach
+
+
 def replay(tools: ToolsConfig, calls: list[dict[str, Any]]) -> dict[str, Any]:
     """The state each source is left in by `calls`, run in order on fresh sessions."""
     async def run() -> dict[str, Any]:

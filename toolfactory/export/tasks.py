@@ -7,7 +7,7 @@ really ran, one JSON object a line in ``<split>.jsonl``::
      "environments": [{"name": ..., "kind": "python" | "mcp", "config": {...}, "env_names": [...], "header_names": [...]}],
      "initial_state": {<source>: <state>},                        # a Python environment's; null for an MCP server
      "ground_truth": [{"turn": 0, "source": ..., "name": ..., "arguments": {...}, "is_error": false}, ...],
-     "target_state": {<source>: <state>}}                         # generation.execution.states
+     "target_state": {<source>: <state>}}                         # generation.execution.states, of the sources called
 
 ``config`` is the source's entry of ``tools.environments`` or ``tools.mcp`` without secrets
 (:func:`~toolfactory.export.executed.public_settings`). With ``initial_state`` put back for a
@@ -53,5 +53,7 @@ class TasksExporter(JsonlExporter):
             "initial_state": {s.name: initial_state(s) for s in sources},
             "ground_truth": [{"turn": c.turn, "source": c.source, "name": c.name, "arguments": c.arguments,
                               "is_error": c.is_error} for c in run.calls],
-            "target_state": {name: run.states.get(name) for name in run.sources},
+            # A source the dialogue was offered but never called is left out: its session was never
+            # opened, and a fresh one ends as it starts, which is nothing to compare.
+            "target_state": {name: run.states[name] for name in run.sources if name in run.states},
         }

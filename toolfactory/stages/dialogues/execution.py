@@ -147,11 +147,18 @@ class DialogueExecution:
         name = str(executable_source(tool))
         if name not in self._sources:
             raise ExecutionFailed(EXEC_START_FAILED, f"{name}: no executable source of this name is configured")
-        async with self._lock:
-            session = self._sessions.get(name)
-            if session is None:
-                session = self._sessions[name] = await self._open(name)
-            result = await session.call(call.name, arguments)
+        try:
+            async with self._lock:
+                session = self._sessions.get(name)
+                if session is None:
+                    session = self._sessions[name] = await self._open(name)
+                result = await session.call(call.name, arguments)
+        except ExecutionFailed as failed:
+            # The call was made and its environment failed it: kept with the rejected dialogue, so
+            # that it counts with the calls its source was given.
+            self.calls.append({"source": name, "name": call.name, "arguments": call.arguments, "is_error": True,
+                               "failure": failed.reason})
+            raise
         # The arguments as run (the message's) let the verifier's replay tell the calls of the
         # dialogue's final path from calls the session ran on abandoned branches (ToolLLM's search
         # backtracks).

@@ -76,6 +76,9 @@ class DialoguesStage:
             task = rejected.record.get("task") or {}
             if rejected.record.get("llm_calls"):
                 out.count(CALLS_BY_RECIPE, str(task.get("recipe")), int(rejected.record["llm_calls"]))
+            # A dialogue its environment failed (exec_timeout, exec_crashed, …) ran its calls up to
+            # the failure: they count with the sources they ran on, as a kept dialogue's do.
+            count_executed(out, rejected.record)
         return out
 
     async def _dialogue(self, task: Task, ctx: ShardContext, strategies: dict[str, asyncio.Future[list[str] | None]]) -> list[Record]:

@@ -21,7 +21,7 @@ from toolfactory.executable.session import (
 from toolfactory.stages.verify.rules.registry import Finding, Sample, rule
 
 if TYPE_CHECKING:
-    from toolfactory.stages.verify.execution import Replay
+    from toolfactory.stages.verify.execution import Replay, ReplayedCall
 
 REPLAY = "replay"  # the key the execution layer gives its replay under (Sample.provide)
 SHOWN = 120  # characters of a result quoted in a message
@@ -55,7 +55,16 @@ def error_unrecovered(sample: Sample) -> Iterator[Finding]:
     for i, call in enumerate(calls):
         if call.recorded_error and not any(later.name == call.name and later.source == call.source
                                            and not later.recorded_error for later in calls[i + 1:]):
-            yield call.path, f"{call.source}.{call.name} failed ({_short(call.recorded or '')!r}) and is never made again successfully"
+            yield call.path, f"{call.source}.{call.name} {_failure(call)} and is never made again successfully"
+
+
+def _failure(call: ReplayedCall) -> str:
+    """How `call` failed, quoting the answer that decided it: the replay's when the replay failed
+    it (it may have failed where the dialogue records a success), else the recorded one."""
+    if call.result is not None and call.result.is_error and call.result.content != call.recorded:
+        recorded = f"; the dialogue records {_short(call.recorded)!r}" if call.recorded is not None else ""
+        return f"failed on replay ({_short(call.result.content)!r}{recorded})"
+    return f"failed ({_short(call.recorded or '')!r})"
 
 
 @rule("exec_state_mismatch", kind="execution")
