@@ -522,6 +522,61 @@ def tools_import(
         typer.echo(f"wrote {out} (use it as a source with format: catalog)")
 
 
+@tools_app.command("vet", short_help="Call every tool of the run's executable sources and say what works here.")
+def tools_vet(
+    config: Optional[str] = ConfigOption,
+    overrides: Optional[list[str]] = SetOption,
+    source: Optional[list[str]] = typer.Option(None, "--source", metavar="NAME", help="Vet only this source (repeatable; default: every executable source)."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", metavar="FILE", help="Write the sources' cards here as JSON."),
+    attempts: int = typer.Option(3, "--attempts", min=1, max=20, help="Argument sets tried per tool and round before it counts as failing."),
+    timeout: float = typer.Option(300.0, "--timeout", min=1.0, metavar="SECONDS", help="Wall time one source's vetting may take."),
+) -> None:
+    """Start each executable source as a dialogue would, call each of its tools with arguments
+    that fit its parameters, and report which tools work here, need the network or credentials,
+    or error on every probe; whether they answer the same twice and change the state."""
+    import asyncio
+
+    from toolfactory.executable.registry import environments
+    from toolfactory.executable.vetting import WORKS, vet
+
+    resolved = _config(config, overrides)
+    found = environments(resolved.tools)
+    unknown = [name for name in source or [] if name not in found]
+    if unknown:
+        _error(f"--source: no executable source {unknown[0]!r} in tools.mcp or tools.environments"
+               + (f" (there are: {', '.join(sorted(found))})" if found else " (the configuration names none)"))
+        raise typer.Exit(2)
+    chosen = [found[name] for name in (source or sorted(found))]
+    if not chosen:
+        _error("the configuration names no executable source (tools.mcp, tools.environments)")
+        raise typer.Exit(2)
+    cards = []
+    for environment in chosen:
+        card = asyncio.run(vet(environment, attempts, timeout))
+        cards.append(card.to_dict())
+        if card.failure:
+            typer.echo(f"{card.source}: not vetted: {card.failure}")
+            continue
+        works = card.working()
+        typer.echo(f"{card.source}: {len(works)} of {len(card.tools)} tools work here; start {card.start_seconds:.2f} s, "
+                   f"median call {(card.call_seconds or 0) * 1000:.0f} ms, memory {card.memory_mb or 0:.0f} MB")
+        for tool in card.tools:
+            traits = [tool.status]
+            if tool.status == WORKS:
+                traits.append("deterministic" if tool.deterministic else "not deterministic")
+            if tool.changes_state is not None:
+                traits.append("changes state" if tool.changes_state else "read-only")
+            if tool.hint_honest is False:
+                traits.append("says read-only but changed the state")
+            typer.echo(f"  {tool.name}: {', '.join(traits)} ({tool.probes} probe{'s' if tool.probes != 1 else ''})"
+                       + ("" if tool.status == WORKS else f": {tool.answer[:100]}"))
+    if out:
+        Path(out).write_text(json.dumps({"version": 1, "sources": cards}, indent=1, ensure_ascii=False, default=str))
+        typer.echo(f"wrote {out}")
+    if any(card["failure"] for card in cards):
+        raise typer.Exit(1)
+
+
 def _import_mcp(
     path: str | None, command: str | None, url: str | None, name: str | None, env: list[str], headers: list[str]
 ) -> tuple[str, Any]:

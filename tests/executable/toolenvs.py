@@ -107,3 +107,41 @@ class Shelf:
             raise LookupError(f"{title!r} is not on the shelf")
         self.books.remove(title)
         return title
+
+
+class Probed:
+    """Tools that work, need another's work first, need the network or a key, always fail, or
+    answer differently each time: what vetting tells apart."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def broken(self, count: int) -> int:
+        """Count something (it cannot)."""
+        raise RuntimeError("this tool is not finished")
+
+    def fetch(self, url: str) -> str:
+        """Fetch a web page."""
+        import urllib.request
+
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.read().decode()
+
+    def forecast(self, city: str) -> dict[str, str]:
+        """The weather of a city."""
+        raise PermissionError("401 Unauthorized: set WEATHER_API_KEY")
+
+    def read(self, index: int) -> str:
+        """A saved note, by its number (from 1)."""
+        return self.notes[index - 1]
+
+    def roll(self) -> float:
+        """A random number."""
+        import random
+
+        return random.random()
+
+    def save(self, text: str) -> dict[str, int]:
+        """Save a note; its number."""
+        self.notes.append(text)
+        return {"saved": len(self.notes)}
