@@ -14,7 +14,9 @@ For each entry of BFCL's ``multi_turn_base`` category (all 200 unless ``--limit`
    recorded results are the ground truth's, so the sources are not held to them: the state
    decides): one ground-truth call dropped, and one argument changed. The call and the argument
    are chosen from a hash of the entry's id (reproducible). The confusion counts are reported:
-   both reject / only BFCL / only us / neither.
+   both reject / only BFCL / only us / neither; and the same for BFCL's ``multi_turn_checker``
+   (the state and the results after every turn) against any ``exec_*`` rejection of the layer,
+   which compares the state after every turn too (``target_turn_states``).
 
 Writes ``benchmarks/results/execution.json``.
 """
@@ -109,6 +111,20 @@ def change_one(dialogue: Dialogue) -> Dialogue | None:
     return copy
 
 
+def turn_texts(entry: dict[str, Any], dialogue: Dialogue) -> list[list[str]]:
+    """The dialogue's calls as BFCL's call text, per turn of `entry` (the turn of the last user
+    message before each call)."""
+    turn_of = [t for t, question in enumerate(entry["question"]) for m in question if isinstance(m, dict)]
+    turns: list[list[str]] = [[] for _ in entry["question"]]
+    users = 0
+    for message in dialogue.messages:
+        users += message.role == "user"
+        for call in message.tool_calls or []:
+            arguments = json.loads(call.arguments)
+            turns[turn_of[max(users - 1, 0)]].append(f"{call.name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})")
+    return turns
+
+
 def bfcl_instances(entry: dict[str, Any], dialogue: Dialogue, run: str) -> dict[str, Any]:
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
 
@@ -118,13 +134,14 @@ def bfcl_instances(entry: dict[str, Any], dialogue: Dialogue, run: str) -> dict[
 
 
 async def one(entry: dict[str, Any]) -> dict[str, Any]:
-    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import state_checker
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker, state_checker
 
     layer = ExecutionLayer({})
     started = time.perf_counter()
     dialogue = await execute(entry, ground_truth_calls(entry))
     read_seconds = time.perf_counter() - started
     ground = bfcl_instances(entry, dialogue, "toolfactory_ground")
+    truth = turn_texts(entry, dialogue)
     target = dialogue.generation["execution"]["target_state"]
     same_as_bfcl = sorted(target) == sorted(ground) and all(target[c] == snapshot(i) for c, i in ground.items())
     started = time.perf_counter()
@@ -138,8 +155,13 @@ async def one(entry: dict[str, Any]) -> dict[str, Any]:
         if perturbed is None:
             continue
         bfcl_rejects = not state_checker(bfcl_instances(entry, perturbed, f"toolfactory_{kind}"), ground)["valid"]
+        # BFCL's own multi-turn checker: the state and the results after every turn.
+        turns = multi_turn_checker([[turn] for turn in turn_texts(entry, perturbed)], truth, entry, "multi_turn_base",
+                                   f"toolfactory_turns_{kind}")
         codes = sorted({v.code for v in await layer.verdicts(perturbed)})
-        out[kind] = {"bfcl_rejects": bfcl_rejects, "codes": codes, "we_reject": "exec_state_mismatch" in codes}
+        out[kind] = {"bfcl_rejects": bfcl_rejects, "codes": codes, "we_reject": "exec_state_mismatch" in codes,
+                     "bfcl_turns_rejects": not turns["valid"], "bfcl_turns_error": turns.get("error_type"),
+                     "we_reject_any": bool(codes)}
     return out
 
 
@@ -163,11 +185,11 @@ async def run_all(entries: list[dict[str, Any]], concurrency: int, timeout: floa
     return list(await asyncio.gather(*(bounded(entry) for entry in entries)))
 
 
-def confusion(rows: list[dict[str, Any]], kind: str) -> dict[str, int]:
+def confusion(rows: list[dict[str, Any]], kind: str, bfcl_key: str = "bfcl_rejects", our_key: str = "we_reject") -> dict[str, int]:
     counts: Counter[str] = Counter()
     for row in rows:
         if kind in row:
-            bfcl, us = row[kind]["bfcl_rejects"], row[kind]["we_reject"]
+            bfcl, us = row[kind][bfcl_key], row[kind][our_key]
             counts["both_reject" if bfcl and us else "only_bfcl" if bfcl else "only_us" if us else "neither"] += 1
     return {key: counts[key] for key in ("both_reject", "only_bfcl", "only_us", "neither")}
 
@@ -194,6 +216,9 @@ def main() -> None:
         "target_state_equals_bfcl_executor": sum(row["state_equals_bfcl"] for row in rows),
         "drop_one_call": confusion(rows, "drop"),
         "change_one_argument": confusion(rows, "change"),
+        # BFCL's multi_turn_checker (state and results after every turn) against any exec_* rejection
+        "drop_one_call_per_turn": confusion(rows, "drop", "bfcl_turns_rejects", "we_reject_any"),
+        "change_one_argument_per_turn": confusion(rows, "change", "bfcl_turns_rejects", "we_reject_any"),
         "calls": sum(row["calls"] for row in rows),
         "seconds": round(seconds, 1),
         "concurrency": args.concurrency,

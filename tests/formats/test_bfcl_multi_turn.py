@@ -113,7 +113,40 @@ def test_a_dropped_call_that_bfcl_s_checker_finds_changes_the_state_is_exec_stat
     ground = bfcl_state(entry, dialogues[0], "toolfactory_ground")
     no_mkdir = perturbed(dialogues[0], drop="mkdir")  # mv then renames the report to 'temp'
     assert not state_checker(bfcl_state(entry, no_mkdir, "toolfactory_no_mkdir"), ground)["valid"]
-    assert verdicts(no_mkdir) == ["exec_state_mismatch"]
+    # Without the folder, the calls into it answer BFCL's {"error": …} too: errors never recovered.
+    assert set(verdicts(no_mkdir)) == {"exec_state_mismatch", "exec_error_unrecovered"}
+
+
+def test_a_state_that_differs_after_a_turn_but_not_at_the_end_is_caught_as_bfcl_s_checker_catches_it(tmp_path: Path) -> None:
+    # multi_turn_base_152 books a flight in turn 1 and cancels it in turn 2: without the booking
+    # the final state is the same, but not the state after turn 1, which BFCL checks.
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker, state_checker
+
+    name = "BFCL_v4_multi_turn_base.json"
+    (tmp_path / "possible_answer").mkdir()
+    for part in ("", "possible_answer/"):
+        [line] = [line for line in (bfcl_data() / part / name).read_text().splitlines() if '"multi_turn_base_152"' in line]
+        (tmp_path / part / name).write_text(line + "\n")
+    [dialogue] = list(read(tmp_path / name, "bfcl_multi_turn"))
+    assert isinstance(dialogue, Dialogue) and len(dialogue.generation["execution"]["target_turn_states"]) == 3
+    entry = entries(tmp_path / name)["multi_turn_base_152"]
+    unbooked = perturbed(dialogue, drop="book_flight")
+    turns: list[list[str]] = []
+    for message in unbooked.messages:  # one user message per turn in this entry
+        if message.role == "user":
+            turns.append([])
+        turns[-1] += [f"{c.name}({', '.join(f'{k}={v!r}' for k, v in json.loads(c.arguments).items())})"
+                      for c in message.tool_calls or []]
+    assert len(turns) == len(entry["question"])
+    ground = bfcl_state(entry, dialogue, "toolfactory_152")
+    assert state_checker(bfcl_state(entry, unbooked, "toolfactory_152_unbooked"), ground)["valid"]  # the end alone: same
+    truth = json.loads((tmp_path / "possible_answer" / name).read_text())["ground_truth"]
+    checked = multi_turn_checker([[turn] for turn in turns], truth, entry, "multi_turn_base", "toolfactory_152")
+    assert checked["error_type"] == "multi_turn:instance_state_mismatch"  # BFCL: not after turn 1
+    [verdict] = asyncio.run(ExecutionLayer({}).verdicts(unbooked))
+    assert verdict.code == "exec_state_mismatch" and verdict.message.startswith("after user turn 1, TravelAPI"), verdict.message
+    del unbooked.generation["execution"]["target_turn_states"]  # a record of the final state alone
+    assert verdicts(unbooked) == []
 
 
 def test_a_changed_argument_of_a_read_only_call_changes_no_state_for_either_checker(sample: Path, dialogues: list[Dialogue]) -> None:

@@ -15,8 +15,10 @@ BFCL's own environments (the ``preset`` Python environments, :mod:`toolfactory.e
 one per involved class. The offered functions are the involved classes' function docs, without
 the entry's ``excluded_function``. ``generation["execution"]`` records what ran, the states the
 sessions were left in, the environments (preset and initial state per class, so that the
-verifier can replay the record without a run's configuration) and the ``target_state``: the
-state the ground truth leaves, which a replay must reach. BFCL's environments are deterministic
+verifier can replay the record without a run's configuration), the ``target_state``: the
+state the ground truth leaves, which a replay must reach, and ``target_turn_states``: the state
+of every class after the calls that answer each user message (after each turn, which BFCL's
+checker compares), which the replay compares too. BFCL's environments are deterministic
 (the results depend on the arguments and the state only), so they are declared so.
 
 BFCL's turns end with the calls (it keeps no assistant text), so the rules about a final answer
@@ -143,10 +145,17 @@ async def execute(entry: dict[str, Any], turns: list[list[Call]]) -> Dialogue:
     tools = [fn for cls in classes for fn in functions_of(cls) if fn.name not in excluded]
     messages: list[Message] = []
     executed: list[dict[str, Any]] = []
+    turn_states: list[dict[str, Any]] = []
     async with AsyncExitStack() as stack:
         sessions: dict[str, Session] = {}
         for t, (question, calls) in enumerate(zip(questions, turns)):
-            messages += [Message(role="user", content=str(m.get("content", ""))) for m in question if isinstance(m, dict)]
+            # BFCL checks the state after every turn; the replay compares it after the calls that
+            # answer each user message (the last before them): taken as the next one comes.
+            for m in question:
+                if isinstance(m, dict):
+                    if any(said.role == "user" for said in messages):
+                        turn_states.append(await _states(stack, sessions, classes, states))
+                    messages.append(Message(role="user", content=str(m.get("content", ""))))
             for i, (name, arguments) in enumerate(calls):
                 cls = owner.get(name)
                 if cls is None:
@@ -160,15 +169,25 @@ async def execute(entry: dict[str, Any], turns: list[list[Call]]) -> Dialogue:
                              Message(role="tool", tool_call_id=call.id, name=name, content=result.content)]
                 executed.append({"source": cls, "name": name, "arguments": call.arguments, "is_error": result.is_error,
                                  "truncated": result.truncated})
-        for cls in classes:  # a class no call touched is still in its initial state
-            if cls not in sessions:
-                env = PythonEnvironment(settings_of(cls).model_copy(update={"initial_state": states[cls]}))
-                sessions[cls] = await stack.enter_async_context(env.session())
-        final = {cls: await session.state() for cls, session in sorted(sessions.items())}
+        final = await _states(stack, sessions, classes, states)
+    if any(said.role == "user" for said in messages):
+        turn_states.append(final)
     dialogue = build_dialogue(NAME, entry, tools, messages)
     dialogue.generation = {"execution": {"calls": executed, "states": final, "environments": environments,
-                                         "target_state": json.loads(json.dumps(final))}}
+                                         "target_state": json.loads(json.dumps(final)),
+                                         "target_turn_states": json.loads(json.dumps(turn_states))}}
     return dialogue
+
+
+async def _states(stack: AsyncExitStack, sessions: dict[str, Session], classes: list[str],
+                  initial: dict[str, Any]) -> dict[str, Any]:
+    """The state of every class, by name (a class no call touched yet: a fresh session of it,
+    in its initial state)."""
+    for cls in classes:
+        if cls not in sessions:
+            env = PythonEnvironment(settings_of(cls).model_copy(update={"initial_state": initial[cls]}))
+            sessions[cls] = await stack.enter_async_context(env.session())
+    return {cls: await session.state() for cls, session in sorted(sessions.items())}
 
 
 def to_dialogue(entry: Any) -> Dialogue:

@@ -72,6 +72,8 @@ class ReplayedCall:
     deterministic: bool
     result: CallResult | None = None
     """The replay's answer (None when the replay stopped before this call)."""
+    turn: int = 0
+    """The user message the call answers (0 for the first): the last one before it."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,13 @@ class Replay:
     expected: dict[str, Any] | None = None
     """The states the replay must reach, by source (None: nothing to compare)."""
     expected_kind: Literal["target", "recorded"] = "recorded"
+    turn_states: list[dict[str, Any]] = field(default_factory=list)
+    """The states after the calls that answer each user message, of the sources
+    :attr:`expected_turns` names."""
+    expected_turns: list[dict[str, Any]] | None = None
+    """The states the task requires after the calls that answer each user message, in order
+    (``target_turn_states``: BFCL checks the state after every turn), by source; None: the final
+    state alone is compared."""
 
 
 def applies(dialogue: Dialogue) -> bool:
@@ -130,7 +139,9 @@ def path_calls(dialogue: Dialogue, settings: Mapping[str, ExecutableSourceSettin
     answers = {m.tool_call_id: m.content for m in dialogue.messages if m.role == "tool" and m.tool_call_id}
     found: list[ReplayedCall] = []
     ran_up_to = 0  # the path's calls are a subsequence of the session's (abandoned branches between)
+    users = 0
     for i, message in enumerate(dialogue.messages):
+        users += message.role == "user"
         for j, call in enumerate(message.tool_calls or []):
             source = source_of.get(call.name)
             ran = _ran_at(recorded, ran_up_to, call.name, call.arguments)
@@ -145,7 +156,8 @@ def path_calls(dialogue: Dialogue, settings: Mapping[str, ExecutableSourceSettin
             known = settings.get(source)
             found.append(ReplayedCall(path=f"messages[{i}].tool_calls[{j}]", source=source, name=call.name,
                                       arguments=call.arguments, recorded=answers.get(call.id), recorded_error=False,
-                                      deterministic=known is not None and known.deterministic_tool(call.name)))
+                                      deterministic=known is not None and known.deterministic_tool(call.name),
+                                      turn=max(users - 1, 0)))
     if _same_path(found, recorded):
         for call, entry in zip(found, recorded):
             call.recorded_error = bool(entry.get("is_error"))
@@ -181,7 +193,11 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
         out.expected, out.expected_kind = target, "target"
     elif complete and isinstance(executed.get("states"), dict):
         out.expected, out.expected_kind = executed["states"], "recorded"
-    needed = sorted({call.source for call in calls} | set(out.expected or {}))
+    per_turn = executed.get("target_turn_states")
+    if isinstance(per_turn, list) and all(isinstance(states, dict) for states in per_turn):
+        out.expected_turns = per_turn
+    turn_sources = {name for states in out.expected_turns or [] for name in states}
+    needed = sorted({call.source for call in calls} | set(out.expected or {}) | turn_sources)
     missing = [name for name in needed if name not in sources]
     if missing:
         out.failure = Failure(EXEC_START_FAILED, "generation.execution", f"{missing[0]}: no executable source of this name is configured")
@@ -191,16 +207,30 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
         for name in needed:  # in name order, as the dialogues stage takes its slots
             await sources[name].slots.acquire()
             stack.callback(sources[name].slots.release)
+        async def opened(name: str) -> Session:
+            if name not in sessions:
+                sessions[name] = await stack.enter_async_context(sources[name].environment.session())
+            return sessions[name]
+
+        async def turns_ended(before: int) -> None:
+            """The states after each user turn before `before` not yet taken (of the sources the
+            target names for that turn; a source no call touched yet is in its initial state)."""
+            expected = out.expected_turns or []
+            while len(out.turn_states) < min(before, len(expected)):
+                names = sorted(expected[len(out.turn_states)])
+                out.turn_states.append({name: await (await opened(name)).state() for name in names})
+
         path = "generation.execution"
         try:
             for call in calls:
                 path = call.path
-                session = sessions.get(call.source)
-                if session is None:
-                    session = sessions[call.source] = await stack.enter_async_context(sources[call.source].environment.session())
+                await turns_ended(call.turn)
+                session = await opened(call.source)
                 call.result = await session.call(call.name, json.loads(call.arguments or "{}"))
                 if not complete:  # the recorded flags belong to another sequence of calls: use the replay's
                     call.recorded_error = call.result.is_error
+            path = "generation.execution.target_turn_states"
+            await turns_ended(len(out.expected_turns or []))
             path = "generation.execution.states"
             for name in needed:  # a source the target names but no call touched: its initial state
                 if name not in sessions:

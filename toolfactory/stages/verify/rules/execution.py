@@ -69,7 +69,7 @@ def _failure(call: ReplayedCall) -> str:
 
 @rule("exec_state_mismatch", kind="execution")
 def state_mismatch(sample: Sample) -> Iterator[Finding]:
-    """The replay leaves a source in another state than the task's target state (or, without one, the state the dialogue recorded)."""
+    """The replay leaves a source in another state than the task's target state (or, without one, the state the dialogue recorded), at the end or, where the task gives them, after a user turn."""
     replay = replay_of(sample)
     if replay is None or replay.failure is not None or replay.expected is None:
         return
@@ -79,6 +79,17 @@ def state_mismatch(sample: Sample) -> Iterator[Finding]:
         if where is not None:
             yield f"generation.execution.states.{source}", (
                 f"{source} ends in another state than the {replay.expected_kind} one (first difference at {where or '/'})")
+            return
+    # BFCL checks the state after every user turn: a booking changed and then cancelled ends
+    # where the task does, but not through the states it asks for. The first turn that differs.
+    for turn, (found_states, expected_states) in enumerate(zip(replay.turn_states, replay.expected_turns or [])):
+        for source, expected in sorted(expected_states.items()):
+            where = first_difference(found_states.get(source), expected)
+            if where is not None:
+                yield f"generation.execution.target_turn_states.{turn}.{source}", (
+                    f"after user turn {turn + 1}, {source} is in another state than the target's "
+                    f"(first difference at {where or '/'})")
+                return
 
 
 def _failed(sample: Sample, reason: str) -> Iterator[Finding]:
