@@ -71,6 +71,21 @@ def test_a_session_runs_calls_on_the_real_class_and_its_state_changes() -> None:
     assert "reports" not in before["root"]["contents"] and "reports" in after["root"]["contents"]
 
 
+def test_an_error_answered_by_bfcl_s_convention_is_an_error_unless_turned_off() -> None:
+    # BFCL's environments answer many failures with {"error": …} instead of raising.
+    async def convert(settings: PythonEnvironmentSettings) -> tuple[Any, Any]:
+        async with PythonEnvironment(settings).session() as session:
+            failed = await session.call("si_unit_conversion", {"value": 1.0, "unit_in": "imperial", "unit_out": "metric"})
+            done = await session.call("si_unit_conversion", {"value": 1.0, "unit_in": "km", "unit_out": "m"})
+            return failed, done
+
+    failed, done = asyncio.run(convert(PythonEnvironmentSettings(name="math", preset="MathAPI")))
+    assert failed.is_error and json.loads(failed.content) == {"error": "Conversion from 'imperial' to 'metric' is not supported"}
+    assert not done.is_error and json.loads(done.content) == {"result": 1000.0}
+    failed, _ = asyncio.run(convert(PythonEnvironmentSettings(name="math", preset="MathAPI", error_keys=[])))
+    assert not failed.is_error  # the convention turned off: only an exception is an error
+
+
 def test_two_sessions_do_not_share_state(envs_on_path: None) -> None:
     env = counter(initial_state={"start": 10})
 

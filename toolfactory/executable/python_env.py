@@ -161,8 +161,9 @@ class PythonSession:
         truncated = len(encoded) > self.settings.output_cap_bytes
         if truncated:
             content = encoded[: self.settings.output_cap_bytes].decode(errors="ignore")
-        return CallResult(content=content, is_error=bool(answer.get("is_error")), truncated=truncated,
-                          structured=None if truncated else answer.get("structured"))
+        structured = None if truncated else answer.get("structured")
+        return CallResult(content=content, is_error=bool(answer.get("is_error")) or self.settings.answers_error(structured),
+                          truncated=truncated, structured=structured)
 
     async def state(self) -> Any:
         return (await self.request({"op": "state"}, self.settings.call_timeout_seconds)).get("state")

@@ -44,6 +44,10 @@ class ExecutableSourceSettings(BaseModel):
     of a call that does not fit the parameters, without running)."""
     limits: ProcessLimits = Field(default_factory=ProcessLimits)
     """Limits on every process started for this source (see `toolfactory.executable.confine`)."""
+    error_keys: list[str] | None = None
+    """The source's own error convention: a result that is a JSON object holding one of these keys
+    and nothing else, with a value, is an error (BFCL's environments answer `{"error": "…"}` rather
+    than raise). Null: `[error]` for a BFCL preset, none otherwise; [] turns it off."""
 
     @field_validator("name")
     @classmethod
@@ -55,6 +59,15 @@ class ExecutableSourceSettings(BaseModel):
     def deterministic_tool(self, name: str) -> bool:
         """Whether the tool `name` is declared deterministic."""
         return self.deterministic if isinstance(self.deterministic, bool) else name in self.deterministic
+
+    def answers_error(self, structured: Any) -> bool:
+        """Whether a result's machine-readable answer is an error by the source's convention."""
+        keys = self.error_keys if self.error_keys is not None else self._default_error_keys()
+        return (isinstance(structured, dict) and len(structured) == 1 and next(iter(structured)) in keys
+                and bool(next(iter(structured.values()))))
+
+    def _default_error_keys(self) -> list[str]:
+        return []
 
     def admits(self, name: str) -> bool:
         """Whether the tool `name` passes the allow and deny lists."""
@@ -115,6 +128,9 @@ class PythonEnvironmentSettings(ExecutableSourceSettings):
         if docs is not None and not Path(docs).expanduser().is_file():
             raise ValueError(f"function_docs: no such file {docs!r}")
         return self
+
+    def _default_error_keys(self) -> list[str]:
+        return ["error"] if self.resolved_class_path().startswith(BFCL_SOURCES + ".") else []
 
     # A preset is resolved where it is used, not stored resolved: the package's folder on a
     # worker need not be the driver's.

@@ -67,7 +67,8 @@ class McpSession:
             text, truncated = cap(result.message, self.settings.output_cap_bytes)
             return CallResult(content=text, is_error=True, truncated=truncated)
         text, truncated = cap(render_content(result.content), self.settings.output_cap_bytes)
-        return CallResult(content=text, is_error=bool(result.is_error), truncated=truncated, structured=result.structured_content)
+        return CallResult(content=text, is_error=bool(result.is_error) or self.settings.answers_error(result.structured_content),
+                          truncated=truncated, structured=result.structured_content)
 
     async def state(self) -> Any:
         state: dict[str, Any] = {}
