@@ -561,7 +561,7 @@ def tools_vet(
         typer.echo(f"{card.source}: {len(works)} of {len(card.tools)} tools work here; start {card.start_seconds:.2f} s, "
                    f"median call {(card.call_seconds or 0) * 1000:.0f} ms, memory {card.memory_mb or 0:.0f} MB")
         for tool in card.tools:
-            traits = [tool.status]
+            traits = [tool.status + (" (refused as data: admitted)" if tool.refused else "")]
             if tool.status == WORKS:
                 traits.append("deterministic" if tool.deterministic else "not deterministic")
             if tool.changes_state is not None:

@@ -28,7 +28,8 @@ def envs_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def config(allow: list[str], recipe: str = "toolalpaca", **blueprints: Any) -> Config:
     return validate_config({
-        "tools": {"environments": [{"name": "shelf", "class_path": "toolenvs:Shelf", "allow": allow}]},
+        # Not vetted: these tests give blueprints tools that fail on purpose.
+        "tools": {"environments": [{"name": "shelf", "class_path": "toolenvs:Shelf", "allow": allow, "vet": False}]},
         "tasks": {"instructions_per_tool": 3, "recipes": {recipe: 1.0},
                   "blueprints": {"enabled": True, "multi_turn": 0.0, **blueprints}},
         "dialogues": {"reject_early": False},

@@ -102,6 +102,8 @@ def test_calls_run_on_a_fresh_environment_per_dialogue_and_their_results_are_the
         results = [m.content for m in dialogue.messages if m.role == "tool"]
         executed = dialogue.generation["execution"]
         assert calls and [c["name"] for c in executed["calls"]] == [c.name for c in calls]
+        # The tools stage vetted the source: each call carries what its card says, for the replay.
+        assert all(c["deterministic"] is True for c in executed["calls"])
         # Each dialogue's counter starts at 0: its results and final state are its own calls' alone.
         total = 0
         for call, result in zip(calls, results):
@@ -114,7 +116,7 @@ def test_calls_run_on_a_fresh_environment_per_dialogue_and_their_results_are_the
 
 
 def test_a_hanging_environment_rejects_its_dialogue_with_exec_timeout_and_the_shard_goes_on(sim: Any, envs_on_path: None) -> None:
-    cfg = config({"name": "hostile", "class_path": "toolenvs:Hostile", "allow": ["hang"], "call_timeout_seconds": 1},
+    cfg = config({"name": "hostile", "class_path": "toolenvs:Hostile", "allow": ["hang"], "call_timeout_seconds": 1, "vet": False},
                  {"name": "counter", "class_path": "toolenvs:Counter", "allow": ["add"]})
     hang, add = source_tool(cfg, "hostile"), source_tool(cfg, "counter")
     tasks = [Task(id="hangs", tools=[hang], instruction="Wait for it."), Task(id="adds", tools=[add], instruction="Add 3.")]

@@ -90,3 +90,33 @@ def test_the_pool_keeps_executable_tools_apart_and_unchanged(tmp_path: Path) -> 
     kept = next(t for t in out.records if isinstance(t, Tool) and executable_source(t) == "files")
     assert kept.provenance["pool"] == "executable"
     assert kept.model_dump(exclude={"provenance"}) == tool.model_dump(exclude={"provenance"})
+
+
+def test_a_vetted_source_admits_the_tools_that_work_here_and_keeps_its_card_for_the_next_run(
+        tmp_path: Path, envs_on_path: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolfactory.storage import ObjectStore
+
+    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    cfg = config(tmp_path, {"name": "probed", "class_path": "toolenvs:Probed", "call_timeout_seconds": 2})
+    store = ObjectStore.open(cfg.storage)
+
+    def shard() -> StageOutput:
+        ctx = ShardContext(config=cfg, run_id="r", gateway=None, store=store)  # type: ignore[arg-type]
+        return asyncio.run(ToolsStage().run(ShardSpec("tools", 0, (), {"executable": "probed"}), [], ctx))
+
+    out = shard()
+    [tool] = out.records
+    assert isinstance(tool, Tool) and sorted(fn.name for fn in tool.functions) == ["read", "roll", "save"]
+    assert sorted(r.reasons[0] for r in out.rejected) == [
+        "tool_errors_on_every_probe", "tool_fails_its_session", "tool_needs_credentials", "tool_needs_network"]
+    vetting = tool.provenance["vetting"]
+    assert vetting["functions"]["roll"]["deterministic"] is False and vetting["functions"]["save"]["deterministic"] is True
+    assert out.profile["vetting_cache"] == {"probed: made": 1} and vetting["cached"] is False
+    assert [p.rsplit("/", 1)[-1].split("-")[0] for p in store.list("vetting/")] == ["probed"]
+    again = shard()  # a later run with the same source: the card is read, nothing is started
+    assert again.profile["vetting_cache"] == {"probed: reused": 1}
+    assert [fn.name for fn in again.records[0].functions] == [fn.name for fn in tool.functions]
+    unvetted = config(tmp_path, {"name": "probed", "class_path": "toolenvs:Probed", "vet": False})
+    ctx = ShardContext(config=unvetted, run_id="r", gateway=None)  # type: ignore[arg-type]
+    plain = asyncio.run(ToolsStage().run(ShardSpec("tools", 0, (), {"executable": "probed"}), [], ctx))
+    assert len(plain.records[0].functions) == 7 and not plain.rejected

@@ -181,3 +181,13 @@ def test_an_error_the_replay_gets_where_the_dialogue_records_a_success_is_quoted
     [verdict] = [v for v in verdicts if v.code == "exec_error_unrecovered"]
     assert "failed on replay ('" in verdict.message and "ZeroDivisionError" in verdict.message, verdict.message
     assert f"the dialogue records {dialogue.messages[2].content!r}" in verdict.message
+
+
+def test_without_a_declaration_the_replay_holds_a_tool_to_its_result_as_vetting_found() -> None:
+    undeclared = settings(deterministic=None)
+    for vetted, expected in ((True, ["exec_result_mismatch"]), (False, []), (None, [])):
+        dialogue = recorded([("add", {"amount": 5})], undeclared)
+        dialogue.messages[2].content = '{"value": 99}'
+        if vetted is not None:  # the dialogues stage records what the tool's card says
+            dialogue.generation["execution"]["calls"][0]["deterministic"] = vetted
+        assert codes(dialogue, undeclared) == expected, vetted

@@ -37,10 +37,13 @@ def cards(environment: Any) -> dict[str, ToolCard]:
 
 
 def test_each_kind_of_tool_is_told_apart_by_what_it_answers(envs_on_path: None) -> None:
-    found = cards(PythonEnvironment(PythonEnvironmentSettings(name="probed", class_path="toolenvs:Probed")))
+    found = cards(PythonEnvironment(PythonEnvironmentSettings(name="probed", class_path="toolenvs:Probed",
+                                                              call_timeout_seconds=2)))
     assert {name: card.status for name, card in found.items()} == {
         "broken": "errors", "fetch": "needs_network", "forecast": "needs_credentials",
-        "read": "works", "roll": "works", "save": "works"}
+        "read": "works", "roll": "works", "save": "works", "stall": "fails_session"}
+    # The hanging tool cost one probe and its session; the tools after it ran in a fresh one.
+    assert found["stall"].probes == 1 and found["stall"].answer.startswith("exec_timeout")
     # read needs a note saved first: it works in the second round, with what save answered.
     assert found["read"].probes > 1 and found["read"].arguments == {"index": 1}
     assert found["roll"].deterministic is False and found["save"].deterministic and found["read"].deterministic
@@ -90,13 +93,13 @@ def test_a_read_only_hint_that_the_state_belies_is_dishonest() -> None:
 
 def test_the_command_vets_the_configured_sources_and_writes_their_cards(envs_on_path: None, tmp_path: Path) -> None:
     config = tmp_path / "run.yaml"
-    config.write_text("tools:\n  environments:\n    - {name: probed, class_path: 'toolenvs:Probed'}\n  mcp: []\n")
+    config.write_text("tools:\n  environments:\n    - {name: probed, class_path: 'toolenvs:Probed', call_timeout_seconds: 2}\n  mcp: []\n")
     out = tmp_path / "cards.json"
     result = CliRunner().invoke(app, ["tools", "vet", "--config", str(config), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "probed: 3 of 6 tools work here" in result.output
+    assert "probed: 3 of 7 tools work here" in result.output
     assert "  fetch: needs_network" in result.output and "  roll: works, not deterministic" in result.output
     [source] = json.loads(out.read_text())["sources"]
-    assert source["source"] == "probed" and len(source["tools"]) == 6
+    assert source["source"] == "probed" and len(source["tools"]) == 7
     missing = CliRunner().invoke(app, ["tools", "vet", "--config", str(config), "--source", "nope"])
     assert missing.exit_code == 2 and "--source: no executable source 'nope'" in missing.output

@@ -141,6 +141,13 @@ class Probed:
 
         return random.random()
 
+    def stall(self, seconds: int) -> str:
+        """Wait, then answer (it waits for ever)."""
+        import time as clock
+
+        clock.sleep(3600)
+        return "done"
+
     def save(self, text: str) -> dict[str, int]:
         """Save a note; its number."""
         self.notes.append(text)

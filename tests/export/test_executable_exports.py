@@ -163,6 +163,8 @@ def test_verifiable_tasks_replay_to_their_target_state_in_a_fresh_session_of_the
     assert [(c["turn"], c["name"], c["is_error"]) for c in counter["ground_truth"]] == [
         (0, "add", False), (0, "divide", True), (0, "add", False), (1, "convert_time", False)]
     assert counter["target_state"]["counter"] == {"value": 17, "label": "stock", "history": [5, 2]}
+    # held to its result on replay, as the sources declare
+    assert {(c["name"], c["deterministic"]) for c in counter["ground_truth"]} >= {("add", True), ("convert_time", True)}
     assert {e["name"]: e["kind"] for e in counter["environments"]} == {"counter": "python", "time": "mcp"}
 
 

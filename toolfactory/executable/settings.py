@@ -25,9 +25,19 @@ class ExecutableSourceSettings(BaseModel):
     """Import only these tool names (null: all)."""
     deny: list[str] = Field(default_factory=list)
     """Never import these tool names."""
-    deterministic: bool | list[str] = False
+    deterministic: bool | list[str] | None = None
     """Tools whose result depends only on their arguments and the state: true (all), false
-    (none) or a list of tool names. The verifier's replay requires the same result from them."""
+    (none) or a list of tool names. The verifier's replay requires the same result from them.
+    Null: the tools that vetting found to answer the same in two fresh sessions (none when the
+    source is not vetted)."""
+    vet: bool = True
+    """Call each tool before the run uses it (`toolfactory tools vet`; the card is kept in the
+    storage root, by the source's configuration and version) and admit only the tools that work
+    here; the others are rejections (`tool_needs_network`, `tool_needs_credentials`,
+    `tool_errors_on_every_probe`). False: every listed tool is admitted."""
+    vet_timeout_seconds: float = Field(300.0, gt=0.0, le=3600.0)
+    """Vetting the source must take less; else the source is rejected as it would be when it
+    cannot start."""
     call_timeout_seconds: float = Field(30.0, gt=0.0, le=3600.0)
     """A call that has not answered by then fails its dialogue (`exec_timeout`)."""
     start_timeout_seconds: float = Field(60.0, gt=0.0, le=3600.0)
@@ -56,8 +66,11 @@ class ExecutableSourceSettings(BaseModel):
             raise ValueError("a name of letters, digits, '_', '.' or '-' (at most 64), starting with a letter or digit")
         return value
 
-    def deterministic_tool(self, name: str) -> bool:
-        """Whether the tool `name` is declared deterministic."""
+    def deterministic_tool(self, name: str, vetted: bool | None = None) -> bool:
+        """Whether the tool `name` is held to its results: as declared, else as vetting found
+        (`vetted`, None when it was not vetted)."""
+        if self.deterministic is None:
+            return bool(vetted)
         return self.deterministic if isinstance(self.deterministic, bool) else name in self.deterministic
 
     def answers_error(self, structured: Any) -> bool:

@@ -7,7 +7,12 @@ that fit its parameters (:mod:`.probes`: documented examples first). The answers
 ``works``              a probe was answered without an error;
 ``needs_network``      every probe failed, and an answer names a refused or unreachable network;
 ``needs_credentials``  every probe failed, and an answer asks for a key, a token or a login;
-``errors``             every probe failed otherwise.
+``errors``             every probe failed otherwise (``refused`` when every failure was answered
+                       as data, BFCL's ``{"error": …}``: the tool ran and said no to the
+                       arguments; a run admits such a tool);
+``fails_session``      a probe failed the session itself (it hung past ``call_timeout_seconds``,
+                       crashed, flooded its output): it is not probed again, and the other
+                       tools go on in a fresh session.
 
 A second, fresh session then makes the same calls in the same order: a tool whose answers
 differ is not ``deterministic``. The state (:meth:`Session.state`) read before and after each
@@ -25,6 +30,9 @@ another's work first (read what was written) sees it, as in a dialogue.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from contextlib import AsyncExitStack
+import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -35,13 +43,14 @@ from typing import Any
 from toolfactory.executable.confine import descendants
 from toolfactory.executable.probes import probe_arguments, strings_in
 from toolfactory.executable.session import CallResult, Environment, ExecutionFailed, Session
-from toolfactory.models import Function
+from toolfactory.models import Function, Tool
 
 WORKS, NEEDS_NETWORK, NEEDS_CREDENTIALS, ERRORS = "works", "needs_network", "needs_credentials", "errors"
+FAILS_SESSION = "fails_session"
 #: The rejection code of a tool that does not work here, by class (counted like any rejection).
 REJECTION = {NEEDS_NETWORK: "tool_needs_network", NEEDS_CREDENTIALS: "tool_needs_credentials",
-             ERRORS: "tool_errors_on_every_probe"}
-_RANK = {WORKS: 0, NEEDS_NETWORK: 1, NEEDS_CREDENTIALS: 2, ERRORS: 3}
+             ERRORS: "tool_errors_on_every_probe", FAILS_SESSION: "tool_fails_its_session"}
+_RANK = {WORKS: 0, NEEDS_NETWORK: 1, NEEDS_CREDENTIALS: 2, ERRORS: 3, FAILS_SESSION: 4}
 SHOWN = 160  # characters of an answer kept on the card
 FOUND = 8  # strings the source answered, kept as probe values
 
@@ -65,7 +74,7 @@ class ToolCard:
 
     name: str
     status: str
-    """``works``, ``needs_network``, ``needs_credentials`` or ``errors``."""
+    """``works``, ``needs_network``, ``needs_credentials``, ``errors`` or ``fails_session``."""
     probes: int
     arguments: dict[str, Any] | None
     """The arguments of the probe that decided (the working one, else the last)."""
@@ -78,6 +87,16 @@ class ToolCard:
     read_only_hint: bool | None = None
     """What the source says (an MCP ``readOnlyHint``); None when it says nothing."""
     call_seconds: float = 0.0
+    refused: bool = False
+    """Every failing probe was answered as data (a structured answer the source's convention marks
+    as an error: BFCL's ``{"error": "cd: no such folder"}``), not raised: the tool ran and said
+    no to the arguments, which says more about the probes than about the tool. Such a tool is
+    admitted."""
+
+    @property
+    def admitted(self) -> bool:
+        """Whether a run admits the tool: it works here, or it refused every probe as data."""
+        return self.status == WORKS or (self.status == ERRORS and self.refused)
 
     @property
     def hint_honest(self) -> bool | None:
@@ -103,6 +122,9 @@ class SourceCard:
 
     def working(self) -> list[str]:
         return [t.name for t in self.tools if t.status == WORKS]
+
+    def admitted(self) -> list[str]:
+        return [t.name for t in self.tools if t.admitted]
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -139,18 +161,66 @@ def _peak_memory_mb(session: Session) -> float | None:
     return round(total / 1024, 1) if total else None
 
 
-async def _state(session: Session) -> Any:
-    try:
-        return await session.state()
-    except ExecutionFailed:
-        return None
+class _Sessions:
+    """One session of a source at a time: a call that fails the session itself (it hung,
+    crashed, flooded) closes it, and the next call gets a fresh one, brought to where the
+    failed one was by the calls that worked in it, made again."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.stack: AsyncExitStack | None = None
+        self.current: Session | None = None
+        self.started: float | None = None  # seconds the first session took to open
+        self.memory: list[float] = []
+        self.worked: list[tuple[str, dict[str, Any]]] = []  # this line of sessions' working calls
+
+    async def session(self) -> Session:
+        if self.current is None:
+            self.stack = AsyncExitStack()
+            began = time.perf_counter()
+            self.current = await self.stack.enter_async_context(self.environment.session())
+            if self.started is None:
+                self.started = round(time.perf_counter() - began, 3)
+            for name, arguments in self.worked:
+                await self.current.call(name, arguments)
+        return self.current
+
+    async def close(self) -> None:
+        if self.current is not None:
+            self.memory.append(_peak_memory_mb(self.current) or 0.0)
+        if self.stack is not None:
+            await self.stack.aclose()
+        self.stack, self.current = None, None
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> CallResult:
+        """The answer; a session failure is an error answer naming its reason (the session is
+        then closed)."""
+        session = await self.session()
+        try:
+            answer = await session.call(name, arguments)
+            if not answer.is_error:
+                self.worked.append((name, arguments))
+            return answer
+        except ExecutionFailed as failed:
+            await self.close()
+            return CallResult(content=f"{failed.reason}: {failed.message}", is_error=True, structured=_FAILED)
+
+    async def state(self) -> Any:
+        try:
+            return await (await self.session()).state()
+        except ExecutionFailed:
+            await self.close()
+            return None
+
+
+_FAILED = {"session_failed": True}  # marks an answer made of a session's failure
 
 
 class _Probing:
     """The first session's probes: each tool until an answer works, and a second round for the
     tools that had none, with what the others answered meanwhile (a folder made, an id issued)."""
 
-    def __init__(self, session: Session, hints: dict[str, Any], attempts: int) -> None:
+    def __init__(self, session: _Sessions, hints: dict[str, Any], attempts: int) -> None:
         self.session, self.hints, self.attempts = session, hints, attempts
         self.cards: dict[str, ToolCard] = {}
         self.answers: dict[str, str] = {}  # the deciding answer in full, by tool
@@ -162,10 +232,11 @@ class _Probing:
         self.found = list(dict.fromkeys([*strings_in(value), *self.found]))[:FOUND]
 
     async def probe(self, function: Function) -> None:
-        before = await _state(self.session)
+        before = await self.session.state()
         self._learn(before)
         held = self.cards.get(function.name)
         tried = held.probes if held else 0
+        refused = held.refused if held else True
         status, chosen = (held.status, held.arguments) if held else (ERRORS, None)
         answer = CallResult(content=held.answer if held else "no arguments fit its parameters", is_error=True)
         # A second round tries the same values again too: the state they meet has changed.
@@ -174,6 +245,10 @@ class _Probing:
             started = time.perf_counter()
             said = await self.session.call(function.name, arguments)
             self.times.append(time.perf_counter() - started)
+            if said.structured is _FAILED:  # it hung or crashed its session: not probed again
+                status, chosen, answer = FAILS_SESSION, arguments, said
+                break
+            refused = refused and (not said.is_error or isinstance(said.structured, dict))
             # The most telling answer decides: one that works, else one naming the network, a key.
             if _RANK[classify(said)] <= _RANK[status]:
                 status, chosen, answer = classify(said), arguments, said
@@ -181,7 +256,7 @@ class _Probing:
                 self._learn(answer.structured if answer.structured is not None else answer.content)
                 self.order.append(function.name)
                 break
-        after = await _state(self.session)
+        after = await self.session.state()
         hint = (self.hints.get(function.name) or {}).get("read_only")
         changed = None if before is None and after is None else before != after
         if held is not None and held.changes_state:
@@ -190,10 +265,10 @@ class _Probing:
         self.cards[function.name] = ToolCard(
             name=function.name, status=status, probes=tried, arguments=chosen, answer=answer.content[:SHOWN],
             read_only_hint=hint if isinstance(hint, bool) else None, changes_state=changed,
-            call_seconds=round(self.times[-1], 4) if tried else 0.0)
+            call_seconds=round(self.times[-1], 4) if tried else 0.0, refused=status == ERRORS and refused and tried > 0)
 
 
-async def _second_pass(session: Session, probing: _Probing) -> None:
+async def _second_pass(session: _Sessions, probing: _Probing) -> None:
     """The working tools' deciding calls again, in the order they worked, on a fresh session: a
     tool that answers otherwise is not deterministic."""
     for name in probing.order:
@@ -223,20 +298,83 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
     hints: dict[str, Any] = {}
     for tool in tools:
         hints.update((tool.provenance.get("mcp") or {}).get("functions") or {})
-    memory: list[float] = []
-    started = time.perf_counter()
-    async with environment.session() as session:
-        card.start_seconds = round(time.perf_counter() - started, 3)
-        probing = _Probing(session, hints, attempts)
+    first, second = _Sessions(environment), _Sessions(environment)
+    try:
+        await first.session()  # a source that cannot start fails its card
+        probing = _Probing(first, hints, attempts)
         for function in functions:
             await probing.probe(function)
         for function in functions:  # the second round: what failed, with what the others made
-            if probing.cards[function.name].status != WORKS:
+            if probing.cards[function.name].status in (ERRORS, NEEDS_NETWORK, NEEDS_CREDENTIALS):
                 await probing.probe(function)
-        memory.append(_peak_memory_mb(session) or 0.0)
-    async with environment.session() as session:
-        await _second_pass(session, probing)
-        memory.append(_peak_memory_mb(session) or 0.0)
+        await first.close()
+        first.worked = []
+        await _second_pass(second, probing)
+    finally:
+        await first.close()
+        await second.close()
     card.tools = [probing.cards[function.name] for function in functions]
+    card.start_seconds = first.started
     card.call_seconds = round(median(probing.times), 4) if probing.times else None
-    card.memory_mb = max(memory) or None
+    card.memory_mb = max(first.memory + second.memory, default=0.0) or None
+
+
+# --- in a run: the tools stage vets each source once per configuration and version -------------
+
+#: Where a tool keeps what vetting found (``functions``: a card per function, and the source's
+#: figures).
+PROVENANCE = "vetting"
+#: Bumped when what vetting does changes, so that cards made before are not reused.
+VETTING_VERSION = 1
+CARDS = "vetting"  # the folder of the storage root that keeps the cards
+
+
+def vetted_function(tool: Tool, name: str) -> dict[str, Any]:
+    """What vetting found of `tool`'s function `name` ({} when it was not vetted)."""
+    found = (tool.provenance.get(PROVENANCE) or {}).get("functions") or {}
+    return found.get(name) or {}
+
+
+def source_version(tool: Tool, settings: Any) -> str:
+    """The version of what runs: the MCP server's own (from its initialize answer), or the
+    distribution that holds a Python environment's class; "" when unknown."""
+    server = ((tool.provenance.get("mcp") or {}).get("server") or {})
+    if server.get("version"):
+        return f"{server.get('name')} {server['version']}"
+    class_path = getattr(settings, "resolved_class_path", lambda: "")()
+    if class_path:
+        from importlib import metadata
+
+        top = class_path.partition(":")[0].split(".")[0]
+        dists = metadata.packages_distributions().get(top) or []
+        if dists:
+            try:
+                return f"{dists[0]} {metadata.version(dists[0])}"
+            except metadata.PackageNotFoundError:
+                pass
+    return ""
+
+
+def card_key(settings: Any, version: str, attempts: int) -> str:
+    """The name a source's card is kept under: its configuration (secrets left out: only the
+    names of its variables and headers count) and the version of what runs."""
+    config = settings.model_dump(mode="json", exclude={"env", "headers_from_env", "vet"})
+    for field in ("env", "headers_from_env"):
+        if hasattr(settings, field):
+            config[field] = sorted(getattr(settings, field))
+    text = json.dumps([VETTING_VERSION, attempts, config, version], sort_keys=True, default=str)
+    return f"{settings.name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def card_from(data: dict[str, Any]) -> SourceCard:
+    tools = [ToolCard(**{k: v for k, v in t.items() if k != "hint_honest"}) for t in data.get("tools") or []]
+    return SourceCard(**{**{k: v for k, v in data.items() if k != "tools"}, "tools": tools})
+
+
+def provenance(card: SourceCard, cached: bool) -> dict[str, Any]:
+    """What a vetted tool keeps of its source's card."""
+    return {"version": VETTING_VERSION, "cached": cached, "start_seconds": card.start_seconds,
+            "call_seconds": card.call_seconds, "memory_mb": card.memory_mb,
+            "functions": {t.name: {"status": t.status, "refused": t.refused, "deterministic": t.deterministic,
+                                   "changes_state": t.changes_state,
+                                   "read_only_hint": t.read_only_hint, "hint_honest": t.hint_honest} for t in card.tools}}

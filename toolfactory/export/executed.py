@@ -41,6 +41,8 @@ class ExecutedCall:
     arguments: dict[str, Any]
     is_error: bool
     """The call ran and raised (a Python exception, an MCP ``isError``)."""
+    deterministic: bool | None = None
+    """Whether vetting found the tool to answer the same twice (None: not vetted)."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,10 @@ def executed(dialogue: Dialogue, tools: Mapping[str, Tool]) -> Execution:
     ran = [(str(c.get("source")), str(c.get("name"))) for c in record.get("calls") or []]
     if ran != [(c.source, c.name) for c in calls]:
         raise Skip(NOT_REPLAYABLE, f"{len(ran)} calls ran, the messages show {len(calls)} of them")
-    errors = [bool(c.get("is_error")) for c in record.get("calls") or []]
-    calls = [ExecutedCall(c.turn, c.source, c.name, c.arguments, error) for c, error in zip(calls, errors)]
+    entries = record.get("calls") or []
+    calls = [ExecutedCall(c.turn, c.source, c.name, c.arguments, bool(entry.get("is_error")),
+                          entry.get("deterministic") if isinstance(entry.get("deterministic"), bool) else None)
+             for c, entry in zip(calls, entries)]
     return Execution(turns, calls, dict(record["states"]), sorted(set(owners.values())))
 
 

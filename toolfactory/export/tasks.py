@@ -6,7 +6,8 @@ really ran, one JSON object a line in ``<split>.jsonl``::
      "tools": [{"type": "function", "function": {...}}, ...],     # OpenAI tools JSON, names as the source has them
      "environments": [{"name": ..., "kind": "python" | "mcp", "config": {...}, "env_names": [...], "header_names": [...]}],
      "initial_state": {<source>: <state>},                        # a Python environment's; null for an MCP server
-     "ground_truth": [{"turn": 0, "source": ..., "name": ..., "arguments": {...}, "is_error": false}, ...],
+     "ground_truth": [{"turn": 0, "source": ..., "name": ..., "arguments": {...}, "is_error": false,
+                       "deterministic": true}, ...],                # a replay must give its result again
      "target_state": {<source>: <state>}}                         # generation.execution.states, of the sources called
 
 ``config`` is the source's entry of ``tools.environments`` or ``tools.mcp`` without secrets
@@ -28,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolfactory.export.base import SOURCE_NOT_CONFIGURED, JsonlExporter, Skip
-from toolfactory.export.executed import environment, executed, initial_state
+from toolfactory.export.executed import ExecutedCall, environment, executed, initial_state
 from toolfactory.models import Dialogue
 
 
@@ -36,6 +37,12 @@ class TasksExporter(JsonlExporter):
     name = "tasks"
     needs_tools = True
     needs_sources = True
+
+    def _deterministic(self, call: ExecutedCall) -> bool:
+        """Whether a replay must give the call's result again: as the source declares, else as
+        vetting found when the record was made."""
+        settings = self.sources.get(call.source)
+        return settings.deterministic_tool(call.name, call.deterministic) if settings is not None else bool(call.deterministic)
 
     def convert(self, dialogue: Dialogue) -> dict[str, Any]:
         run = executed(dialogue, self.tools)
@@ -52,7 +59,7 @@ class TasksExporter(JsonlExporter):
             "environments": [environment(s) for s in sources],
             "initial_state": {s.name: initial_state(s) for s in sources},
             "ground_truth": [{"turn": c.turn, "source": c.source, "name": c.name, "arguments": c.arguments,
-                              "is_error": c.is_error} for c in run.calls],
+                              "is_error": c.is_error, "deterministic": self._deterministic(c)} for c in run.calls],
             # A source the dialogue was offered but never called is left out: its session was never
             # opened, and a fresh one ends as it starts, which is nothing to compare.
             "target_state": {name: run.states[name] for name in run.sources if name in run.states},

@@ -45,6 +45,7 @@ from toolfactory.executable.session import (
     executable_source,
 )
 from toolfactory.executable.settings import ExecutableSourceSettings
+from toolfactory.executable.vetting import vetted_function
 from toolfactory.models import Function, Task, Tool, ToolCall, canonical_json
 from toolfactory.stages.dialogues.agents import call_error, unsendable
 
@@ -164,6 +165,9 @@ class DialogueExecution:
         # backtracks).
         entry: dict[str, Any] = {"source": name, "name": call.name, "arguments": call.arguments,
                                  "is_error": result.is_error, "truncated": result.truncated}
+        vetted = vetted_function(tool, call.name)
+        if isinstance(vetted.get("deterministic"), bool):  # the replay holds it to its result if so
+            entry["deterministic"] = vetted["deterministic"]
         coerced = self._coerced.get((call.id, call.name, call.arguments))
         if coerced is not None:
             entry["sent_arguments"] = coerced[0]

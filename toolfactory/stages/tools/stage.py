@@ -46,7 +46,7 @@ class ToolsStage:
         if "synthesize" in shard.params:
             return await synthesize(shard, inputs, ctx)
         if "executable" in shard.params:
-            return await import_executable(str(shard.params["executable"]), ctx.config.tools, self.name)
+            return await import_executable(str(shard.params["executable"]), ctx.config.tools, self.name, ctx.store)
         items = [SourceItem.model_validate(data) for data in inputs]
         out = import_items([item for item in items if item.format not in GENERATED_FORMATS], self.name)
         generated = [item for item in items if item.format in GENERATED_FORMATS]

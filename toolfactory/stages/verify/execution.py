@@ -135,6 +135,7 @@ def path_calls(dialogue: Dialogue, settings: Mapping[str, ExecutableSourceSettin
     executed = dialogue.generation.get(EXECUTION) or {}
     recorded = executed.get("calls") or []
     source_of = {str(c.get("name")): str(c.get("source")) for c in recorded}
+    vetted_of = {str(c.get("name")): c["deterministic"] for c in recorded if isinstance(c.get("deterministic"), bool)}
     functions = {fn.name: fn for fn in reversed(dialogue.tools)}  # the first offered of a name wins
     answers = {m.tool_call_id: m.content for m in dialogue.messages if m.role == "tool" and m.tool_call_id}
     found: list[ReplayedCall] = []
@@ -154,9 +155,11 @@ def path_calls(dialogue: Dialogue, settings: Mapping[str, ExecutableSourceSettin
             if source is None or (ran is None and call_error(functions.get(call.name), call.name, call.arguments) is not None):
                 continue
             known = settings.get(source)
+            # What vetting found when the dialogue was made, recorded with the calls it ran.
+            vetted = vetted_of.get(call.name)
             found.append(ReplayedCall(path=f"messages[{i}].tool_calls[{j}]", source=source, name=call.name,
                                       arguments=call.arguments, recorded=answers.get(call.id), recorded_error=False,
-                                      deterministic=known is not None and known.deterministic_tool(call.name),
+                                      deterministic=known is not None and known.deterministic_tool(call.name, vetted),
                                       turn=max(users - 1, 0)))
     if _same_path(found, recorded):
         for call, entry in zip(found, recorded):
