@@ -22,6 +22,10 @@ $(STAMP): pyproject.toml
 	# BFCL's checker judges the BFCL export in the tests. bfcl-eval declares torch, the providers'
 	# SDKs and numpy==1.26.4, none of which its checker needs: installed alone.
 	$(UV) --no-deps "bfcl-eval==2026.3.23"
+	# The consumers' own code checks the preference and ShareGPT exports: TRL's data utilities and
+	# LLaMA-Factory's dataset parser and converter. Neither needs its training stack (torch, peft)
+	# for that, so both are installed alone.
+	$(UV) --no-deps "trl==1.16.0" "llamafactory==0.9.5"
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -30,7 +30,7 @@ from flows.task_runner import KeptContextRayTaskRunner
 from tasks.shard import configured
 from toolfactory.config import Config
 from toolfactory.errors import EndpointRefused, RunFailed
-from toolfactory.export import OutputDir, SplitSpec, export_run
+from toolfactory.export import ExportOptions, OutputDir, SplitSpec, export_run
 from toolfactory.report import build_report
 from toolfactory.run.bookkeeping import RunBook, ShardBook
 from toolfactory.run.execution import ShardJob
@@ -103,7 +103,8 @@ def export_dataset(config: Config, store: ObjectStore, run_id: str) -> dict[str,
     for fmt in settings.formats:
         out = OutputDir(store.uri(f"runs/{run_id}/export/{fmt}"), endpoint_url=config.storage.endpoint_url,
                         region=config.storage.region)
-        summary = export_run(store, run_id, fmt, out, splits=splits, seed=config.run.seed or 0)
+        summary = export_run(store, run_id, fmt, out, splits=splits, seed=config.run.seed or 0,
+                             options=ExportOptions(preference=settings.preference))
         get_run_logger().info("export %s: %d of %d records, skipped %s", fmt, summary["exported"], summary["records"], summary["skipped"])
         written[fmt] = store.uri(f"runs/{run_id}/export/{fmt}/")
     return written

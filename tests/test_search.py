@@ -563,3 +563,45 @@ def test_a_thought_joins_the_call_after_it_and_the_answer_after_it() -> None:
         ("tool", "{}", None, False),
         ("assistant", "Sunny.", "That answers it.", False),
     ]
+
+
+def test_the_replies_abandoned_on_the_kept_path_are_kept_as_alternatives_at_their_state() -> None:
+    def decide(path: list[str], sample: int) -> Reply:
+        if not path:
+            return reply(tool_call("get_weather", city=["Paris", "Rome"][sample]), content="Let me look.")
+        if path == ["Paris"]:
+            return give_up()
+        if sample == 0:
+            return reply(tool_call("Finish", return_type="give_answer"))  # no final_answer: an invalid Finish
+        return reply(tool_call("Finish", return_type="give_answer", final_answer="Rome: 21 degrees."))
+
+    result, _ = run_script(decide, max_depth=4, max_children=2)
+    assert result.finish_type == "give_answer"
+    # At the opening: the Paris call, below which every path gave up. After Rome's result: the
+    # invalid Finish tried before the answer. The give-ups below Paris are off the kept path.
+    assert [(a.at, a.kind) for a in result.alternatives] == [(2, "call"), (4, "invalid_finish")]
+    paris, finish = (a.message for a in result.alternatives)
+    assert [json.loads(c.arguments) for c in paris.tool_calls or []] == [{"city": "Paris"}] and paris.content == "Let me look."
+    assert [c.name for c in finish.tool_calls or []] == ["Finish"]
+    assert [m.role for m in result.messages[:4]] == ["system", "user", "assistant", "tool"]
+    assert result.metadata()["alternatives"][1]["message"]["tool_calls"][0]["name"] == "Finish"
+
+
+def test_a_reply_abandoned_after_a_thought_is_kept_joined_with_that_thought() -> None:
+    async def chat(messages: list[dict[str, Any]], *, tools: list[dict[str, Any]], sample: int) -> Reply:
+        if len(messages) == 2:
+            return reply(content="I should check the weather.")  # a thought
+        if not any(m["role"] == "tool" for m in messages):  # after the thought: a give-up first, then a call
+            return give_up() if sample == 0 else reply(tool_call("get_weather", city="Lima"))
+        return reply(tool_call("Finish", return_type="give_answer", final_answer="Lima: 21 degrees."))
+
+    opening = opening_messages("Weather in Lima?", TOOLS)
+    result = asyncio.run(solve(opening, FUNCTIONS, chat=chat, execute=executor, max_depth=4, max_children=2))
+    assert result.finish_type == "give_answer" and [n.kind for n in result.tree] == ["thought", "give_up", "call", "give_answer"]
+    # The kept path joins the thought into the Lima call: the give-up tried after the thought
+    # stands at the same state (the opening), joined with the same thought.
+    assert result.messages[2].content == "I should check the weather." and result.messages[2].tool_calls
+    (alternative,) = result.alternatives
+    assert (alternative.at, alternative.kind) == (2, "give_up")
+    assert alternative.message.content == "I should check the weather."
+    assert [c.name for c in alternative.message.tool_calls or []] == ["Finish"]

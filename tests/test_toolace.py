@@ -119,6 +119,24 @@ def test_a_dialogue_dropped_for_disagreeing_samples_records_what_it_spent(sim: A
     assert out.profile["llm_calls"]["toolace"] == kept + sum(r.record.get("llm_calls", 0) for r in out.rejected)
 
 
+def test_a_sample_the_majority_overruled_is_kept_as_an_alternative_at_its_turn(sim: Any, pool: list[Tool], tmp_path: Path) -> None:
+    tasks = [weather_task(pool, "single", k) for k in range(12)]
+    out = dialogues_of(sim, tasks, tmp_path, {"sample_variation": 0.5}, "dialogues.self_consistency_early_stop=false")
+    kept = [d for d in out.records if isinstance(d, Dialogue)]
+    outvoted = [(d, a) for d in kept for a in d.generation.get("alternatives", [])]
+    assert outvoted
+    for dialogue, alternative in outvoted:
+        assert alternative["kind"] == "outvoted"
+        chosen, other = dialogue.messages[alternative["at"]], Message.model_validate(alternative["message"])
+        assert chosen.role == other.role == "assistant" and dialogue.messages[alternative["at"] - 1].role in ("user", "tool")
+        assert decision_key(chosen.tool_calls or []) != decision_key(other.tool_calls or [])
+    # A vote with no majority keeps no alternative: the turn is masked (or the dialogue dropped).
+    masked = dialogues_of(sim, tasks, tmp_path / "masked", {"sample_variation": 1.0}, "dialogues.on_disagreement=mask")
+    for dialogue in (d for d in masked.records if isinstance(d, Dialogue)):
+        at = {a["at"] for a in dialogue.generation.get("alternatives", [])}
+        assert not any(dialogue.messages[i].masked for i in at)
+
+
 # --- asking for a missing value --------------------------------------------------------------
 
 

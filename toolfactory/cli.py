@@ -750,7 +750,8 @@ def evaluate(
 @app.command(short_help="Write a run's dataset in a trainer's format, split.")
 def export(
     run_id: str = typer.Argument(..., metavar="RUN_ID", help="The run whose accepted dialogues to export."),
-    fmt: str = typer.Option(..., "--format", "-f", metavar="FORMAT", help="openai, sharegpt, toolbench, toolalpaca, xlam, bfcl, hf or tasks."),
+    fmt: str = typer.Option(..., "--format", "-f", metavar="FORMAT", help="openai, sharegpt, toolbench, toolalpaca, xlam, bfcl, hf, tasks, "
+                       "trl_preference or llamafactory_ranking (pairs: export.preference in the config)."),
     out: str = typer.Option(..., "--out", "-o", metavar="DIR", help="Output folder (local or s3://)."),
     by: str = typer.Option("tool", "--by", metavar="tool|category", help="Split by unseen tools (tool) or unseen categories (category)."),
     train: float = typer.Option(0.8, "--train", metavar="SHARE", help="Share of the records in the train split."),
@@ -781,7 +782,8 @@ def export(
         summary = export_run(ObjectStore.open(resolved.storage), run_id, fmt, out_dir, splits=splits,
                              seed=resolved.run.seed or 0,
                              options=ExportOptions(include_reasoning=include_reasoning, call_format=call_format,
-                                                   tool_format=tool_format, subset=subset))
+                                                   tool_format=tool_format, subset=subset,
+                                                   preference=resolved.export.preference))
     except (ConfigError, TerminalError, ValueError) as exc:
         _error(exc)
         raise typer.Exit(2) from None

@@ -159,6 +159,9 @@ class Message(Record):
     reasoning: str | None = None  # the assistant's thinking; not part of exported training text
     tool_calls: list[ToolCall] | None = None
     masked: bool | None = None  # a turn whose samples disagreed, kept for a loss mask
+    # Why this assistant turn is context only, not to be learned: a reason code of
+    # toolfactory.curation.turn_masks (None: learned). Records stored without it read `masked`.
+    mask: str | None = None
     tool_call_id: str | None = None
     name: str | None = None
 

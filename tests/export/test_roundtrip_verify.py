@@ -167,7 +167,7 @@ def test_without_the_exports_policy_validity_alone_rejects_the_recovered_calls(f
 
 def dialogue_of(row: dict[str, Any]) -> Dialogue:
     """A row of the hf export, as `datasets` gives it, as our record (the fields the export keeps)."""
-    messages = [{**{k: v for k, v in m.items() if k not in ("tool_calls", "masked")},
+    messages = [{**{k: v for k, v in m.items() if k not in ("tool_calls", "masked", "train")},
                  "masked": m["masked"] or None,
                  "tool_calls": [{"id": c["id"], **c["function"]} for c in m["tool_calls"]] if m["tool_calls"] else None}
                 for m in row["messages"]]

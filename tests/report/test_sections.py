@@ -77,3 +77,14 @@ def test_a_run_not_decontaminated_says_so() -> None:
     stats = RunStats("r", "completed", None, None, (stage("select", 2, 2), stage("curate", 2, 2)), {})
     shown = next(s for s in sections(stats, DialogueMix()) if s.id == "decontamination")
     assert not shown.tables and "not checked against any evaluation set" in shown.notes[0]
+
+
+def test_turn_masks_show_the_masked_assistant_turns_by_reason() -> None:
+    curate = stage("curate", 4, 4, assistant_turns={"trained": 6, "masked": 4},
+                   turn_masks={"error_recovered": 1, "flagged_arg_value_ungrounded": 3})
+    shown = next(s for s in sections(RunStats("r", "completed", None, None, (curate,), {}), DialogueMix()) if s.id == "turn-masks")
+    assert shown.tables[0].rows == (("flagged_arg_value_ungrounded", "3", "30.0%"), ("error_recovered", "1", "10.0%"))
+    assert shown.tables[0].caption.startswith("4 of 10 assistant turns")
+    unrecorded = next(s for s in sections(RunStats("r", "completed", None, None, (stage("curate", 2, 2),), {}), DialogueMix())
+                      if s.id == "turn-masks")
+    assert not unrecorded.tables and "no turn masks" in unrecorded.notes[0]

@@ -90,6 +90,11 @@ class CurateConfig(Section):
     )
     """Target mode mix; the accepted dialogues are down-sampled toward it (the rest rejected as
     `curate_mode_steering`). Empty: no steering."""
+    turn_masks: list[Literal["error_recovered", "samples_disagreed", "flagged"]] = Field(
+        default_factory=lambda: ["error_recovered", "samples_disagreed", "flagged"])
+    """Which reasons mask an assistant turn from the loss (docs/guide/turn_masks.md): a failed call
+    the dialogue recovered from, a turn whose samples disagreed, a turn a rule flagged with a
+    warning (`flagged_<rule>`). [] : every assistant turn is learned."""
     decontaminate: DecontaminateConfig = Field(default_factory=lambda: DecontaminateConfig())
     """Reject dialogues whose user requests overlap the test items of the benchmarks a model made
     from the data will be scored on (docs/guide/decontamination.md)."""

@@ -20,9 +20,10 @@ the export ends.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
+from toolfactory.config.export import PreferenceConfig
 from toolfactory.errors import TerminalError, ToolfactoryError
 from toolfactory.export.output import JsonLines, OutputDir
 from toolfactory.formats.base import record_id
@@ -50,6 +51,8 @@ NOT_EXECUTED = "not_executed"  # the format holds records whose calls really ran
 NOT_REPLAYABLE = "execution_not_replayable"  # the calls that ran are not the dialogue's calls
 PLAYED_CALLS = "played_calls"  # a replay runs every call; the record calls a tool an LLM played
 SOURCE_NOT_CONFIGURED = "source_not_configured"  # the run's configuration does not name the record's source
+# Preference formats (export/preference.py):
+NO_REJECTED_ATTEMPT = "no_rejected_attempt"  # no rejected attempt of the task pairs with the record
 
 REASONS: dict[str, str] = {
     INVALID_RECORD: "the stored record does not validate as a Dialogue",
@@ -68,6 +71,8 @@ REASONS: dict[str, str] = {
                     "state is not the state its calls leave",
     PLAYED_CALLS: "the record calls a tool an LLM played, which a replay cannot run",
     SOURCE_NOT_CONFIGURED: "the run's configuration does not name the executable source of the record's tools",
+    NO_REJECTED_ATTEMPT: "no rejected attempt of the record's task parts from it at an assistant reply, so it makes no "
+                         "preference pair",
 }
 
 
@@ -105,6 +110,10 @@ class ExportOptions:
     tool_format: str = "json"
     """How the system prompt describes the tools with a text call format: ``json``, ``yaml``,
     ``xml``, ``markdown``, ``natural`` or ``mixed``."""
+
+    preference: PreferenceConfig = field(default_factory=PreferenceConfig)
+    """How preference pairs are made (``trl_preference``, ``llamafactory_ranking``; the config's
+    ``export.preference``)."""
 
     subset: str | None = None
     """Only the records of a curation subset: ``complexity=easy|medium|hard`` (query complexity

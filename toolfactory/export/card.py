@@ -18,6 +18,8 @@ made, the make-up of the data and where every record comes from with its terms:
   execution's verdicts, :mod:`toolfactory.stages.verify.referee`), the same in every export of it;
 * **decontamination**: the evaluation sets the records were checked against, their items, the
   thresholds and the dialogues each rejected (:mod:`toolfactory.curation.contamination`);
+* **turn masks**: how many assistant turns are kept for context but not to be learned, by reason
+  (:mod:`toolfactory.curation.turn_masks`), and how the files mark them;
 * every table counts records, one row per value of one property of a record, so each table
   sums to the records exported (a record's tool sources are counted as one set).
 
@@ -30,6 +32,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from toolfactory.curation import turn_masks
 from toolfactory.curation.contamination import CHECKED, CONTAMINATED, SETTINGS, SKIPPED, settings_text
 from toolfactory.export.stats import ExportStats
 from toolfactory.stages.verify.referee import ALL, expected_error, figures
@@ -150,6 +153,30 @@ def decontamination(stats: ExportStats) -> str:
     lines += [f"| {name} | {n} | {rejected.get(name, 0)} |" for name, n in checked.items()]
     lines += [f"\n{label.partition(': ')[0]} was **not** checked: {label.partition(': ')[2]}." for label in skipped]
     lines += ["", f"Overlap: {settings_text(stats.decontamination.get(SETTINGS) or {})}."]
+    return "\n".join(lines) + "\n"
+
+
+#: What each mask reason means, for the card's table (``flagged_<rule>`` is described by its rule).
+MASK_REASONS: dict[str, str] = {
+    turn_masks.ERROR_RECOVERED: "a call answered with an error, which a later call of the same function got right",
+    turn_masks.SAMPLES_DISAGREED: "the assistant's self-consistency samples disagreed on this turn (ToolACE)",
+}
+
+
+def masks(stats: ExportStats) -> str:
+    """The assistant turns kept for context but not to be learned, by reason, and where the files say so."""
+    masked = sum(stats.turn_masks.values())
+    if not masked:
+        return f"Every one of the {stats.assistant_turns} assistant turns is to be learned: no turn is masked.\n"
+    lines = [f"{masked} of the {stats.assistant_turns} assistant turns ({masked / max(stats.assistant_turns, 1):.1%}), in "
+             f"{stats.masked_records} record(s), are kept as context but are not to be learned: their message has "
+             "`train: false` and the reason in `mask`.", "",
+             "| reason | turns | meaning |", "| --- | ---: | --- |"]
+    for reason, n in sorted(stats.turn_masks.items(), key=lambda kv: (-kv[1], kv[0])):
+        meaning = MASK_REASONS.get(reason) or (
+            f"the verifier's rule `{reason[len(turn_masks.FLAGGED):]}` flagged this turn (a warning)"
+            if reason.startswith(turn_masks.FLAGGED) else "")
+        lines.append(f"| `{reason}` | {n} | {meaning} |")
     return "\n".join(lines) + "\n"
 
 
@@ -286,6 +313,9 @@ def dataset_card(stats: ExportStats, files: Mapping[str, str]) -> str:
         "## Decontamination",
         "",
         decontamination(stats),
+        "## Turn masks",
+        "",
+        masks(stats),
         "## Provenance",
         "",
         provenance(stats),
@@ -299,7 +329,8 @@ def dataset_card(stats: ExportStats, files: Mapping[str, str]) -> str:
         "",
         "`messages` follow OpenAI's chat shape (`tool_calls[].function.arguments` is the JSON text the model "
         "generated); `tools[].parameters` and `tools[].returns` are JSON Schema as JSON text, since their keys "
-        "vary from tool to tool. `source_tools` names the pool tools the functions come from; `verdicts` and "
+        "vary from tool to tool. A message's `train` says whether it is to be learned (only assistant turns are, "
+        "unless masked; `mask` gives the reason of a masked one). `source_tools` names the pool tools the functions come from; `verdicts` and "
         "`judgements` are the checks the record passed.",
         "",
     ])

@@ -7,13 +7,18 @@ every row. Where keys vary from record to record — a tool's JSON Schema ``para
 
     id, recipe, scenario, mode, target_mode: string          llm_calls: int64
     messages: list<{role, content, tool_calls: list<{id, type, function: {name, arguments}}>,
-                    tool_call_id, name, masked: bool}>        (+ reasoning with include_reasoning)
+                    tool_call_id, name, masked: bool, train: bool, mask: string}>
+                                                          (+ reasoning with include_reasoning)
     tools: list<{name, description, parameters: JSON text, returns: JSON text}>
     models: list<{role, model}>              source_tools: list<{id, name, category, source}>
     generation: JSON text (how the dialogue was made; its keys vary with the recipe)
     verdicts: list<{code, passed, severity, message, path}>    judgements: list<{aspect, passes}>
 
-``masked`` marks an assistant turn kept for context but not to be learned (a loss mask).
+``train`` is the loss mask: true for an assistant turn to be learned, false for every other
+message and for an assistant turn kept for context only, whose reason code is in ``mask``
+(:mod:`toolfactory.curation.turn_masks`: ``error_recovered``, ``samples_disagreed``,
+``flagged_<rule>``; null otherwise). ``masked`` is the dialogues stage's own flag (ToolACE's
+disagreeing samples), kept for readers of earlier exports; ``train`` covers it.
 Fields the record model does not have yet are written empty (null, false, ``{}``).
 
 Messages follow OpenAI's chat shape (``tool_calls[].function.arguments`` the generated text),
@@ -30,6 +35,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from toolfactory.curation import turn_masks
 from toolfactory.export.base import Exporter, ExportOptions
 from toolfactory.export.card import dataset_card
 from toolfactory.export.output import OutputDir, OutputFile
@@ -48,7 +54,7 @@ JUDGEMENT = pa.struct([("aspect", _STRING), ("passes", pa.bool_())])
 
 def message_type(include_reasoning: bool) -> pa.StructType:
     fields = [("role", _STRING), ("content", _STRING), ("tool_calls", pa.list_(CALL)), ("tool_call_id", _STRING), ("name", _STRING),
-              ("masked", pa.bool_())]
+              ("masked", pa.bool_()), ("train", pa.bool_()), ("mask", _STRING)]
     return pa.struct(fields + ([("reasoning", _STRING)] if include_reasoning else []))
 
 
@@ -62,6 +68,7 @@ def schema(include_reasoning: bool) -> pa.Schema:
 
 
 def message_row(message: Message, include_reasoning: bool) -> dict[str, Any]:
+    mask = turn_masks.reason(message)
     row: dict[str, Any] = {
         "role": message.role,
         "content": message.content,
@@ -69,7 +76,9 @@ def message_row(message: Message, include_reasoning: bool) -> dict[str, Any]:
                        for c in message.tool_calls] if message.tool_calls else None,
         "tool_call_id": message.tool_call_id,
         "name": message.name,
-        "masked": bool(getattr(message, "masked", None)),
+        "masked": bool(message.masked),
+        "train": message.role == "assistant" and mask is None,
+        "mask": mask,
     }
     if include_reasoning:
         row["reasoning"] = message.reasoning

@@ -11,8 +11,10 @@ The layout of OpenAI's fine-tuning guide for function calling, which most traine
   ``{"id", "type": "function", "function": {"name", "arguments"}}`` with the arguments text as
   generated; tool turns: ``{"role": "tool", "tool_call_id", "content"}``;
 * reasoning only with ``include_reasoning`` (as ``reasoning_content``);
-* an assistant turn marked ``masked`` (its samples disagreed: kept for context, not to be
-  learned) gets OpenAI's ``"weight": 0``, which excludes it from the loss.
+* an assistant turn with a loss mask (:mod:`toolfactory.curation.turn_masks`: a failed call the
+  dialogue recovered from, a turn whose samples disagreed, a turn a rule flagged; kept for
+  context, not to be learned) gets OpenAI's ``"weight": 0``, which excludes it from the loss;
+  the reason has no place in the format (the HF export and the dataset card carry it).
 
 No record id or metadata: OpenAI's validator rejects keys it does not know (``PROVENANCE.md``
 names each record's recipe by the hash ``verify`` gives a record without an id).
@@ -38,6 +40,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from toolfactory.curation import turn_masks
 from toolfactory.export.base import CALL_FORMAT_UNWRITABLE, JsonlExporter, Skip
 from toolfactory.export.names import openai_name
 from toolfactory.export.turns import FINISH, finished_path, uses_finish
@@ -61,7 +64,7 @@ def message_dict(message: Message, include_reasoning: bool) -> dict[str, Any]:
         ]
     if include_reasoning and message.reasoning:
         out["reasoning_content"] = message.reasoning
-    if message.role == "assistant" and getattr(message, "masked", None):
+    if turn_masks.reason(message):
         out["weight"] = 0
     return out
 
@@ -84,6 +87,8 @@ def with_finish_tool(dialogue: Dialogue) -> Dialogue:
     if not uses_finish(dialogue):
         return dialogue
     messages, _ = finished_path(dialogue)
+    if messages and all(messages[-1] is not m for m in dialogue.messages):  # the final answer became Finish's call
+        messages[-1] = messages[-1].model_copy(update={"mask": turn_masks.reason(dialogue.messages[-1])})
     tools = dialogue.tools if any(f.name == FINISH for f in dialogue.tools) else [*dialogue.tools, FINISH_FUNCTION]
     return dialogue.model_copy(update={"messages": messages, "tools": tools})
 
@@ -101,8 +106,10 @@ class OpenAIExporter(JsonlExporter):
                 "tools": [_renamed(f.openai_tool()) for f in dialogue.tools],
             }
         tool_format = chosen(self.options.tool_format, TOOL_FORMATS, dialogue.id, "tools")
+        # Rendering keeps `masked` on the messages it rewrites: every mask reason rides on it.
+        flagged = [m.model_copy(update={"masked": True}) if turn_masks.reason(m) else m for m in dialogue.messages]
         try:
-            rendered = render_dialogue(dialogue, tool_format, call_format)
+            rendered = render_dialogue(dialogue.model_copy(update={"messages": flagged}), tool_format, call_format)
         except CallFormatError as exc:
             raise Skip(CALL_FORMAT_UNWRITABLE, str(exc)) from None
         messages = chat_messages(rendered)

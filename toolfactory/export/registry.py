@@ -6,6 +6,7 @@ from toolfactory.export.base import Exporter
 from toolfactory.export.bfcl import BFCLExporter
 from toolfactory.export.hf import HFExporter
 from toolfactory.export.openai import OpenAIExporter
+from toolfactory.export.preference import LlamaFactoryRankingExporter, TRLPreferenceExporter
 from toolfactory.export.sharegpt import ShareGPTExporter
 from toolfactory.export.tasks import TasksExporter
 from toolfactory.export.toolalpaca import ToolAlpacaExporter
@@ -15,6 +16,6 @@ from toolfactory.export.xlam import XLAMExporter
 EXPORTERS: dict[str, type[Exporter]] = {
     cls.name: cls
     for cls in (OpenAIExporter, ShareGPTExporter, ToolBenchExporter, ToolAlpacaExporter, XLAMExporter, BFCLExporter, HFExporter,
-                TasksExporter)
+                TasksExporter, TRLPreferenceExporter, LlamaFactoryRankingExporter)
 }
 FORMATS: tuple[str, ...] = tuple(EXPORTERS)

@@ -24,6 +24,8 @@ from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.export.base import INVALID_RECORD, NOT_IN_SUBSET, Exporter, ExportError, ExportOptions, Skip
 from toolfactory.export.card import made_by, provenance_note
 from toolfactory.export.output import OutputDir
+from toolfactory.export.pairs import rejected_attempts
+from toolfactory.export.preference import PreferenceExporter
 from toolfactory.export.registry import EXPORTERS, FORMATS
 from toolfactory.export.splits import SPLITS, SplitSpec, record_split
 from toolfactory.export.stats import ExportStats
@@ -172,6 +174,8 @@ def export_run(
         exporter.tools = run_tools(store, run_id)
     if cls.needs_sources:
         exporter.sources = run_sources(store, run_id)
+    if isinstance(exporter, PreferenceExporter):
+        exporter.attempts = rejected_attempts(store, run_id)
     stats = ExportStats(splits=SPLITS, run_id=run_id, fmt=fmt, split_spec={**splits.to_dict(), "seed": seed},
                         endpoint=run_endpoint(store, run_id))
     judged = stage_profile(store, run_id, (REFEREE, JUDGED_ALONE))

@@ -28,6 +28,17 @@ what is written and what is skipped:
 The text of an assistant turn that also makes calls (a short "thought") has no slot — the
 ``function_call`` value must parse as JSON — and is left out; reasoning is never exported.
 
+**Turn masks are not representable.** LLaMA-Factory trains on every ``gpt`` and ``function_call``
+turn: its ShareGPT converter keeps only each turn's tag and value, and nothing of a turn says
+"context only" (neither its released ``data`` package nor the ``loss_weight`` of the messages of
+its newer ``v1`` data engine, whose ShareGPT converter sets that weight from the tag alone). Its
+``mask_history`` option trains on the last turn of every example, for the whole dataset. So an
+assistant turn with a loss mask (:mod:`toolfactory.curation.turn_masks`) is written as it is and
+will be learned; the export's summary counts those turns (``turn_masks``, with ``carried:
+false``). Splitting a record at a masked turn would not help: the turns after it need it as
+context, and the masked turn's own failure is what they recover from. Where masks matter, train
+from the ``openai`` export (``"weight": 0``) or the ``hf`` one (``train``).
+
 Beside the split files, ``dataset_info.json`` declares them to LLaMA-Factory (``<run>_<split>``
 entries with ``formatting: sharegpt`` and the column names), so the export folder can be given
 as its ``dataset_dir`` as it is.

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolfactory.curation import turn_masks
 from toolfactory.llm.identity import EndpointIdentity
 from toolfactory.models import Dialogue
 
@@ -20,6 +21,9 @@ EXECUTED = "executed"  # some call ran on a real tool, and every tool the record
 EXECUTED_AND_PLAYED = "executed and LLM-played"  # some call ran; some offered tools are played by an LLM
 PLAYED = "LLM-played"  # every tool response was written by an LLM (or the simulator)
 NO_RESPONSES = "no tool responses"
+#: The formats whose files mark a masked assistant turn (OpenAI's ``weight: 0``, the HF export's
+#: ``train``); the others write it as a turn to learn (sharegpt: see its module doc).
+MASKING_FORMATS = frozenset({"openai", "hf"})
 
 
 def executed_calls(dialogue: Dialogue) -> list[dict[str, Any]]:
@@ -72,6 +76,11 @@ class ExportStats:
     # What the run's records were decontaminated against and what that rejected (the select and
     # curate stages' profiles, toolfactory/curation/contamination.py): dimension -> value -> count.
     decontamination: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Turn-level loss masks of the records exported (toolfactory/curation/turn_masks.py): assistant
+    # turns, the masked ones by reason, and the records with at least one masked turn.
+    assistant_turns: int = 0
+    turn_masks: Counter[str] = field(default_factory=Counter)
+    masked_records: int = 0
 
     @property
     def simulated(self) -> bool:
@@ -101,6 +110,10 @@ class ExportStats:
         self.provenance["generated" if models else "imported", dialogue.recipe, models] += 1
         self.tool_provenance[" + ".join(sorted({ref.source for ref in dialogue.source_tools})) or "unrecorded"] += 1
         self.execution[execution_kind(dialogue)] += 1
+        masks = turn_masks.counts(dialogue)
+        self.assistant_turns += sum(masks[turn_masks.TURNS].values())
+        self.turn_masks.update(masks[turn_masks.PROFILE])
+        self.masked_records += bool(masks[turn_masks.PROFILE])
         ran = Counter(str(call.get("source")) for call in executed_calls(dialogue))
         self.executed_records.update(ran.keys())
         self.executed_calls.update(ran)
@@ -119,6 +132,8 @@ class ExportStats:
             "tool_sources": dict(self.tool_sources.most_common()),
             "models": dict(self.models.most_common()),
             "execution": dict(self.execution.most_common()),
+            "turn_masks": {"carried": self.fmt in MASKING_FORMATS, "assistant_turns": self.assistant_turns, "masked_records": self.masked_records,
+                           "masked_turns": dict(sorted(self.turn_masks.most_common(), key=lambda kv: (-kv[1], kv[0])))},
             "executed_sources": {source: {"records": n, "calls": self.executed_calls[source]}
                                  for source, n in sorted(self.executed_records.items())},
         }

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from toolfactory.curation import turn_masks
 from toolfactory.curation.contamination import CHECKED, CONTAMINATED, SETTINGS, SKIPPED, settings_text
 from toolfactory.executable.counts import CALLS_BY_SOURCE, DIALOGUES_BY_SOURCE, ERRORS_BY_SOURCE
 from toolfactory.preflight.choices import describe_choice
@@ -59,7 +60,8 @@ def sections(stats: RunStats, mix: DialogueMix, context: RunContext | None = Non
     context = context or RunContext()
     failed = [failed_shards(stats, context)] if any(s.failed for s in stats.stages) or stats.status == "failed" else []
     return [*failed, run_summary(context), funnel(stats), time_and_cost(stats, context), rejections(stats),
-            rejected_section(rejected), accepted_mix(mix), executed_tools(stats), judges_against_execution(stats), decontamination(stats), samples(mix), complexity(mix), coverage(stats, mix),
+            rejected_section(rejected), accepted_mix(mix), executed_tools(stats), judges_against_execution(stats), decontamination(stats),
+            *([turn_masks_section(stats)] if stats.stage(DATASET_STAGE) else []), samples(mix), complexity(mix), coverage(stats, mix),
             clusters(mix), llm_use(stats, mix), trend(stats, context), exports(context)]
 
 
@@ -325,6 +327,24 @@ def decontamination(stats: RunStats) -> Section:
     notes = [f"{label.partition(': ')[0]} was not checked: {label.partition(': ')[2]}." for label in skipped]
     notes.append("Thresholds: " + settings_text(stats.profile("select", SETTINGS)) + ".")
     return Section("decontamination", title, tables=(table,), notes=tuple(notes))
+
+
+def turn_masks_section(stats: RunStats) -> Section:
+    """The dataset's assistant turns kept for context but not to be learned, by reason (the curate
+    stage's profile, :mod:`toolfactory.curation.turn_masks`)."""
+    title = "Turn masks"
+    turns = stats.profile(DATASET_STAGE, turn_masks.TURNS)
+    if not turns:
+        return Section("turn-masks", title, notes=("The dataset stage recorded no turn masks (a run curated before they "
+                                                   "were counted).",))
+    total = sum(turns.values())
+    masked = turns.get(turn_masks.MASKED, 0)
+    rows = tuple((reason, count(n), percent(n / total if total else None))
+                 for reason, n in sorted(stats.profile(DATASET_STAGE, turn_masks.PROFILE).items(), key=lambda kv: (-kv[1], kv[0])))
+    table = Table("turn-masks", f"{count(masked)} of {count(total)} assistant turns of the dataset are masked: kept as "
+                  "context, not to be learned (OpenAI export: weight 0; HF export: train false).",
+                  ("reason", "turns", "of all assistant turns"), rows)
+    return Section("turn-masks", title, tables=(table,))
 
 
 def complexity(mix: DialogueMix) -> Section:

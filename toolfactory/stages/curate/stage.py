@@ -13,7 +13,8 @@ Curation takes three stages, so that no process holds the run's records at once:
   record by record, so a shard's memory does not grow with the run), rejects the dialogues the selection rejects
   (`contaminated_<set>`, with the test item each overlaps; `duplicate_exact`, `duplicate_instruction`,
   `duplicate_dialogue`, `curate_mode_steering`, with what each duplicates)
-  and writes the others with their `curation` (complexity and level, clusters, diversity subsets).
+  and writes the others with their `curation` (complexity and level, clusters, diversity subsets)
+  and the loss mask of each assistant turn (:mod:`toolfactory.curation.turn_masks`).
 
 Its output is the dataset: exports, retriever data and the report read it.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from toolfactory.curation import turns
+from toolfactory.curation import turn_masks, turns
 from toolfactory.curation.contamination import CONTAMINATED
 from toolfactory.curation.measures import Measure
 from toolfactory.curation.selection import Selection, Verdict, curation_of
@@ -85,6 +86,10 @@ class CurateStage:
                     out.count(CONTAMINATED, label)
                 continue
             d.curation = curation_of(measure.complexity, d.id, measure.used, selection, verdict)
+            turn_masks.apply(d, ctx.config.curate.turn_masks)
+            for dimension, counted in turn_masks.counts(d).items():
+                for value, n in counted.items():
+                    out.count(dimension, value, n)
             out.records.append(d)
             out.count("complexity_levels", str(d.curation["complexity_level"]))
             out.count("modes", d.mode)

@@ -64,6 +64,7 @@ class Action:
     llm_calls: int
     missing_values: list[str] = field(default_factory=list)  # what the chosen sample's thinking found missing
     samples: int = 1  # decisions sampled (fewer than asked when agreement came early)
+    outvoted: list[Message] = field(default_factory=list)  # samples the majority overruled: rejected alternatives
 
 
 def _calls(reply: dict[str, Any]) -> list[ToolCall]:
@@ -151,10 +152,12 @@ async def act(messages: list[Message], offered: list[dict[str, Any]], ctx: Shard
         else:
             raise Disagreement(samples, calls)
     pick = drawn[chosen]
+    outvoted = [Message(role="assistant", content=item.reply.get("content") or None, tool_calls=_calls(item.reply) or None)
+                for item, key in zip(drawn, tally.keys) if masked is None and key != tally.keys[chosen]]
     tool_calls = _calls(pick.reply)
     # The model's own reasoning is there only with llm.keep_reasoning; it follows the formal
     # thinking, and like it stays out of the turn's text.
     reasoning = "\n".join(part for part in (pick.reasoning, pick.reply.get("reasoning")) if part) or None
     message = Message(role="assistant", content=pick.reply.get("content") or None, reasoning=reasoning,
                       tool_calls=tool_calls or None, masked=masked)
-    return Action(message, calls, pick.missing_values, len(drawn))
+    return Action(message, calls, pick.missing_values, len(drawn), outvoted)

@@ -173,6 +173,25 @@ def joined_thoughts(messages: list[Message]) -> list[Message]:
 
 
 @dataclass(frozen=True)
+class Alternative:
+    """A reply the search tried and abandoned at a state of the kept path: the rejected side of a
+    step-level preference pair (chosen: the kept path's reply at that state). DFSDT's failed
+    siblings; ToolLLM's paper keeps only the kept path, preference training on the decision tree
+    (TP-LLaMA) pairs each kept step with the failed siblings before it.
+
+    `at` is the number of kept messages before the state (the kept path's reply to it is
+    ``messages[at]``); `kind` what ended the branch: a node kind of :data:`FAILED`, or ``call``
+    when the reply's calls ran but every path below it failed."""
+
+    at: int
+    kind: str
+    message: Message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": self.at, "kind": self.kind, "message": self.message.model_dump(exclude_none=True)}
+
+
+@dataclass(frozen=True)
 class SearchResult:
     """The kept path and how the search went.
 
@@ -201,6 +220,7 @@ class SearchResult:
     backtracks: int  # re-expansions of a node after its previous child's subtree failed
     finish: dict[str, Any] | None
     tree: tuple[SearchNode, ...]
+    alternatives: tuple[Alternative, ...] = ()
 
     def metadata(self) -> dict[str, Any]:
         """A JSON-ready summary to store with the record."""
@@ -214,6 +234,7 @@ class SearchResult:
             "backtracks": self.backtracks,
             "finish": self.finish,
             "tree": [asdict(node) for node in self.tree],
+            "alternatives": [alternative.to_dict() for alternative in self.alternatives],
         }
 
 
@@ -286,6 +307,7 @@ class _Node:
     calls: tuple[str, ...] = ()
     finish: dict[str, Any] | None = None
     children: list[_Node] = field(default_factory=list)
+    reply: Message | None = None  # the assistant reply as sent, Finish call included
 
     def path(self) -> list[_Node]:
         """The nodes from the root down to this one."""
@@ -326,6 +348,7 @@ class _Search:
         end = answer or self.last
         path = end.path()
         kept = [n for n in path if n.kind not in FAILED]
+        alternatives = self.alternatives(kept) if answer is not None else ()
         return SearchResult(
             messages=kept_messages(end),
             finish_type=finish_type,
@@ -340,7 +363,26 @@ class _Search:
                 SearchNode(n.id, n.parent.id if n.parent else 0, n.depth, n.kind, n.calls, n.sample)  # type: ignore[arg-type]
                 for n in self.nodes
             ),
+            alternatives=alternatives,
         )
+
+    def alternatives(self, kept: list[_Node]) -> tuple[Alternative, ...]:
+        """The abandoned replies at each state of the kept path that ends with an answer. A thought
+        joins the reply after it (:func:`joined_thoughts`), so a reply tried after a thought is
+        kept joined with that thought, at the state before it; a sibling that is itself a thought
+        is no reply of its own and is left out."""
+        out: list[Alternative] = []
+        for i, (parent, child) in enumerate(zip(kept, kept[1:])):
+            state = i
+            while kept[state].kind == "thought":
+                state -= 1
+            thoughts = [m for node in kept[state + 1:i + 1] for m in node.messages]
+            at = len(kept_messages(kept[state]))
+            for sibling in parent.children:
+                if sibling is child or sibling.reply is None or sibling.kind == "thought":
+                    continue
+                out.append(Alternative(at, sibling.kind, joined_thoughts([*thoughts, sibling.reply])[-1]))
+        return tuple(out)
 
     async def dfs(self, node: _Node) -> _Node | None:
         """Pre-order DFS below `node`: the answering node, or None when every branch failed."""
@@ -390,7 +432,8 @@ class _Search:
         if self.well_typed is not None and calls:
             calls = self.well_typed(calls)
         content = reply.get("content")
-        child = _Node(node_id, parent, parent.depth + 1, "thought", [], [], index, tuple(c.name for c in calls))
+        child = _Node(node_id, parent, parent.depth + 1, "thought", [], [], index, tuple(c.name for c in calls),
+                      reply=Message(role="assistant", content=content, tool_calls=calls or None))
         finish = next((c for c in calls if c.name == FINISH), None)
         if finish is not None:
             self.terminal(child, finish, content, [c for c in calls if c is not finish])

@@ -104,6 +104,9 @@ async def simulate(task: Task, ctx: ShardContext, live: DialogueExecution | None
                 notes["decision_samples"] += action.samples
                 notes["decision_samples_planned"] += samples
                 messages.append(action.message)
+                for other in action.outvoted:  # a sample the majority overruled: the rejected side of a step pair
+                    notes.setdefault("alternatives", []).append(
+                        {"at": len(messages) - 1, "kind": "outvoted", "message": other.model_dump(exclude_none=True)})
             if react and not action.message.tool_calls:
                 break
             if not action.message.tool_calls:
