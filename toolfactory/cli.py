@@ -558,10 +558,12 @@ def tools_vet(
             typer.echo(f"{card.source}: not vetted: {card.failure}")
             continue
         works = card.working()
-        typer.echo(f"{card.source}: {len(works)} of {len(card.tools)} tools work here; start {card.start_seconds:.2f} s, "
+        typer.echo(f"{card.source}: {len(works)} of {len(card.tools)} tools work here, {len(card.admitted())} admitted; "
+                   f"start {card.start_seconds:.2f} s, "
                    f"median call {(card.call_seconds or 0) * 1000:.0f} ms, memory {card.memory_mb or 0:.0f} MB")
         for tool in card.tools:
-            traits = [tool.status + (" (refused as data: admitted)" if tool.refused else "")]
+            traits = [tool.status + (" (refused the probes: admitted)" if tool.admitted and tool.status != WORKS
+                                     else " (refused the probes)" if tool.refused else "")]
             if tool.status == WORKS:
                 traits.append("deterministic" if tool.deterministic else "not deterministic")
             if tool.changes_state is not None:

@@ -97,9 +97,20 @@ def test_the_command_vets_the_configured_sources_and_writes_their_cards(envs_on_
     out = tmp_path / "cards.json"
     result = CliRunner().invoke(app, ["tools", "vet", "--config", str(config), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "probed: 3 of 7 tools work here" in result.output
+    assert "probed: 3 of 7 tools work here, 3 admitted" in result.output
     assert "  fetch: needs_network" in result.output and "  roll: works, not deterministic" in result.output
     [source] = json.loads(out.read_text())["sources"]
     assert source["source"] == "probed" and len(source["tools"]) == 7
     missing = CliRunner().invoke(app, ["tools", "vet", "--config", str(config), "--source", "nope"])
     assert missing.exit_code == 2 and "--source: no executable source 'nope'" in missing.output
+
+
+def test_a_credential_the_source_s_own_login_tool_gives_does_not_reject_its_tools() -> None:
+    # BFCL's Twitter refuses to post before authenticate_twitter: a dialogue logs in first.
+    found = cards(PythonEnvironment(PythonEnvironmentSettings(name="twitter", preset="TwitterAPI")))
+    post = found["post_tweet"]
+    assert post.status == "needs_credentials" and post.refused and post.login_tool == "authenticate_twitter"
+    assert post.admitted
+    # BFCL's travel API raises ValueError for an unknown route: bad input, a refusal.
+    route = cards(PythonEnvironment(PythonEnvironmentSettings(name="travel", preset="TravelAPI")))["get_flight_cost"]
+    assert route.status == "errors" and route.answer.startswith("ValueError") and route.admitted

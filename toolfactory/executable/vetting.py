@@ -6,10 +6,13 @@ that fit its parameters (:mod:`.probes`: documented examples first). The answers
 
 ``works``              a probe was answered without an error;
 ``needs_network``      every probe failed, and an answer names a refused or unreachable network;
-``needs_credentials``  every probe failed, and an answer asks for a key, a token or a login;
+``needs_credentials``  every probe failed, and an answer asks for a key, a token or a login
+                       (admitted when the source has a login tool of its own and refused the
+                       probes rather than failing: BFCL's ``authenticate_twitter``);
 ``errors``             every probe failed otherwise (``refused`` when every failure was answered
-                       as data, BFCL's ``{"error": …}``: the tool ran and said no to the
-                       arguments; a run admits such a tool);
+                       as data, BFCL's ``{"error": …}``, or by an exception naming bad input,
+                       ``ValueError``: the tool ran and said no to the arguments; a run admits
+                       such a tool);
 ``fails_session``      a probe failed the session itself (it hung past ``call_timeout_seconds``,
                        crashed, flooded its output): it is not probed again, and the other
                        tools go on in a fresh session.
@@ -50,6 +53,11 @@ FAILS_SESSION = "fails_session"
 #: The rejection code of a tool that does not work here, by class (counted like any rejection).
 REJECTION = {NEEDS_NETWORK: "tool_needs_network", NEEDS_CREDENTIALS: "tool_needs_credentials",
              ERRORS: "tool_errors_on_every_probe", FAILS_SESSION: "tool_fails_its_session"}
+# An exception that says the arguments were wrong (Python's conventions), not that the tool is.
+_BAD_INPUT = re.compile(r"^(ValueError|KeyError|IndexError|LookupError|FileNotFoundError|NotADirectoryError"
+                        r"|IsADirectoryError|ZeroDivisionError|OverflowError)\b")
+# A tool that logs in: a source with one hands out its credentials in the session.
+_LOGIN = re.compile(r"(^|_)(auth\w*|login|log_in|sign_?in)($|_)", re.IGNORECASE)
 _RANK = {WORKS: 0, NEEDS_NETWORK: 1, NEEDS_CREDENTIALS: 2, ERRORS: 3, FAILS_SESSION: 4}
 SHOWN = 160  # characters of an answer kept on the card
 FOUND = 8  # strings the source answered, kept as probe values
@@ -88,15 +96,21 @@ class ToolCard:
     """What the source says (an MCP ``readOnlyHint``); None when it says nothing."""
     call_seconds: float = 0.0
     refused: bool = False
-    """Every failing probe was answered as data (a structured answer the source's convention marks
-    as an error: BFCL's ``{"error": "cd: no such folder"}``), not raised: the tool ran and said
-    no to the arguments, which says more about the probes than about the tool. Such a tool is
-    admitted."""
+    """Every failing probe was refused: answered as data (a structured answer the source's
+    convention marks as an error: BFCL's ``{"error": "cd: no such folder"}``) or by an exception
+    that names bad input (``ValueError``, ``KeyError``, ``LookupError``…). The tool ran and said no
+    to the arguments, which says more about the probes than about the tool."""
+    login_tool: str | None = None
+    """The source's own login tool (``authenticate_twitter``, ``login``), when it has one: a
+    credential it refuses for want of is one a dialogue obtains in the session."""
 
     @property
     def admitted(self) -> bool:
-        """Whether a run admits the tool: it works here, or it refused every probe as data."""
-        return self.status == WORKS or (self.status == ERRORS and self.refused)
+        """Whether a run admits the tool: it works here; or it refused every probe, for other
+        reasons than a credential, or for a credential the source's own login tool gives."""
+        if self.status == WORKS:
+            return True
+        return self.refused and (self.status == ERRORS or (self.status == NEEDS_CREDENTIALS and self.login_tool is not None))
 
     @property
     def hint_honest(self) -> bool | None:
@@ -248,7 +262,7 @@ class _Probing:
             if said.structured is _FAILED:  # it hung or crashed its session: not probed again
                 status, chosen, answer = FAILS_SESSION, arguments, said
                 break
-            refused = refused and (not said.is_error or isinstance(said.structured, dict))
+            refused = refused and (not said.is_error or isinstance(said.structured, dict) or bool(_BAD_INPUT.match(said.content)))
             # The most telling answer decides: one that works, else one naming the network, a key.
             if _RANK[classify(said)] <= _RANK[status]:
                 status, chosen, answer = classify(said), arguments, said
@@ -265,7 +279,8 @@ class _Probing:
         self.cards[function.name] = ToolCard(
             name=function.name, status=status, probes=tried, arguments=chosen, answer=answer.content[:SHOWN],
             read_only_hint=hint if isinstance(hint, bool) else None, changes_state=changed,
-            call_seconds=round(self.times[-1], 4) if tried else 0.0, refused=status == ERRORS and refused and tried > 0)
+            call_seconds=round(self.times[-1], 4) if tried else 0.0,
+            refused=status in (ERRORS, NEEDS_CREDENTIALS) and refused and tried > 0)
 
 
 async def _second_pass(session: _Sessions, probing: _Probing) -> None:
@@ -314,6 +329,9 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
         await first.close()
         await second.close()
     card.tools = [probing.cards[function.name] for function in functions]
+    login = next((fn.name for fn in functions if _LOGIN.search(fn.name)), None)
+    for tool_card in card.tools:
+        tool_card.login_tool = login
     card.start_seconds = first.started
     card.call_seconds = round(median(probing.times), 4) if probing.times else None
     card.memory_mb = max(first.memory + second.memory, default=0.0) or None
@@ -375,6 +393,7 @@ def provenance(card: SourceCard, cached: bool) -> dict[str, Any]:
     """What a vetted tool keeps of its source's card."""
     return {"version": VETTING_VERSION, "cached": cached, "start_seconds": card.start_seconds,
             "call_seconds": card.call_seconds, "memory_mb": card.memory_mb,
-            "functions": {t.name: {"status": t.status, "refused": t.refused, "deterministic": t.deterministic,
+            "functions": {t.name: {"status": t.status, "refused": t.refused, "admitted": t.admitted,
+                                   "deterministic": t.deterministic,
                                    "changes_state": t.changes_state,
                                    "read_only_hint": t.read_only_hint, "hint_honest": t.hint_honest} for t in card.tools}}
