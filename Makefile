@@ -26,6 +26,12 @@ $(STAMP): pyproject.toml
 	# LLaMA-Factory's dataset parser and converter. Neither needs its training stack (torch, peft)
 	# for that, so both are installed alone.
 	$(UV) --no-deps "trl==1.16.0" "llamafactory==0.9.5"
+	# The RL libraries of tests/rl (the `rl` extra): verifiers 0.2.0 pins datasets<4.7, which its
+	# environment code does not need, so its other requirements are installed and then it alone.
+	$(UV) "skyrl-gym==0.4.0" aiolimiter "anthropic>=0.78" gepa "loguru>=0.7" "math-verify>=0.8" "msgpack>=1.1.2" \
+	    "openai-agents>=0.0.7" "prime-pydantic-config[toml]>=0.3.0.dev86" "prime-sandboxes>=0.2.27" \
+	    "prime-tunnel>=0.1.8" "pyzmq>=27.1" "renderers>=0.1.8.dev40" "setproctitle>=1.3" "tomli-w>=1.0" "uvloop>=0.21"
+	$(UV) --no-deps "verifiers==0.2.0"
 	touch $(STAMP)
 
 setup: $(STAMP)

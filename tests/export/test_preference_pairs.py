@@ -140,3 +140,9 @@ def test_the_ranking_dataset_info_declares_every_split_as_ranking_data(run_store
     assert {entry["file_name"] for entry in info.values()} == {f"{split}.jsonl" for split in SPLITS}
     assert all(entry["ranking"] is True and entry["formatting"] == "sharegpt" and entry["columns"]["chosen"] == "chosen"
                for entry in info.values())
+
+
+def test_every_fault_the_configuration_offers_is_one_the_corruptions_make() -> None:
+    from toolfactory.stages.verify.corruption import KINDS
+
+    assert set(MODEL_FAULTS) <= set(KINDS)

@@ -32,11 +32,11 @@ class PreferenceConfig(Section):
     @field_validator("corruptions")
     @classmethod
     def _known_kinds(cls, value: list[str]) -> list[str]:
-        from toolfactory.stages.verify.corruption import KINDS
-
-        unknown = [kind for kind in value if kind not in KINDS]
+        # Only the faults of a model's own reply (the configuration is below the stages: the
+        # corruptions' module is checked to hold each of these names by the tests).
+        unknown = [kind for kind in value if kind not in MODEL_FAULTS]
         if unknown:
-            raise ValueError(f"unknown corruption {unknown[0]!r} (one of: {', '.join(KINDS)})")
+            raise ValueError(f"unknown corruption {unknown[0]!r} (one of: {', '.join(MODEL_FAULTS)})")
         if not value:
             raise ValueError("at least one corruption kind")
         return value
