@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from conftest import _ci
+from conftest import _ci, _free_port
 from test_compose import _config, compose_binary, empty_env_file  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.e2e
@@ -75,6 +75,7 @@ class Worker:
         self.process = subprocess.Popen([*prefix, *command], env=env, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
+        self.health = ""  # its healthcheck server's URL
         self.started = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
         self.pid = self.process.pid if not as_pid1 else self._only_child(self.process.pid)
@@ -96,6 +97,23 @@ class Worker:
                 _unavailable(f"no PID namespace here to run the worker as PID 1: {' '.join(self.lines)[-300:]}")
             time.sleep(0.05)
         raise AssertionError("unshare started no worker")
+
+    def serving(self, wait_s: float) -> bool:
+        """Whether its healthcheck server answered within `wait_s`: the worker is all up (it
+        starts that server after it says it started)."""
+        import urllib.error
+        import urllib.request
+
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.health, timeout=5):
+                    return True
+            except urllib.error.HTTPError:
+                return True  # it answered (unhealthy until its first poll)
+            except OSError:
+                time.sleep(0.2)
+        return False
 
     def children(self) -> list[int]:
         return [int(pid) for pid in subprocess.run(["pgrep", "-P", str(self.pid)], capture_output=True, text=True).stdout.split()]
@@ -155,7 +173,12 @@ def worker_setup(prefect_api: str, compose_binary: Path, empty_env_file: Path, t
     started: list[Worker] = []
 
     def start() -> Worker:
-        worker = Worker(command, env, as_pid1)
+        # Its healthcheck server (`--with-healthcheck`) on a port of its own: Prefect's default,
+        # 8080, is shared with every other worker a test starts on this machine.
+        port = _free_port()
+        worker = Worker(command, {**env, "PREFECT_WORKER_WEBSERVER_HOST": "127.0.0.1",
+                                  "PREFECT_WORKER_WEBSERVER_PORT": str(port)}, as_pid1)
+        worker.health = f"http://127.0.0.1:{port}/health"
         started.append(worker)
         return worker
 
@@ -184,7 +207,7 @@ def test_the_compose_worker_stops_well_within_its_grace_period(worker_setup: Any
     stops["starting"] = starting.stop(bound)
 
     idle = start()
-    assert idle.started.wait(120), idle.lines[-20:]
+    assert idle.started.wait(120) and idle.serving(120), idle.lines[-20:]
     stops["idle"] = idle.stop(bound)
 
     (tmp_path / "sleeper.py").write_text(SLEEPER)
@@ -195,7 +218,7 @@ def test_the_compose_worker_stops_well_within_its_grace_period(worker_setup: Any
             pull_steps=[{"prefect.deployments.steps.set_working_directory": {"directory": str(tmp_path)}}])
         flow_run = client.create_flow_run_from_deployment(deployment)
     busy = start()
-    assert busy.started.wait(120), busy.lines[-20:]
+    assert busy.started.wait(120) and busy.serving(120), busy.lines[-20:]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         with get_client(sync_client=True) as client:
@@ -212,6 +235,7 @@ def test_the_compose_worker_stops_well_within_its_grace_period(worker_setup: Any
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in running)  # the flow run's process went with its worker
 
+    lines = {"starting": starting.lines, "idle": idle.lines, "running a flow": busy.lines}
     for when, stopped in stops.items():
-        assert stopped is not None, f"the worker still ran {bound:.0f} s after SIGTERM ({when})"
+        assert stopped is not None, f"the worker still ran {bound:.0f} s after SIGTERM ({when}): {lines[when][-8:]}"
         assert stopped < grace, f"the worker took {stopped:.1f} s to stop ({when}), grace period {grace:.0f} s"
