@@ -69,6 +69,10 @@ class TasksConfig(Section):
 
     instructions_per_tool: int = Field(2, ge=1, le=50)
     """Instructions generated per anchor tool (each tool of the pool anchors one tool set)."""
+    instructions_per_executable_tool: int | None = Field(None, ge=1, le=200)
+    """Instructions per anchor tool that comes from an executable source (`tools.environments`,
+    `tools.mcp`): its calls really run, so its dialogues are checked by execution rather than by a
+    model's opinion, and a source has many functions. Null: `instructions_per_tool`."""
     recipes: dict[Literal["toolalpaca", "toolllm", "toolace"], float] = Field(
         default_factory=lambda: {"toolalpaca": 0.4, "toolllm": 0.3, "toolace": 0.3}
     )

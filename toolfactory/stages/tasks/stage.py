@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 from typing import Any, ClassVar
 
+from toolfactory.executable.session import executable_source
 from toolfactory.models import Rejected, Task, Tool
 from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
@@ -72,6 +73,8 @@ class TasksStage:
         async def tasks_for(anchor: Tool) -> list[Task | Rejected]:
             rng, recipe = recipe_of(anchor)
             count = settings.instructions_per_tool
+            if settings.instructions_per_executable_tool is not None and executable_source(anchor) is not None:
+                count = settings.instructions_per_executable_tool
             if blueprints is not None and blueprints.applies(anchor):
                 return await blueprints.tasks(anchor, count, rng, recipe)
             if recipe == "toolalpaca":
