@@ -16,6 +16,7 @@ import pytest
 
 from conftest import http
 from toolfactory.config import Config, validate_config
+from toolfactory.executable.pool import pools
 from toolfactory.executable.confine import descendants
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue, Task, Tool
@@ -112,6 +113,13 @@ def test_calls_run_on_a_fresh_environment_per_dialogue_and_their_results_are_the
         assert executed["states"]["counter"]["value"] == total
         assert executed["states"]["counter"]["history"] == [json.loads(c.arguments)["amount"] for c in calls]
     assert out.profile["executed_dialogues"] == {"toolalpaca": 3}
+    # Vetting found that making the instance anew keeps two sessions apart: one process served the
+    # three dialogues, reset before each (a pool of this test process may already hold it).
+    began = [d.generation["execution"]["sessions"]["counter"] for d in out.records if isinstance(d, Dialogue)]
+    assert began.count("started") <= 1 and began.count("reused") >= 2, began
+    assert out.profile["sessions_reused_by_source"]["counter"] >= 2
+    assert len(runners()) <= 1  # the warm one, idle
+    pools().close()
     assert not runners()
 
 
@@ -125,6 +133,7 @@ def test_a_hanging_environment_rejects_its_dialogue_with_exec_timeout_and_the_sh
     assert [d.task_id for d in out.records if isinstance(d, Dialogue)] == ["adds"]
     # The rejected dialogue ran its source too: it counts with the dialogues that did.
     assert out.profile["executed_dialogues_by_source"] == {"counter": 1, "hostile": 1}, out.profile
+    pools().close()  # the warm counter; the hung process was stopped with its session
     assert not runners()
 
 

@@ -152,3 +152,19 @@ class Probed:
         """Save a note; its number."""
         self.notes.append(text)
         return {"saved": len(self.notes)}
+
+
+_NOTES: list[str] = []  # kept by the module, not the instance: a new instance still sees it
+
+
+class Leaky:
+    """Notes kept at module level: making the instance anew does not forget them."""
+
+    def note(self, text: str) -> int:
+        """Keep a note; the number of notes kept."""
+        _NOTES.append(text)
+        return len(_NOTES)
+
+    def notes(self) -> list[str]:
+        """Every note kept."""
+        return list(_NOTES)

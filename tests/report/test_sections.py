@@ -47,11 +47,20 @@ def test_llm_use_shows_requests_per_accepted_dialogue_of_each_recipe() -> None:
 
 
 def test_executed_tools_show_per_source_the_dialogues_calls_errors_and_those_in_the_dataset() -> None:
+    tools = stage("tools", 2, 2, vetted_functions={"time: works": 2, "files: works": 5, "files: errors (refused)": 1},
+                  warm_sessions={"time: reset keeps sessions apart": 1, "files: a new process per session": 1})
     made = stage("dialogues", 6, 5, executed_dialogues_by_source={"time": 4, "files": 1},
-                 executed_calls_by_source={"time": 9, "files": 2}, executed_errors_by_source={"time": 2, "files": 0})
-    kept = stage("curate", 5, 4, executed_dialogues_by_source={"time": 3})
-    executed = next(s for s in sections(RunStats("r", "completed", None, None, (made, kept), {}), DialogueMix()) if s.id == "executed")
-    assert executed.tables[0].rows == (("files", "1", "2", "0", "0", "0.0%"), ("time", "4", "9", "2", "3", "75.0%"))
+                 executed_calls_by_source={"time": 9, "files": 2}, executed_errors_by_source={"time": 2, "files": 0},
+                 sessions_started_by_source={"time": 1, "files": 1}, sessions_reused_by_source={"time": 3})
+    checked = stage("verify", 5, 5, sessions_reused_by_source={"time": 4}, sessions_started_by_source={"files": 1})
+    kept = stage("curate", 5, 4, executed_dialogues_by_source={"time": 3}, executed_dialogues_any_source={"any": 3})
+    stats = RunStats("r", "completed", None, None, (tools, made, checked, kept), {})
+    executed = next(s for s in sections(stats, DialogueMix()) if s.id == "executed")
+    assert executed.tables[0].rows == (("files", "1", "2", "0", "0", "0.0%", "2", "0"), ("time", "4", "9", "2", "3", "75.0%", "1", "7"))
+    assert executed.notes[0] == "3 of 4 accepted dialogues (75.0%) ran at least one real tool."
+    assert executed.notes[1] == "10 sessions from 3 process starts: 2.3 reused per start."
+    assert executed.tables[1].header == ("source", "errors (refused)", "works", "sessions")
+    assert executed.tables[1].rows == (("files", "1", "5", "a new process per session"), ("time", "0", "2", "reset keeps sessions apart"))
 
 
 def test_a_run_without_executable_sources_says_every_tool_response_was_played() -> None:

@@ -41,6 +41,7 @@ from toolfactory.executable.session import (
     EXEC_TIMEOUT,
     CallResult,
     ExecutionFailed,
+    empty_folder,
     mark_executable,
 )
 from toolfactory.executable.settings import PythonEnvironmentSettings
@@ -82,9 +83,10 @@ def doc_function(doc: dict[str, Any]) -> Function:
 class PythonSession:
     """One runner process holding one fresh instance."""
 
-    def __init__(self, settings: PythonEnvironmentSettings, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, settings: PythonEnvironmentSettings, process: asyncio.subprocess.Process, folder: str) -> None:
         self.settings = settings
         self.process = process
+        self.folder = folder
         self.stderr = bytearray()
         self.stderr_bytes = 0
         self.flooded = False
@@ -168,6 +170,21 @@ class PythonSession:
     async def state(self) -> Any:
         return (await self.request({"op": "state"}, self.settings.call_timeout_seconds)).get("state")
 
+    async def initialize(self, timeout: float) -> None:
+        """Make the instance from the initial state (anew, on a warm process)."""
+        init = {"op": "init", "class_path": self.settings.resolved_class_path(), "initial_state": self.settings.initial_state}
+        answer = await self.request(init, timeout)
+        if not answer.get("ok"):
+            await self.stop()
+            raise ExecutionFailed(EXEC_START_FAILED, f"{self.settings.name}: {self.settings.resolved_class_path()}: {answer.get('error')}")
+
+    async def reset(self) -> None:
+        """A fresh environment in this process: its folder emptied and the instance made anew
+        from the initial state (what a module of the class keeps at its level survives: vetting
+        checks that two sessions stay apart before a run reuses processes)."""
+        empty_folder(Path(self.folder))
+        await self.initialize(self.settings.start_timeout_seconds)
+
     async def stop(self) -> None:
         """Stop the runner: the launcher kills everything it started when told to stop."""
         if self.process.returncode is None:
@@ -210,19 +227,17 @@ class PythonEnvironment:
             )
         except OSError as exc:
             raise ExecutionFailed(EXEC_START_FAILED, f"{self.name}: cannot start its runner: {exc}") from exc
-        session = PythonSession(self.settings, process)
-        init = {"op": "init", "class_path": self.settings.resolved_class_path(), "initial_state": self.settings.initial_state}
+        session = PythonSession(self.settings, process, folder)
         try:
-            answer = await session.request(init, self.settings.start_timeout_seconds)
+            await session.initialize(self.settings.start_timeout_seconds)
         except ExecutionFailed as exc:
             await session.stop()
+            if exc.reason == EXEC_START_FAILED:
+                raise
             raise ExecutionFailed(EXEC_START_FAILED, f"{exc.reason}: {exc.message}") from exc
         except BaseException:
             await session.stop()
             raise
-        if not answer.get("ok"):
-            await session.stop()
-            raise ExecutionFailed(EXEC_START_FAILED, f"{self.name}: {self.settings.resolved_class_path()}: {answer.get('error')}")
         return session
 
     async def list_tools(self) -> list[Tool]:

@@ -15,8 +15,10 @@ rejects the dialogue; the shard goes on.
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
+import shutil
+from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from toolfactory.errors import ToolfactoryError
@@ -96,3 +98,13 @@ def executable_source(tool: Tool) -> str | None:
     """The name of the executable source `tool` comes from, or ``None`` for a tool an LLM plays."""
     marker = tool.provenance.get("executable")
     return marker.get("source") if isinstance(marker, dict) else None
+
+
+def empty_folder(folder: Path) -> None:
+    """Remove everything inside `folder` (links are removed, not followed); the folder stays."""
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with suppress(FileNotFoundError):
+                entry.unlink()

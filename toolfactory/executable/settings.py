@@ -46,7 +46,12 @@ class ExecutableSourceSettings(BaseModel):
     """A call's result is cut at this many bytes (marked as cut); a process that writes far more
     than this fails its dialogue (`exec_output_flood`)."""
     max_sessions: int = Field(4, ge=1, le=256)
-    """Fresh environments of this source open at once in one worker process."""
+    """Fresh environments of this source open at once in one worker process (warm ones included)."""
+    warm_sessions: bool | None = None
+    """Keep the source's processes between dialogues and hand each dialogue a fresh environment by
+    resetting one (a Python environment's instance made anew, a server's working folder emptied)
+    rather than starting a process per dialogue. Null: where vetting found that a reset keeps two
+    sessions apart (what one wrote, the next does not see); true or false overrides it."""
     near_miss_types: Literal["coerce", "reject"] = "coerce"
     """A call whose arguments miss their types narrowly ("5" for an integer, "true" for a boolean,
     one value for an array): coerce (run it with the well-typed values, which the dialogue records,

@@ -18,7 +18,10 @@ that fit its parameters (:mod:`.probes`: documented examples first). The answers
                        tools go on in a fresh session.
 
 A second, fresh session then makes the same calls in the same order: a tool whose answers
-differ is not ``deterministic``. The state (:meth:`Session.state`) read before and after each
+differ is not ``deterministic``. The first session, every probe's writes in it, is then reset
+(:mod:`.pool`) and makes those calls once more: when it starts from the fresh state, its
+deterministic tools answer as the fresh session's did and its state follows suit, the reset keeps
+two dialogues apart, and a run reuses the source's processes (``warm``). The state (:meth:`Session.state`) read before and after each
 tool's calls says whether it ``changes_state`` (unknown where the source has no observable
 state); an MCP tool that says it is read-only (``readOnlyHint``) and changes the state has a
 dishonest hint. The card of a source also holds its start time, its median call time and the
@@ -133,6 +136,12 @@ class SourceCard:
     tools: list[ToolCard] = field(default_factory=list)
     failure: str | None = None
     """Why the source could not be vetted (it did not start, or its session failed)."""
+    warm: bool | None = None
+    """Whether a reset session is a fresh one (after every probe's writes, it starts from the
+    fresh state and answers as a fresh session): a run then reuses the source's processes
+    (`warm_sessions`). None: it cannot be reset, or shows nothing to tell by."""
+    reset_seconds: float | None = None
+    """What the reset took (against `start_seconds` for a new process)."""
 
     def working(self) -> list[str]:
         return [t.name for t in self.tools if t.status == WORKS]
@@ -283,13 +292,53 @@ class _Probing:
             refused=status in (ERRORS, NEEDS_CREDENTIALS) and refused and tried > 0)
 
 
-async def _second_pass(session: _Sessions, probing: _Probing) -> None:
-    """The working tools' deciding calls again, in the order they worked, on a fresh session: a
-    tool that answers otherwise is not deterministic."""
-    for name in probing.order:
+@dataclass
+class _Pass:
+    """What one session answered to the working tools' deciding calls, between its states."""
+
+    before: Any
+    answers: list[CallResult]
+    after: Any
+
+
+async def _replay(session: _Sessions, probing: _Probing) -> _Pass:
+    """The working tools' deciding calls again, in the order they worked."""
+    before = await session.state()
+    answers = [await session.call(name, probing.cards[name].arguments or {}) for name in probing.order]
+    return _Pass(before, answers, await session.state())
+
+
+async def _second_pass(session: _Sessions, probing: _Probing) -> _Pass:
+    """The deciding calls on a fresh session: a tool that answers otherwise is not deterministic."""
+    fresh = await _replay(session, probing)
+    for name, again in zip(probing.order, fresh.answers):
         card = probing.cards[name]
-        again = await session.call(name, card.arguments or {})
         card.deterministic = not again.is_error and again.content == probing.answers[name]
+    return fresh
+
+
+async def _reset_isolates(used: _Sessions, probing: _Probing, fresh: _Pass) -> tuple[bool | None, float | None]:
+    """Whether resetting the probed session (every probe's writes in it) makes it fresh: it holds
+    the state a fresh session starts from, and its deterministic tools answer the deciding calls
+    as the fresh one did, the state following suit. None when the source cannot be reset, or
+    shows nothing to tell (no state, no deterministic tool); with the seconds the reset took."""
+    session = await used.session()
+    reset = getattr(session, "reset", None)
+    if reset is None:
+        return None, None
+    began = time.perf_counter()
+    try:
+        await reset()
+    except ExecutionFailed:
+        await used.close()
+        return False, None
+    took = round(time.perf_counter() - began, 4)
+    again = await _replay(used, probing)
+    compared = [(a.content, b.content) for name, a, b in zip(probing.order, again.answers, fresh.answers)
+                if probing.cards[name].deterministic]
+    if fresh.before is None and fresh.after is None and not compared:
+        return None, took
+    return (again.before == fresh.before and again.after == fresh.after and all(a == b for a, b in compared)), took
 
 
 async def vet(environment: Environment, attempts: int = 3, timeout_seconds: float = 300.0) -> SourceCard:
@@ -322,12 +371,13 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
         for function in functions:  # the second round: what failed, with what the others made
             if probing.cards[function.name].status in (ERRORS, NEEDS_NETWORK, NEEDS_CREDENTIALS):
                 await probing.probe(function)
-        await first.close()
-        first.worked = []
-        await _second_pass(second, probing)
-    finally:
-        await first.close()
+        fresh = await _second_pass(second, probing)
+        # Sessions close in the reverse order of opening (an MCP session is a nest of task groups).
         await second.close()
+        card.warm, card.reset_seconds = await _reset_isolates(first, probing, fresh)
+    finally:
+        await second.close()
+        await first.close()
     card.tools = [probing.cards[function.name] for function in functions]
     login = next((fn.name for fn in functions if _LOGIN.search(fn.name)), None)
     for tool_card in card.tools:
@@ -343,7 +393,7 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
 #: figures).
 PROVENANCE = "vetting"
 #: Bumped when what vetting does changes, so that cards made before are not reused.
-VETTING_VERSION = 1
+VETTING_VERSION = 2
 CARDS = "vetting"  # the folder of the storage root that keeps the cards
 
 
@@ -351,6 +401,11 @@ def vetted_function(tool: Tool, name: str) -> dict[str, Any]:
     """What vetting found of `tool`'s function `name` ({} when it was not vetted)."""
     found = (tool.provenance.get(PROVENANCE) or {}).get("functions") or {}
     return found.get(name) or {}
+
+
+def vetted_warm(tool: Tool) -> bool | None:
+    """Whether vetting found that a reset keeps two sessions of `tool`'s source apart."""
+    return (tool.provenance.get(PROVENANCE) or {}).get("warm")
 
 
 def source_version(tool: Tool, settings: Any) -> str:
@@ -392,7 +447,8 @@ def card_from(data: dict[str, Any]) -> SourceCard:
 def provenance(card: SourceCard, cached: bool) -> dict[str, Any]:
     """What a vetted tool keeps of its source's card."""
     return {"version": VETTING_VERSION, "cached": cached, "start_seconds": card.start_seconds,
-            "call_seconds": card.call_seconds, "memory_mb": card.memory_mb,
+            "call_seconds": card.call_seconds, "memory_mb": card.memory_mb, "warm": card.warm,
+            "reset_seconds": card.reset_seconds,
             "functions": {t.name: {"status": t.status, "refused": t.refused, "admitted": t.admitted,
                                    "deterministic": t.deterministic,
                                    "changes_state": t.changes_state,

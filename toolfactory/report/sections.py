@@ -7,12 +7,16 @@ not have yet, a stage that did not run). Table cells are plain text; the page es
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from toolfactory.curation import turn_masks
 from toolfactory.curation.contamination import CHECKED, CONTAMINATED, SETTINGS, SKIPPED, settings_text
-from toolfactory.executable.counts import CALLS_BY_SOURCE, DIALOGUES_BY_SOURCE, ERRORS_BY_SOURCE
+from toolfactory.executable.counts import (
+    CALLS_BY_SOURCE, DIALOGUES_BY_SOURCE, ERRORS_BY_SOURCE, EXECUTED, SESSIONS_REUSED, SESSIONS_STARTED,
+)
+from toolfactory.stages.tools.executable import WARM_SOURCES
 from toolfactory.preflight.choices import describe_choice
 from toolfactory.report import charts
 from toolfactory.report.charts import TOP_N, TOP_REASONS, Chart, top
@@ -255,7 +259,8 @@ def accepted_mix(mix: DialogueMix) -> Section:
 
 def executed_tools(stats: RunStats) -> Section:
     """Per executable source: the dialogues that ran its tools for real, their calls and error
-    answers, and how many of those dialogues are in the dataset."""
+    answers, how many of those dialogues are in the dataset, what vetting found of its tools, and
+    how its sessions began (a process started, or a warm one reset)."""
     title = "Executed tools"
     made = {dimension: stats.profile("dialogues", dimension) for dimension in (DIALOGUES_BY_SOURCE, CALLS_BY_SOURCE, ERRORS_BY_SOURCE)}
     final = DATASET_STAGE if stats.stage(DATASET_STAGE) else "verify"
@@ -264,13 +269,44 @@ def executed_tools(stats: RunStats) -> Section:
     if not sources:
         return Section("executed", title, notes=("No dialogue of this run called a tool from an executable source "
                                                  "(tools.environments, tools.mcp): every tool response was played by an LLM.",))
+    started: Counter[str] = Counter()
+    reused: Counter[str] = Counter()
+    for stage in ("dialogues", "verify"):
+        started.update(stats.profile(stage, SESSIONS_STARTED))
+        reused.update(stats.profile(stage, SESSIONS_REUSED))
     rows = tuple((source, count(n), count(made[CALLS_BY_SOURCE].get(source, 0)), count(made[ERRORS_BY_SOURCE].get(source, 0)),
-                  count(kept.get(source, 0)), percent(kept.get(source, 0) / stats.accepted if stats.accepted else None))
+                  count(kept.get(source, 0)), percent(kept.get(source, 0) / stats.accepted if stats.accepted else None),
+                  count(started.get(source, 0)), count(reused.get(source, 0)))
                  for source, n in sorted(sources.items()))
     table = Table("executed", "Dialogues whose calls ran on the real tool of an executable source (no LLM played it), "
-                  "per source; error answers are results the assistant saw and could recover from.",
-                  ("source", "dialogues", "calls", "error answers", "in the dataset", "share of the dataset"), rows)
-    return Section("executed", title, tables=(table,))
+                  "per source; error answers are results the assistant saw and could recover from; sessions (of the "
+                  "dialogues and of the verifier's replays) began with a process started for them or a warm one reset.",
+                  ("source", "dialogues", "calls", "error answers", "in the dataset", "share of the dataset",
+                   "processes started", "sessions reused"), rows)
+    notes = []
+    executed = stats.profile(final, EXECUTED).get("any", 0)
+    if stats.accepted:
+        notes.append(f"{count(executed)} of {count(stats.accepted)} accepted dialogues ({percent(executed / stats.accepted)}) "
+                     "ran at least one real tool.")
+    if sum(started.values()):
+        notes.append(f"{count(sum(started.values()) + sum(reused.values()))} sessions from {count(sum(started.values()))} "
+                     f"process starts: {sum(reused.values()) / sum(started.values()):.1f} reused per start.")
+    tables = [table]
+    vetted = stats.profile("tools", "vetted_functions")
+    if vetted:
+        by_source: dict[str, Counter[str]] = {}
+        for key, n in vetted.items():
+            source, _, status = key.partition(": ")
+            by_source.setdefault(source, Counter())[status] += n
+        warm_found = {key.partition(": ")[0]: key.partition(": ")[2] for key in stats.profile("tools", WARM_SOURCES)}
+        classes = sorted({status for counted in by_source.values() for status in counted})
+        tables.append(Table("vetting", "What vetting found of each source's functions (toolfactory tools vet): a run admits "
+                            "those that work and those that refused every probe as bad input; and whether a reset process "
+                            "is as fresh as a new one (its sessions are then warm).",
+                            ("source", *classes, "sessions"),
+                            tuple((source, *(count(by_source[source].get(c, 0)) for c in classes), warm_found.get(source, "-"))
+                                  for source in sorted(by_source))))
+    return Section("executed", title, tables=tuple(tables), notes=tuple(notes))
 
 
 def judges_against_execution(stats: RunStats) -> Section:

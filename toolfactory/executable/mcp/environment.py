@@ -35,6 +35,7 @@ from toolfactory.executable.session import (
     EXEC_TIMEOUT,
     CallResult,
     ExecutionFailed,
+    empty_folder,
     mark_executable,
 )
 from toolfactory.models import Tool
@@ -83,6 +84,30 @@ class McpSession:
         if self.settings.state_files:
             state["files"] = files_of(self.workdir)
         return state or None
+
+    async def reset(self) -> None:
+        """A fresh environment on this server process: its working folder emptied, and a ping
+        that it still answers (a process that died or hangs idle fails here, not in a dialogue).
+        What the server keeps in memory survives: vetting checks that two sessions stay apart
+        before a run reuses a process. Over HTTP there is no process of ours to reuse."""
+        if self.link is None:
+            raise ExecutionFailed(EXEC_CRASHED, f"MCP source {self.settings.name}: an HTTP session is not reused")
+        if self.broken is not None:
+            raise self.broken
+        empty_folder(self.workdir)
+        timeout = self.settings.start_timeout_seconds
+        try:
+            with anyio.fail_after(timeout):
+                await self.client.send_ping()
+        except TimeoutError:
+            self.broken = ExecutionFailed(EXEC_TIMEOUT, f"MCP source {self.settings.name}: no answer to a ping within {timeout:g} s")
+        except (*_BROKEN, MCPError) as exc:
+            self.broken = self._link_failure() or ExecutionFailed(EXEC_CRASHED, f"MCP source {self.settings.name}: "
+                                                                               f"a ping failed: {_first_line(exc)}")
+        else:
+            return
+        await self.link.stop()
+        raise self.broken
 
     async def _run(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult | MCPError:
         """Call the tool; the result verbatim (not validated against the tool's output schema:

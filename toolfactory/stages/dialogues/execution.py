@@ -45,7 +45,8 @@ from toolfactory.executable.session import (
     executable_source,
 )
 from toolfactory.executable.settings import ExecutableSourceSettings
-from toolfactory.executable.vetting import vetted_function
+from toolfactory.executable.pool import open_session, warm
+from toolfactory.executable.vetting import vetted_function, vetted_warm
 from toolfactory.models import Function, Task, Tool, ToolCall, canonical_json
 from toolfactory.stages.dialogues.agents import call_error, unsendable
 
@@ -93,6 +94,7 @@ class DialogueExecution:
         self._stack = AsyncExitStack()
         self._lock = asyncio.Lock()  # calls run one at a time, in the order they were made
         self.calls: list[dict[str, Any]] = []
+        self.warm: dict[str, bool] = {}  # the sources whose session came from the warm pool
 
     async def __aenter__(self) -> DialogueExecution:
         await self._stack.__aenter__()
@@ -152,7 +154,7 @@ class DialogueExecution:
             async with self._lock:
                 session = self._sessions.get(name)
                 if session is None:
-                    session = self._sessions[name] = await self._open(name)
+                    session = self._sessions[name] = await self._open(name, vetted_warm(tool))
                 result = await session.call(call.name, arguments)
         except ExecutionFailed as failed:
             # The call was made and its environment failed it: kept with the rejected dialogue, so
@@ -175,7 +177,7 @@ class DialogueExecution:
         self.calls.append(entry)
         return result
 
-    async def _open(self, name: str) -> Session:
+    async def _open(self, name: str, vetted: bool | None) -> Session:
         """A session of source `name`, held open by a task of its own until the dialogue ends.
 
         A dialogue makes its calls from whichever task reaches them first (parallel calls and
@@ -187,7 +189,10 @@ class DialogueExecution:
 
         async def hold() -> None:
             try:
-                async with self._sources[name].environment.session() as session:
+                source = self._sources[name]
+                reused = warm(source.settings, vetted)
+                async with open_session(source.environment, source.settings, reused) as session:
+                    self.warm[name] = reused
                     ready.set_result(session)
                     await done.wait()
             except BaseException as exc:
@@ -210,4 +215,8 @@ class DialogueExecution:
             return None
         async with self._lock:
             states = {name: await session.state() for name, session in sorted(self._sessions.items())}
-        return {"calls": self.calls, "states": states}
+        # How each session began: a process started for it, or a warm one reset (the verifier's
+        # replay opens its sessions the same way).
+        began = {name: "reused" if getattr(session, "reused", False) else "started" for name, session in sorted(self._sessions.items())}
+        return {"calls": self.calls, "states": states, "sessions": began,
+                "warm": {name: self.warm.get(name, False) for name in sorted(self._sessions)}}

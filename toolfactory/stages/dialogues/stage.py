@@ -69,7 +69,7 @@ class DialoguesStage:
             if executed.get("calls"):  # dialogues whose calls ran on executable sources
                 out.count("executed_dialogues", record.recipe)
                 out.count("executed_calls", record.recipe, len(executed["calls"]))
-                count_executed(out, record.generation)
+                count_executed(out, record.generation, sessions=True)
             if "target_state" in executed:
                 out.count("blueprint_dialogues", record.recipe)
         for rejected in out.rejected:  # a search without an answer, a dialogue stopped early: spent too

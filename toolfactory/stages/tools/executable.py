@@ -32,6 +32,8 @@ from toolfactory.definitions.validity import definition_problems
 #: A function its source's documentation names but the source cannot run.
 FUNCTION_MISSING = "exec_function_missing"
 ATTEMPTS = 3  # argument sets tried per tool and round when a run vets a source
+#: Per source, what vetting found of resetting its processes (see toolfactory.executable.pool).
+WARM_SOURCES = "warm_sessions"
 
 
 async def import_executable(name: str, tools: ToolsConfig, stage: str = "tools", store: ObjectStore | None = None) -> StageOutput:
@@ -91,6 +93,9 @@ async def _vetted(tool: Tool, settings: ExecutableSourceSettings, environment: E
     if held is None and store is not None:
         store.write_bytes(key, json.dumps(card.to_dict(), default=str).encode())
     out.count("vetting_cache", settings.name + (": reused" if held else ": made"))
+    # Whether a reset process is as fresh as a new one: its sessions are then warm (pool.py).
+    out.count(WARM_SOURCES, f"{settings.name}: " + {True: "reset keeps sessions apart", False: "a new process per session",
+                                                     None: "nothing to tell a reset by"}[card.warm])
     tool.provenance[PROVENANCE] = provenance(card, cached=held is not None)
     found = {t.name: t for t in card.tools}
     working = []

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from toolfactory.executable.pool import open_session, warm
 from toolfactory.executable.python_env import PythonEnvironment
 from toolfactory.executable.settings import PythonEnvironmentSettings
 from toolfactory.executable.session import EXEC_START_FAILED, CallResult, Environment, ExecutionFailed, Session
@@ -96,6 +98,8 @@ class Replay:
     turn_states: list[dict[str, Any]] = field(default_factory=list)
     """The states after the calls that answer each user message, of the sources
     :attr:`expected_turns` names."""
+    began: dict[str, str] = field(default_factory=dict)
+    """How each source's session began: ``started`` (a new process) or ``reused`` (a warm one)."""
     expected_turns: list[dict[str, Any]] | None = None
     """The states the task requires after the calls that answer each user message, in order
     (``target_turn_states``: BFCL checks the state after every turn), by source; None: the final
@@ -210,9 +214,16 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
         for name in needed:  # in name order, as the dialogues stage takes its slots
             await sources[name].slots.acquire()
             stack.callback(sources[name].slots.release)
+        # A source whose dialogue session came from the warm pool is replayed on one too (a reset
+        # process, which vetting found as fresh as a new one).
+        vetted_warm = executed.get("warm") or {}
+
         async def opened(name: str) -> Session:
             if name not in sessions:
-                sessions[name] = await stack.enter_async_context(sources[name].environment.session())
+                source = sources[name]
+                fresh = open_session(source.environment, source.settings, warm(source.settings, vetted_warm.get(name)))
+                sessions[name] = await stack.enter_async_context(fresh)
+                out.began[name] = "reused" if getattr(sessions[name], "reused", False) else "started"
             return sessions[name]
 
         async def turns_ended(before: int) -> None:
@@ -236,8 +247,7 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
             await turns_ended(len(out.expected_turns or []))
             path = "generation.execution.states"
             for name in needed:  # a source the target names but no call touched: its initial state
-                if name not in sessions:
-                    sessions[name] = await stack.enter_async_context(sources[name].environment.session())
+                await opened(name)
             out.states = {name: await session.state() for name, session in sorted(sessions.items())}
         except ExecutionFailed as failed:
             out.failure = Failure(failed.reason, path, failed.message)
@@ -268,6 +278,8 @@ class ExecutionLayer:
         self._sources = {name: Source(env, settings, asyncio.Semaphore(settings.max_sessions))
                          for name, (env, settings) in configured.items()}
         self._disabled = disabled
+        self.sessions: Counter[tuple[str, str]] = Counter()
+        """Sessions the replays opened, by source and how they began (``started``, ``reused``)."""
 
     @property
     def configured(self) -> bool:
@@ -292,4 +304,6 @@ class ExecutionLayer:
             found = Replay(calls=[], failure=Failure(EXEC_START_FAILED, "generation.execution.environments",
                                                      " ".join(str(exc).split())[:300]))
             return judged(dialogue, found, self._disabled, policy)
-        return judged(dialogue, await replay(dialogue, sources), self._disabled, policy)
+        found = await replay(dialogue, sources)
+        self.sessions.update(found.began.items())
+        return judged(dialogue, found, self._disabled, policy)

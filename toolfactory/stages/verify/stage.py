@@ -33,6 +33,7 @@ from toolfactory.executable.registry import environments, source_settings
 from toolfactory.models import Dialogue, Judgement, Record, Rejected
 from toolfactory.stages.base import CALLS_BY_RECIPE, RECIPES, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
 from toolfactory.stages.records import map_records
+from toolfactory.executable.counts import SESSIONS_REUSED, SESSIONS_STARTED
 from toolfactory.stages.verify.execution import EXECUTION, ExecutionLayer, applies
 from toolfactory.stages.verify.judges import failed_verdicts, first_wave, judge_all, judge_requests
 from toolfactory.stages.verify.limits import Limits
@@ -126,6 +127,8 @@ class VerifyStage:
         if layer is not None and (layer.configured or passed["replayed"]):
             out.layers["execution"] = (passed["rules"], passed["execution"])
             out.count(REPLAYED, "dialogues", passed["replayed"])
+            for (source, began), n in sorted(layer.sessions.items()):
+                out.count(SESSIONS_REUSED if began == "reused" else SESSIONS_STARTED, source, n)
         if aspects:
             out.layers["model"] = (passed["execution"], passed["model"])
             for verdict, n in sorted(alone.items()):
