@@ -69,10 +69,12 @@ mcp-servers:
 		npm install --prefix $(MCP_SERVERS) --no-audit --no-fund --loglevel=error $(MCP_NPM) && echo "$(MCP_NPM)" > $(MCP_SERVERS)/.installed; \
 	else echo "npm not found: the tests of MCP servers from npm will skip"; fi
 
-# Two workers (pytest-xdist) share every test; the 25 slowest are listed at the end.
+# Two workers (pytest-xdist) share every test; the 25 slowest are listed at the end. When some
+# fail, their ids are printed last (processes a test started may print after pytest's summary).
 test: $(STAMP) browser postgres mcp-servers
 	$(COMPILE)
-	$(BIN)/pytest -q -n 2 --dist loadgroup --durations=25
+	@$(BIN)/pytest -q -n 2 --dist loadgroup --durations=25 || { status=$$?; \
+		echo "failed or errored:"; cat .pytest_cache/v/cache/lastfailed 2>/dev/null; echo; exit $$status; }
 
 # The documentation site, into build/site (the suite builds it too, with warnings as errors).
 docs: $(STAMP)
