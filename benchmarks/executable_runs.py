@@ -1,6 +1,7 @@
 """Whole runs over executable tool sources, against the same tools played by an LLM.
 
-    python -m benchmarks.executable_runs [--sources files,time,memory,everything] [--instructions 12] [--obedience 1.0] [--out PATH]
+    python -m benchmarks.executable_runs [--sources files,time,memory,everything] [--modes executed,cold,played]
+        [--instructions 12] [--obedience 1.0] [--out PATH]
 
 Each source is imported as the run's only tools, and two runs are made with the same
 configuration (the quickstart's recipes, judges and simulator faults, with no simulated latency).
@@ -12,7 +13,9 @@ assistant decision then pick different functions and invent different file names
 self-consistency rejects nearly every dialogue (`dialogue_inconsistent_decision`) in both modes,
 and the run says nothing about execution.
 In the *executed* run the tools come from the source and every call goes to a fresh copy of the
-real tool. In the *played* run the same tools, written to a catalog file without their executable
+real tool: a warm process reset for it where vetting found the reset keeps sessions apart (see
+docs/tools/vetting.md); the *cold* run is the same with `warm_sessions: false`, a process started
+for every session of a dialogue and of the verifier's replay. In the *played* run the same tools, written to a catalog file without their executable
 marker, are answered by the tool-executor LLM (the simulator). The sources:
 
 * `files`: BFCL's GorillaFileSystem, a Python environment (`pip install --no-deps bfcl-eval`);
@@ -23,7 +26,10 @@ marker, are answered by the tool-executor LLM (the simulator). The sources:
 Reported per source and mode: functions imported, whether the run completed, tasks, dialogues
 made and accepted (the dataset), the share of tasks accepted, LLM calls and tokens per accepted
 dialogue (every stage, judges included), the tool role's LLM calls (0 when every call ran), and
-how many accepted dialogues executed real calls. All runs share one Prefect server and one local
+how many accepted dialogues executed real calls; process starts (dialogues and replays) per
+executed dialogue, and the CPU time of the benchmark's whole process tree (driver, Prefect, Ray
+and its workers, the sources' processes: `/proc` times of the living and what they reaped) per
+executed dialogue (per accepted dialogue for the played run). All runs share one Prefect server and one local
 Ray, as the test suite's runs do; each run has its own storage root, so no LLM cache is shared.
 """
 
@@ -44,7 +50,8 @@ from typing import Any
 from benchmarks._common import RESULTS_DIR, machine_info, table, write_json
 from benchmarks.mcp_sources import NPM, everything_over_http
 from toolfactory.config import ToolsConfig
-from toolfactory.executable.counts import DIALOGUES_BY_SOURCE
+from toolfactory.executable.confine import descendants
+from toolfactory.executable.counts import DIALOGUES_BY_SOURCE, EXECUTED, SESSIONS_STARTED
 from toolfactory.executable.registry import environments
 from toolfactory.stages import DATASET_STAGE
 
@@ -103,6 +110,19 @@ def overrides(root: Path, instructions: int, tools: dict[str, Any], obedience: f
     return [f"{key}={value}" for key, value in values.items()]
 
 
+def tree_cpu_seconds() -> float:
+    """User and system CPU of this process and its living descendants, and of what they reaped."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in [os.getpid(), *descendants(os.getpid())]:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    return total / tick
+
+
 def figures(summary: dict[str, Any], source: str) -> dict[str, Any]:
     stages = {s["stage"]: s for s in summary.get("stages", [])}
     cost = summary.get("per_accepted") or {}
@@ -119,6 +139,9 @@ def figures(summary: dict[str, Any], source: str) -> dict[str, Any]:
         "tokens_per_accepted": cost.get("tokens"),
         "tool_role_tokens": int(tool_role.get("prompt_tokens", 0)) + int(tool_role.get("completion_tokens", 0)),
         "executed_dialogues": stages.get("dialogues", {}).get("profile", {}).get(DIALOGUES_BY_SOURCE, {}).get(source, 0),
+        "executed_any": stages.get("dialogues", {}).get("profile", {}).get(EXECUTED, {}).get("any", 0),
+        "process_starts": sum(stages.get(stage, {}).get("profile", {}).get(SESSIONS_STARTED, {}).get(source, 0)
+                              for stage in ("dialogues", "verify")),
         "executed_accepted": stages.get(DATASET_STAGE, {}).get("profile", {}).get(DIALOGUES_BY_SOURCE, {}).get(source, 0),
         "rejections": {s: dict(list(v.get("rejections", {}).items())[:3]) for s, v in stages.items() if v.get("rejections")},
     }
@@ -154,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", default=",".join(SOURCES), help="comma-separated, of: " + ", ".join(SOURCES))
     parser.add_argument("--instructions", type=int, default=12, help="tasks.instructions_per_tool of every run")
     parser.add_argument("--obedience", type=float, default=1.0, help="llm.simulator.obedience of every run (see above)")
+    parser.add_argument("--modes", default="", help="comma-separated, of: executed, cold, played (default: all)")
     parser.add_argument("--out", default=str(RESULTS_DIR / "executable_runs.json"))
     args = parser.parse_args(argv)
     names = [n for n in args.sources.split(",") if n]
@@ -171,16 +195,25 @@ def main(argv: list[str] | None = None) -> int:
             field, entry = source_entry(name, url)
             catalog = Path(tmp) / f"{name}-played.json"
             functions = played_catalog(field, entry, catalog)
-            for mode, tools in (("executed", {field: [entry]}),
-                                ("played", {"files": [{"path": str(catalog), "format": "catalog"}]})):
+            modes = [("executed", {field: [entry]}), ("cold", {field: [{**entry, "warm_sessions": False}]}),
+                     ("played", {"files": [{"path": str(catalog), "format": "catalog"}]})]
+            if args.modes:
+                modes = [m for m in modes if m[0] in args.modes.split(",")]
+            for mode, tools in modes:
+                cpu = tree_cpu_seconds()
                 summary = run(overrides(Path(tmp) / f"{name}-{mode}", args.instructions, tools, args.obedience))
-                rows.append({"source": name, "mode": mode, "functions": functions, "wall_s": summary["wall_s"],
-                             **figures(summary, name)})
+                row = {"source": name, "mode": mode, "functions": functions, "wall_s": summary["wall_s"],
+                       "cpu_s": round(tree_cpu_seconds() - cpu, 1), **figures(summary, name)}
+                per = row["executed_dialogues"] if mode != "played" else row["accepted"]
+                row["starts_per_executed"] = round(row["process_starts"] / per, 3) if per and mode != "played" else None
+                row["cpu_per_dialogue_s"] = round(row["cpu_s"] / per, 3) if per else None
+                rows.append(row)
                 print(f"{name} {mode}: {summary.get('status')} in {summary['wall_s']} s", flush=True)
                 # Written after every run: a long benchmark stopped half-way keeps what it measured.
                 write_json(args.out, {**data, "machine": machine_info()})
     keys = ["source", "mode", "functions", "status", "tasks", "dialogues", "accepted", "accepted_share",
-            "llm_calls_per_accepted", "tokens_per_accepted", "tool_role_tokens", "executed_accepted", "wall_s"]
+            "llm_calls_per_accepted", "tool_role_tokens", "executed_dialogues", "executed_accepted", "process_starts",
+            "starts_per_executed", "cpu_s", "cpu_per_dialogue_s", "wall_s"]
     print(table(keys, [[row[k] for k in keys] for row in rows]))
     data["machine"] = machine_info()
     print(f"load average before {data['load_before']}, after {data['machine'].get('loadavg')}")

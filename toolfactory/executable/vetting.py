@@ -19,9 +19,11 @@ that fit its parameters (:mod:`.probes`: documented examples first). The answers
 
 A second, fresh session then makes the same calls in the same order: a tool whose answers
 differ is not ``deterministic``. The first session, every probe's writes in it, is then reset
-(:mod:`.pool`) and makes those calls once more: when it starts from the fresh state, its
-deterministic tools answer as the fresh session's did and its state follows suit, the reset keeps
-two dialogues apart, and a run reuses the source's processes (``warm``). The state (:meth:`Session.state`) read before and after each
+(:mod:`.pool`) and makes those calls once more, and so does a third, fresh session after it:
+when the reset one starts from the fresh state, ends where the fresh ones do, and answers as
+they did wherever the two fresh ones agreed, the reset keeps two dialogues apart, and a run
+reuses the source's processes (``warm``). A tool the third session answers otherwise is not
+deterministic either (a clock read twice within one second looks deterministic). The state (:meth:`Session.state`) read before and after each
 tool's calls says whether it ``changes_state`` (unknown where the source has no observable
 state); an MCP tool that says it is read-only (``readOnlyHint``) and changes the state has a
 dishonest hint. The card of a source also holds its start time, its median call time and the
@@ -132,7 +134,7 @@ class SourceCard:
     call_seconds: float | None = None
     """The median time of a probe call."""
     memory_mb: float | None = None
-    """The peak resident memory of the session's processes (largest of the two sessions)."""
+    """The peak resident memory of the session's processes (the largest of its sessions)."""
     tools: list[ToolCard] = field(default_factory=list)
     failure: str | None = None
     """Why the source could not be vetted (it did not start, or its session failed)."""
@@ -317,28 +319,39 @@ async def _second_pass(session: _Sessions, probing: _Probing) -> _Pass:
     return fresh
 
 
-async def _reset_isolates(used: _Sessions, probing: _Probing, fresh: _Pass) -> tuple[bool | None, float | None]:
-    """Whether resetting the probed session (every probe's writes in it) makes it fresh: it holds
-    the state a fresh session starts from, and its deterministic tools answer the deciding calls
-    as the fresh one did, the state following suit. None when the source cannot be reset, or
-    shows nothing to tell (no state, no deterministic tool); with the seconds the reset took."""
+async def _reset_pass(used: _Sessions, probing: _Probing) -> tuple[_Pass | None, float | None, bool]:
+    """The probed session (every probe's writes in it) reset, and the deciding calls made on it:
+    (that pass, the seconds the reset took, whether the source can be reset at all)."""
     session = await used.session()
     reset = getattr(session, "reset", None)
     if reset is None:
-        return None, None
+        return None, None, False
     began = time.perf_counter()
     try:
         await reset()
     except ExecutionFailed:
         await used.close()
-        return False, None
+        return None, None, True
     took = round(time.perf_counter() - began, 4)
-    again = await _replay(used, probing)
-    compared = [(a.content, b.content) for name, a, b in zip(probing.order, again.answers, fresh.answers)
-                if probing.cards[name].deterministic]
-    if fresh.before is None and fresh.after is None and not compared:
-        return None, took
-    return (again.before == fresh.before and again.after == fresh.after and all(a == b for a, b in compared)), took
+    return await _replay(used, probing), took, True
+
+
+def _isolates(reset: _Pass | None, fresh: _Pass, later: _Pass, probing: _Probing) -> bool | None:
+    """Whether the reset session was as fresh as the two fresh ones around it in time: it started
+    from their state, ended where they did, and each tool that answered both fresh sessions alike
+    answered it so too (a clock's answer may differ between them: it tells nothing here). None
+    when there is nothing to compare (no state, no such tool)."""
+    if reset is None:
+        return False
+    stable = [name for name, a, b in zip(probing.order, fresh.answers, later.answers) if not a.is_error and a.content == b.content]
+    same_state = fresh.before == later.before and fresh.after == later.after
+    if not stable and (not same_state or (fresh.before is None and fresh.after is None)):
+        return None
+    by_name = dict(zip(probing.order, reset.answers))
+    fresh_by_name = dict(zip(probing.order, fresh.answers))
+    answers_agree = all(by_name[name].content == fresh_by_name[name].content for name in stable)
+    states_agree = not same_state or (reset.before == fresh.before and reset.after == fresh.after)
+    return answers_agree and states_agree
 
 
 async def vet(environment: Environment, attempts: int = 3, timeout_seconds: float = 300.0) -> SourceCard:
@@ -362,7 +375,7 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
     hints: dict[str, Any] = {}
     for tool in tools:
         hints.update((tool.provenance.get("mcp") or {}).get("functions") or {})
-    first, second = _Sessions(environment), _Sessions(environment)
+    first, second, third = _Sessions(environment), _Sessions(environment), _Sessions(environment)
     try:
         await first.session()  # a source that cannot start fails its card
         probing = _Probing(first, hints, attempts)
@@ -374,8 +387,18 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
         fresh = await _second_pass(second, probing)
         # Sessions close in the reverse order of opening (an MCP session is a nest of task groups).
         await second.close()
-        card.warm, card.reset_seconds = await _reset_isolates(first, probing, fresh)
+        reset, card.reset_seconds, resettable = await _reset_pass(first, probing)
+        if resettable:
+            # A third fresh session, after the reset one: what answers alike in both fresh ones
+            # is what the reset one must answer too; a tool that differs is not deterministic.
+            later = await _replay(third, probing)
+            await third.close()
+            card.warm = _isolates(reset, fresh, later, probing)
+            for name, again in zip(probing.order, later.answers):
+                card_of = probing.cards[name]
+                card_of.deterministic = bool(card_of.deterministic) and not again.is_error and again.content == probing.answers[name]
     finally:
+        await third.close()
         await second.close()
         await first.close()
     card.tools = [probing.cards[function.name] for function in functions]
@@ -384,7 +407,7 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
         tool_card.login_tool = login
     card.start_seconds = first.started
     card.call_seconds = round(median(probing.times), 4) if probing.times else None
-    card.memory_mb = max(first.memory + second.memory, default=0.0) or None
+    card.memory_mb = max(first.memory + second.memory + third.memory, default=0.0) or None
 
 
 # --- in a run: the tools stage vets each source once per configuration and version -------------
@@ -393,7 +416,7 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
 #: figures).
 PROVENANCE = "vetting"
 #: Bumped when what vetting does changes, so that cards made before are not reused.
-VETTING_VERSION = 2
+VETTING_VERSION = 3
 CARDS = "vetting"  # the folder of the storage root that keeps the cards
 
 

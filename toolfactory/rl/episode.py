@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from toolfactory.executable.pool import open_session, warm
 from toolfactory.executable.session import CallResult, Environment, Session
 from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.rl.tasks import Task
@@ -74,7 +75,9 @@ class Episode:
         if source is None or source not in self._sources:
             return CallResult(content=f"Error: no function named {name!r} is available", is_error=True)
         if source not in self._sessions:
-            self._sessions[source] = await self._stack.enter_async_context(self._sources[source][0].session())
+            environment, settings = self._sources[source]
+            # A warm process, reset, where the source's settings ask for one (`warm_sessions`).
+            self._sessions[source] = await self._stack.enter_async_context(open_session(environment, settings, warm(settings, None)))
         result = await self._sessions[source].call(name, parsed)
         self.calls.append({"source": source, "name": name, "arguments": arguments, "is_error": result.is_error,
                            "truncated": result.truncated, "deterministic": self.task.deterministic().get(name, False)})
