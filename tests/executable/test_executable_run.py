@@ -56,6 +56,8 @@ def test_a_run_over_a_python_environment_executes_every_call(prefect_api: str, r
         calls = [c for m in dialogue.messages if m.tool_calls for c in m.tool_calls]
         answers = {m.tool_call_id: m.content for m in dialogue.messages if m.role == "tool"}
         assert [c["name"] for c in dialogue.generation["execution"]["calls"]] == [c.name for c in calls]
+        # What ran is recorded with the calls: a replay on another release can tell drift apart.
+        assert dialogue.generation["execution"]["versions"]["files"].startswith("bfcl_eval ")
         for call in calls:  # what BFCL's file system answers, never an LLM's invention
             if call.name == "cat" and json.loads(call.arguments).get("file_name") == "notes.txt":
                 assert json.loads(answers[call.id] or "") == {"file_content": "meeting at noon"}

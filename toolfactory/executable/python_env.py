@@ -170,6 +170,10 @@ class PythonSession:
     async def state(self) -> Any:
         return (await self.request({"op": "state"}, self.settings.call_timeout_seconds)).get("state")
 
+    def version(self) -> str:
+        """The distribution that holds the class, with its version ("" if unknown)."""
+        return self.settings.distribution_version()
+
     async def initialize(self, timeout: float) -> None:
         """Make the instance from the initial state (anew, on a warm process)."""
         init = {"op": "init", "class_path": self.settings.resolved_class_path(), "initial_state": self.settings.initial_state}

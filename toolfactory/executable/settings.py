@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 from pathlib import Path
@@ -158,6 +159,10 @@ class PythonEnvironmentSettings(ExecutableSourceSettings):
             return self.class_path
         return f"{BFCL_SOURCES}.{BFCL_PRESETS[self.preset][0]}:{self.preset}"
 
+    def distribution_version(self) -> str:
+        """The installed distribution that holds the class, with its version ("" if unknown)."""
+        return _distribution_version(self.resolved_class_path().partition(":")[0].split(".")[0])
+
     def resolved_function_docs(self) -> str | None:
         """`function_docs`, or the preset's docs in the installed package."""
         if self.function_docs is not None or self.preset is None:
@@ -171,3 +176,15 @@ def bfcl_docs_folder() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise LookupError(f"bfcl-eval is not installed ({BFCL_INSTALL})")
     return Path(next(iter(spec.submodule_search_locations))) / "data" / "multi_turn_func_doc"
+
+
+@functools.lru_cache(maxsize=256)
+def _distribution_version(top: str) -> str:
+    from importlib import metadata
+
+    for dist in metadata.packages_distributions().get(top) or []:
+        try:
+            return f"{dist} {metadata.version(dist)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return ""

@@ -437,17 +437,9 @@ def source_version(tool: Tool, settings: Any) -> str:
     server = ((tool.provenance.get("mcp") or {}).get("server") or {})
     if server.get("version"):
         return f"{server.get('name')} {server['version']}"
-    class_path = getattr(settings, "resolved_class_path", lambda: "")()
-    if class_path:
-        from importlib import metadata
-
-        top = class_path.partition(":")[0].split(".")[0]
-        dists = metadata.packages_distributions().get(top) or []
-        if dists:
-            try:
-                return f"{dists[0]} {metadata.version(dists[0])}"
-            except metadata.PackageNotFoundError:
-                pass
+    distribution = getattr(settings, "distribution_version", None)
+    if distribution is not None:
+        return str(distribution())
     return ""
 
 

@@ -85,6 +85,12 @@ class McpSession:
             state["files"] = files_of(self.workdir)
         return state or None
 
+    def version(self) -> str:
+        """The server's own name and version, as it said in its `initialize` answer ("" if none)."""
+        init = self.client.initialize_result
+        server = init.server_info if init is not None else None
+        return f"{server.name} {server.version}" if server is not None and server.version else ""
+
     async def reset(self) -> None:
         """A fresh environment on this server process: its working folder emptied, and a ping
         that it still answers (a process that died or hangs idle fails here, not in a dialogue).

@@ -84,8 +84,11 @@ class DialogueExecution:
         self._sources = _sources(tools) if self._names else {}
         # Each executable function by name, as the stage finds a call's tool (the first offered).
         self._functions: dict[str, tuple[str, Function]] = {}
+        self._versions: dict[str, str] = {}
         for tool in task.tools:
             source = executable_source(tool)
+            if source is not None and (tool.provenance.get("executable") or {}).get("version"):
+                self._versions.setdefault(source, str(tool.provenance["executable"]["version"]))
             for function in tool.functions if source is not None else []:
                 self._functions.setdefault(function.name, (source, function))
         # The coerced calls, by what they hold as run: what the model sent and how it was changed.
@@ -218,5 +221,9 @@ class DialogueExecution:
         # How each session began: a process started for it, or a warm one reset (the verifier's
         # replay opens its sessions the same way).
         began = {name: "reused" if getattr(session, "reused", False) else "started" for name, session in sorted(self._sessions.items())}
-        return {"calls": self.calls, "states": states, "sessions": began,
-                "warm": {name: self.warm.get(name, False) for name in sorted(self._sessions)}}
+        out = {"calls": self.calls, "states": states, "sessions": began,
+               "warm": {name: self.warm.get(name, False) for name in sorted(self._sessions)}}
+        versions = {name: self._versions[name] for name in sorted(self._sessions) if self._versions.get(name)}
+        if versions:
+            out["versions"] = versions  # what ran, by source: a replay on another version may drift
+        return out

@@ -51,7 +51,12 @@ async def import_executable(name: str, tools: ToolsConfig, stage: str = "tools",
         detail = exc.message if isinstance(exc, ExecutionFailed) else f"no tools listed within {settings.start_timeout_seconds:g} s"
         out.reject(stage, stable_id("executable", name), [EXEC_START_FAILED], {"source": name}, f"{name}: {detail}")
         return out
+    from toolfactory.executable.vetting import source_version
+
     for tool in listed:
+        # The version of what runs, recorded with every call a dialogue makes on it: a replay on
+        # another version that answers otherwise is drift (exec_source_drifted), not a bad record.
+        tool.provenance["executable"] = {**tool.provenance.get("executable", {}), "version": source_version(tool, settings)}
         kept = [fn for fn in tool.functions if settings.admits(fn.name)]
         out.count("executable_functions_filtered", name, len(tool.functions) - len(kept))
         good = []

@@ -98,12 +98,23 @@ class Replay:
     turn_states: list[dict[str, Any]] = field(default_factory=list)
     """The states after the calls that answer each user message, of the sources
     :attr:`expected_turns` names."""
+    versions: dict[str, str] = field(default_factory=dict)
+    """The version of each source the replay ran (what its session says; "" when unknown)."""
+    recorded_versions: dict[str, str] = field(default_factory=dict)
+    """The version each source had when the dialogue ran (its ``generation.execution.versions``)."""
     began: dict[str, str] = field(default_factory=dict)
     """How each source's session began: ``started`` (a new process) or ``reused`` (a warm one)."""
     expected_turns: list[dict[str, Any]] | None = None
     """The states the task requires after the calls that answer each user message, in order
     (``target_turn_states``: BFCL checks the state after every turn), by source; None: the final
     state alone is compared."""
+
+
+def drifted(replay: Replay, source: str) -> bool:
+    """Whether `source` ran another version in the replay than when the dialogue was made (both
+    known): an answer that changed is then the source's drift, not the dialogue's fault."""
+    then, now = replay.recorded_versions.get(source, ""), replay.versions.get(source, "")
+    return bool(then and now and then != now)
 
 
 def applies(dialogue: Dialogue) -> bool:
@@ -195,7 +206,7 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
     calls = path_calls(dialogue, {name: source.settings for name, source in sources.items()})
     target = executed.get("target_state")
     complete = _same_path(calls, executed.get("calls") or [])
-    out = Replay(calls=calls)
+    out = Replay(calls=calls, recorded_versions={str(k): str(v) for k, v in (executed.get("versions") or {}).items()})
     if isinstance(target, dict):
         out.expected, out.expected_kind = target, "target"
     elif complete and isinstance(executed.get("states"), dict):
@@ -224,6 +235,8 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
                 fresh = open_session(source.environment, source.settings, warm(source.settings, vetted_warm.get(name)))
                 sessions[name] = await stack.enter_async_context(fresh)
                 out.began[name] = "reused" if getattr(sessions[name], "reused", False) else "started"
+                version = getattr(sessions[name], "version", None)
+                out.versions[name] = str(version()) if callable(version) else ""
             return sessions[name]
 
         async def turns_ended(before: int) -> None:

@@ -37,14 +37,36 @@ def _short(text: str) -> str:
     return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
 
 
+def _changed(replay: Replay) -> Iterator[ReplayedCall]:
+    """The deterministic calls whose replay answered otherwise than the dialogue records."""
+    for call in replay.calls:
+        if call.deterministic and call.result is not None and call.result.content != call.recorded:
+            yield call
+
+
 @rule("exec_result_mismatch", kind="execution")
 def result_mismatch(sample: Sample) -> Iterator[Finding]:
-    """A tool declared deterministic (the source's `deterministic` setting) answers the replay otherwise than the dialogue records."""
+    """A tool declared deterministic (the source's `deterministic` setting) answers the replay otherwise than the dialogue records, on the version of the source the dialogue ran."""
+    from toolfactory.stages.verify.execution import drifted
+
     replay = replay_of(sample)
-    for call in replay.calls if replay else []:
-        if call.deterministic and call.result is not None and call.result.content != call.recorded:
-            yield call.path, (f"{call.source}.{call.name} answered {_short(call.result.content)!r} on replay; "
+    for call in _changed(replay) if replay else []:
+        if not drifted(replay, call.source):  # type: ignore[arg-type]
+            yield call.path, (f"{call.source}.{call.name} answered {_short(call.result.content)!r} on replay; "  # type: ignore[union-attr]
                               f"the dialogue records {_short(call.recorded or '')!r}")
+
+
+@rule("exec_source_drifted", kind="execution")
+def source_drifted(sample: Sample) -> Iterator[Finding]:
+    """A tool declared deterministic answers the replay otherwise than the dialogue records, and its source now runs another version than when the dialogue was made: the source drifted."""
+    from toolfactory.stages.verify.execution import drifted
+
+    replay = replay_of(sample)
+    for call in _changed(replay) if replay else []:
+        if drifted(replay, call.source):  # type: ignore[arg-type]
+            yield call.path, (f"{call.source} ran {replay.recorded_versions[call.source]!r} then and {replay.versions[call.source]!r} "  # type: ignore[union-attr]
+                              f"now: {call.name} answered {_short(call.result.content)!r}, the dialogue records "  # type: ignore[union-attr]
+                              f"{_short(call.recorded or '')!r}")
 
 
 @rule("exec_error_unrecovered", kind="execution")
