@@ -168,3 +168,15 @@ class Leaky:
     def notes(self) -> list[str]:
         """Every note kept."""
         return list(_NOTES)
+
+
+class Stamped:
+    """Notes with the time they were saved: two sessions that save the same note differ."""
+
+    def __init__(self) -> None:
+        self.saved: list[list[object]] = []
+
+    def save(self, text: str) -> int:
+        """Save a note; the number saved."""
+        self.saved.append([text, time.time_ns()])
+        return len(self.saved)

@@ -144,6 +144,9 @@ class SourceCard:
     (`warm_sessions`). None: it cannot be reset, or shows nothing to tell by."""
     reset_seconds: float | None = None
     """What the reset took (against `start_seconds` for a new process)."""
+    state_reproducible: bool | None = None
+    """Whether two fresh sessions that made the same calls showed the same state (None: the source
+    shows none). False: a replay's state can never match a dialogue's, so it is not compared."""
 
     def working(self) -> list[str]:
         return [t.name for t in self.tools if t.status == WORKS]
@@ -388,15 +391,17 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
         # Sessions close in the reverse order of opening (an MCP session is a nest of task groups).
         await second.close()
         reset, card.reset_seconds, resettable = await _reset_pass(first, probing)
-        if resettable:
-            # A third fresh session, after the reset one: what answers alike in both fresh ones
-            # is what the reset one must answer too; a tool that differs is not deterministic.
-            later = await _replay(third, probing)
-            await third.close()
-            card.warm = _isolates(reset, fresh, later, probing)
-            for name, again in zip(probing.order, later.answers):
-                card_of = probing.cards[name]
-                card_of.deterministic = bool(card_of.deterministic) and not again.is_error and again.content == probing.answers[name]
+        # A third fresh session, after the reset one: what answers alike in both fresh ones is
+        # what the reset one must answer too; a tool that differs is not deterministic; a state
+        # that differs between them cannot be compared across sessions.
+        later = await _replay(third, probing)
+        await third.close()
+        card.warm = _isolates(reset, fresh, later, probing) if resettable else None
+        if fresh.before is not None or fresh.after is not None:
+            card.state_reproducible = fresh.before == later.before and fresh.after == later.after
+        for name, again in zip(probing.order, later.answers):
+            card_of = probing.cards[name]
+            card_of.deterministic = bool(card_of.deterministic) and not again.is_error and again.content == probing.answers[name]
     finally:
         await third.close()
         await second.close()
@@ -416,7 +421,7 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
 #: figures).
 PROVENANCE = "vetting"
 #: Bumped when what vetting does changes, so that cards made before are not reused.
-VETTING_VERSION = 3
+VETTING_VERSION = 4
 CARDS = "vetting"  # the folder of the storage root that keeps the cards
 
 
@@ -463,7 +468,7 @@ def provenance(card: SourceCard, cached: bool) -> dict[str, Any]:
     """What a vetted tool keeps of its source's card."""
     return {"version": VETTING_VERSION, "cached": cached, "start_seconds": card.start_seconds,
             "call_seconds": card.call_seconds, "memory_mb": card.memory_mb, "warm": card.warm,
-            "reset_seconds": card.reset_seconds,
+            "reset_seconds": card.reset_seconds, "state_reproducible": card.state_reproducible,
             "functions": {t.name: {"status": t.status, "refused": t.refused, "admitted": t.admitted,
                                    "deterministic": t.deterministic,
                                    "changes_state": t.changes_state,

@@ -9,7 +9,6 @@ state is not reset between sessions, and ``state()`` is only what ``state_tool``
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
@@ -29,6 +28,7 @@ from toolfactory.errors import ConfigError
 from toolfactory.executable.mcp.convert import cap, render_content, tool_of
 from toolfactory.executable.mcp.settings import McpSourceSettings
 from toolfactory.executable.mcp.transport import LISTING_BYTES, StdioLink, stdio_server
+from toolfactory.executable.state_files import files_of
 from toolfactory.executable.session import (
     EXEC_CRASHED,
     EXEC_START_FAILED,
@@ -283,19 +283,6 @@ class McpEnvironment:
             self._slots = (loop, asyncio.Semaphore(self.settings.max_sessions))
         async with self._slots[1]:
             yield
-
-
-def files_of(folder: Path) -> dict[str, str]:
-    """Relative path → SHA-256 of every regular file under `folder` (links not followed)."""
-    found: dict[str, str] = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            digest = hashlib.sha256()
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            found[path.relative_to(folder).as_posix()] = digest.hexdigest()
-    return found
 
 
 def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:

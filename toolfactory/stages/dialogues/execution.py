@@ -85,10 +85,13 @@ class DialogueExecution:
         # Each executable function by name, as the stage finds a call's tool (the first offered).
         self._functions: dict[str, tuple[str, Function]] = {}
         self._versions: dict[str, str] = {}
+        self._unreproducible: set[str] = set()  # sources whose state two identical sessions disagree on
         for tool in task.tools:
             source = executable_source(tool)
             if source is not None and (tool.provenance.get("executable") or {}).get("version"):
                 self._versions.setdefault(source, str(tool.provenance["executable"]["version"]))
+            if source is not None and (tool.provenance.get("vetting") or {}).get("state_reproducible") is False:
+                self._unreproducible.add(source)
             for function in tool.functions if source is not None else []:
                 self._functions.setdefault(function.name, (source, function))
         # The coerced calls, by what they hold as run: what the model sent and how it was changed.
@@ -226,4 +229,7 @@ class DialogueExecution:
         versions = {name: self._versions[name] for name in sorted(self._sessions) if self._versions.get(name)}
         if versions:
             out["versions"] = versions  # what ran, by source: a replay on another version may drift
+        unreproducible = sorted(self._unreproducible & set(self._sessions))
+        if unreproducible:
+            out["state_unreproducible"] = unreproducible  # vetting: the replay cannot compare their state
         return out
