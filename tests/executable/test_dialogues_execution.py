@@ -93,6 +93,7 @@ def test_calls_run_on_a_fresh_environment_per_dialogue_and_their_results_are_the
     cfg = config({"name": "counter", "class_path": "toolenvs:Counter", "allow": ["add"], "max_sessions": 1})
     tool = source_tool(cfg, "counter")
     tasks = [Task(id=f"t{k}", tools=[tool], instruction=f"Add {k + 2} to the counter.") for k in range(3)]
+    pools().close()  # warm processes of earlier tests in this process are not this test's
     with MostRunners() as watch:
         out, played = dialogues(sim, cfg, tasks)
     assert len(out.records) == 3 and not out.rejected and played == 0
