@@ -184,7 +184,9 @@ def _print_per_accepted(cost: dict[str, Any]) -> None:
 def _print_executed(stages: list[dict[str, Any]]) -> None:
     """Per executable source: the dialogues that ran it, its calls and error answers, and how
     many of those dialogues the dataset kept (nothing when no source ran)."""
-    from toolfactory.executable.counts import CALLS_BY_SOURCE, DIALOGUES_BY_SOURCE, ERRORS_BY_SOURCE
+    from toolfactory.executable.counts import (
+        CALLS_BY_SOURCE, DIALOGUES_BY_SOURCE, ERRORS_BY_SOURCE, EXECUTED, SESSIONS_REUSED, SESSIONS_STARTED,
+    )
     from toolfactory.stages import DATASET_STAGE
 
     profiles = {s["stage"]: s.get("profile", {}) for s in stages}
@@ -197,6 +199,15 @@ def _print_executed(stages: list[dict[str, Any]]) -> None:
                       f"({made.get(ERRORS_BY_SOURCE, {}).get(source, 0)} errors), {kept.get(source, 0)} in the dataset"
                       for source, n in sorted(sources.items()))
     typer.echo(f"executed tools: {shown}")
+    accepted = next((s.get("items_out", 0) for s in stages if s["stage"] == DATASET_STAGE), 0)
+    executed = profiles.get(DATASET_STAGE, {}).get(EXECUTED, {}).get("any", 0)
+    started = sum(profiles.get(stage, {}).get(SESSIONS_STARTED, {}).get(source, 0) for stage in ("dialogues", "verify") for source in sources)
+    reused = sum(profiles.get(stage, {}).get(SESSIONS_REUSED, {}).get(source, 0) for stage in ("dialogues", "verify") for source in sources)
+    if accepted:
+        line = f"executed share: {executed} of {accepted} accepted dialogues ran a real tool ({100 * executed / accepted:.0f}%)"
+        if started:
+            line += f"; {started + reused} sessions from {started} process starts"
+        typer.echo(line)
 
 
 def _print_referee(stages: list[dict[str, Any]]) -> None:
