@@ -103,6 +103,11 @@ class TasksConfig(Section):
     """API filtering by a probe call (ToolLLM A.1)."""
     blueprints: BlueprintsConfig = Field(default_factory=BlueprintsConfig)
     """Tasks with ground-truth calls, verified by running them, for tools of executable sources."""
+    explore: bool = True
+    """Before writing requests over a tool from an executable source, explore a fresh environment of
+    it (its state, and the answers of the functions vetting found to change nothing), once per
+    source and tasks shard, and list what exists there in the request-writing prompts, asking to
+    name only those values where a request refers to existing things (docs/tools/executable.md)."""
 
     @field_validator("recipes", "scenarios", "modes")
     @classmethod

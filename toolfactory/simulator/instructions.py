@@ -10,6 +10,12 @@ the text it receives, as a model would (there is no other channel):
   ``non_tool``, is written about the subject the prompt says no function serves; a request
   written with its own ``calls`` (a blueprint) says what each call does (its function's own
   description) and states their values when the prompt asks so;
+* writing over a prompt that lists what exists in the tool's environment (see
+  :func:`~.stated_values.listed_facts`): a request (``request``, ``instruction`` or ``query``)
+  names, for the string parameters of its functions, the listed values that fit them, and a
+  request written with its own calls gives those calls the listed values (never for a function
+  that creates something, whose values are new names), so the calls it asks for find what
+  they name;
 * acting (a tool turn): the last user message's cue (:func:`requested_mode`) makes the turn
   parallel, a follow-up call after the first results, a question for the missing value, a
   decline (a request about a subject, opened the way :func:`write_for_mode` writes it) or one
@@ -23,8 +29,9 @@ from typing import Any
 
 from .seeding import derive_rng, unit_draw
 from .settings import SimulatorSettings
-from .stated_values import (Offered, asks_for_call_values, asks_for_values, calls_sentence, chained_pair,
-                            offered_functions, request_context, stated_links, values_sentences)
+from .stated_values import (Offered, asks_for_call_values, asks_for_values, calls_sentence, chained_pair, creates,
+                            fitting_fact, listed_facts, offered_functions, request_context, stated_links,
+                            values_sentences)
 from .text import words
 
 # How request-writing prompts phrase each mode (ToolACE's multi-mode prompting and its kin).
@@ -109,6 +116,41 @@ def _own_step(name: str, offered: dict[str, Offered]) -> str | None:
     return f"{step[:1].upper()}{step[1:]}." if step else None
 
 
+# The keys a request-writing answer holds its request text under (toolace and blueprints,
+# toolalpaca, toolllm), and where each lists the functions the request needs.
+_REQUEST_KEYS = ("request", "instruction", "query")
+
+
+def _listed_functions(item: dict[str, Any]) -> list[str]:
+    names = item.get("functions")
+    if isinstance(names, list):
+        return [str(name) for name in names]
+    apis = item.get("relevant_apis")
+    return [str(api.get("api")) for api in apis if isinstance(api, dict)] if isinstance(apis, list) else []
+
+
+def _with_facts(calls: list[Any], offered: dict[str, Offered], facts: list[tuple[str, str]], request_hash: str,
+                position: int) -> list[Any]:
+    """`calls` (a request's own) with each string argument of a function that creates nothing
+    given the listed value that fits it, where one does."""
+    rng = derive_rng(request_hash, "facts", position)
+    out = []
+    for call in calls:
+        if not isinstance(call, dict) or not isinstance(call.get("arguments"), dict) or call.get("name") not in offered:
+            out.append(call)
+            continue
+        function = offered[str(call["name"])]
+        props = function.parameters.get("properties") or {}
+        arguments = dict(call["arguments"])
+        if not creates(_own_step(str(call["name"]), offered) or function.description):
+            for name, value in arguments.items():
+                listed = fitting_fact(name, props.get(name), facts, rng) if isinstance(value, str) else None
+                if listed is not None:
+                    arguments[name] = listed
+        out.append({**call, "arguments": arguments})
+    return out
+
+
 def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request_hash: str) -> Any:
     """`value` (a JSON answer) with its requests written for the prompt's stated mode, and
     giving the values their functions require when the prompt asks for concrete values (see
@@ -118,8 +160,10 @@ def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request
     mode = stated_mode(prompt) if settings.obedience > 0 else None
     offered = offered_functions(prompt) if settings.obedience > 0 and asks_for_values(prompt) else {}
     own_calls = settings.obedience > 0 and asks_for_call_values(prompt)
-    listed_functions = offered_functions(prompt) if own_calls else {}
-    if mode is None and not offered and not own_calls:
+    facts = listed_facts(prompt) if settings.obedience > 0 else []
+    listed_functions = offered_functions(prompt) if own_calls or facts else {}
+    own_steps = {name: _own_step(name, listed_functions) or "" for name in listed_functions}
+    if mode is None and not offered and not own_calls and not facts:
         return value
     subject = _subject_request(prompt) if mode == "non_tool" else None
     context = request_context(prompt)
@@ -133,11 +177,22 @@ def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request
             return node
         out = {key: rewrite(item) for key, item in node.items()}
         request = out.get("request")
+        if facts and not isinstance(request, str):  # toolalpaca's and toolllm's requests, over a listed environment
+            key = next((k for k in _REQUEST_KEYS[1:] if isinstance(out.get(k), str)), None)
+            if key is not None:
+                position += 1
+                if obeys(settings, request_hash, "write", position):
+                    rng = derive_rng(request_hash, "values", position)
+                    given = values_sentences(_listed_functions(out), listed_functions, rng, context, facts=facts, steps=own_steps)
+                    out[key] = " ".join(part for part in (str(out[key]).rstrip(), given) if part)
+            return out
         if isinstance(request, str):
             position += 1
             if not obeys(settings, request_hash, "write", position):
                 return out
             if own_calls and isinstance(out.get("calls"), list):  # a request written with its calls
+                if facts:
+                    out["calls"] = _with_facts(out["calls"], listed_functions, facts, request_hash, position)
                 steps = [_own_step(str(call.get("name")), listed_functions) for call in out["calls"] if isinstance(call, dict)]
                 given = calls_sentence(out["calls"])
                 out["request"] = " ".join(part for part in (request.rstrip(), *dict.fromkeys(s for s in steps if s), given) if part)
@@ -156,7 +211,8 @@ def write_for_mode(value: Any, prompt: str, settings: SimulatorSettings, request
                 listed = [earlier, later]
                 if isinstance(out.get("functions"), list):
                     out["functions"] = listed
-            given = values_sentences(listed, offered, rng, context, leave_out_one=mode == "missing", unstated=unstated)
+            given = values_sentences(listed, offered or listed_functions, rng, context, leave_out_one=mode == "missing",
+                                     unstated=unstated, facts=facts, steps=own_steps)
             cue = CUES[mode] if mode else None
             if chain is not None and cue is not None:
                 cue = f"{cue.rstrip('.')}: {_step(offered[chain[1]].description)}."  # what the next step does

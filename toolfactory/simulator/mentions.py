@@ -6,7 +6,8 @@ self-consistency compares "the parameter values to fill"). The simulator finds, 
 top-level parameter of a function, the values the user's messages offer it, generically:
 
 * a value written after the parameter's name ("amount 54.4", "country code: KE", "alert id is
-  x-12"), up to the next comma, semicolon, sentence end or :data:`MAX_VALUE_WORDS` words;
+  x-12"), up to the next comma, semicolon, sentence end or :data:`MAX_VALUE_WORDS` words (not
+  when the name goes on into a longer one: "user name grace43" gives `user` nothing);
 * anywhere in the text: one of the parameter's `enum` values, a value of its lexicon list (a
   known city for `city`), a capitalised name after a place preposition for a place parameter
   ("in Lyon", "to New York"), a token of its `format` (a date, an e-mail, a URL) or, for a
@@ -47,6 +48,9 @@ _FORMATS = {
     "uri": re.compile(r"^https?://\S+$"),
     "url": re.compile(r"^https?://\S+$"),
 }
+# Words that end a longer parameter's name: "user name grace43" gives `user_name` its value, not
+# `user` the value "name grace43".
+_NAME_ENDINGS = frozenset({"id", "ids", "name", "names", "code", "number", "type", "key"})
 _TRUE, _FALSE = frozenset({"true", "yes"}), frozenset({"false", "no"})
 _DECODER = json.JSONDecoder()
 _OPENING = re.compile(r"[{\[]")
@@ -98,6 +102,8 @@ def _named(name: str, text: str) -> Iterator[Any]:
         span = rest[: _END.search(rest).start()]  # type: ignore[union-attr]  # `$` always matches
         said = span.split()
         opening = words(span)[:1]
+        if len(said) > 1 and said[0].lower() in _NAME_ENDINGS:  # another parameter's longer name
+            continue
         if said and not (opening and opening[0].lower() in STOPWORDS):  # "date with ...": no value
             yield from _readings(" ".join(said[:MAX_VALUE_WORDS]))
     # A count is written before what it counts ("3 days", "2 adults").

@@ -12,6 +12,14 @@ prompt does not say gets no values.
 A request written together with its own calls (a task's ground truth) states those calls'
 values instead, when the prompt asks it to say "everything its calls need".
 
+A prompt may list what exists in the tool's environment (a section opened by "What exists in a
+fresh environment", one line per field: ``- label: "value", "value"``), asking to name only
+those where a request refers to existing things. A model following that takes, for a string
+parameter of a function that does not create something, the listed value that fits it best: the
+one whose field and words share most with the parameter's name and description (an id for an
+``…_id``, a file name for a ``file…``), so the request names a file that is there
+(:func:`listed_facts`, :func:`fitting_fact`).
+
 A request that needs a later call's input to come from an earlier call's result (ToolACE's
 dependent mode) names two functions a reader sees chained: a required parameter of the second is
 documented as coming from the first ("Station id as returned by list_monitoring_stations"), or,
@@ -29,7 +37,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .schema_instance import instance_for
+from .documented import documented_format
+from .schema_instance import instance_for, is_valid_instance
 from .text import content_words, identifier_words
 
 VALUES_OPENING = "The details:"
@@ -40,6 +49,14 @@ _ASKS = re.compile(r"concrete values|every value a call needs", re.I)
 # A prompt that has the model write requests together with their calls (a task's ground truth,
 # APIGen-MT's blueprints) and asks each request to say what its calls need.
 _ASKS_FOR_CALLS = re.compile(r"everything its calls need|every value its calls need", re.I)
+
+
+# The section of a prompt that lists what exists in the tool's environment, and its lines.
+_FACTS_HEADING = re.compile(r"^What exists in a fresh environment\b.*$", re.M)
+_FACT_LINE = re.compile(r'^\s*-\s*([^:\n]{1,80}):\s*(".*)$')
+# What a function that makes something new says it does: its values are new names.
+_CREATES = re.compile(r"\b(create|creates|make|makes|new|add|adds|register|registers)\b", re.I)
+_FILE_LIKE = re.compile(r"\.\w{1,5}$")
 
 
 @dataclass(frozen=True)
@@ -58,6 +75,73 @@ def asks_for_values(prompt: str) -> bool:
 def asks_for_call_values(prompt: str) -> bool:
     """Whether a prompt asks each request it has written to state the values of its own calls."""
     return bool(_ASKS_FOR_CALLS.search(prompt))
+
+
+def listed_facts(prompt: str) -> list[tuple[str, str]]:
+    """(field, value) for each value the prompt lists as existing in the tool's environment."""
+    heading = _FACTS_HEADING.search(prompt)
+    if heading is None:
+        return []
+    found: list[tuple[str, str]] = []
+    for line in prompt[heading.end():].lstrip("\n").splitlines():
+        match = _FACT_LINE.match(line)
+        if match is None:
+            break
+        try:
+            values = json.loads(f"[{match.group(2)}]")
+        except ValueError:
+            continue
+        found += [(match.group(1).strip(), value) for value in values if isinstance(value, str) and value]
+    return found
+
+
+def creates(description: str) -> bool:
+    """Whether a function's own step (see :func:`~.instructions.own_step`) makes something new."""
+    return bool(_CREATES.search(description))
+
+
+def _stems(text_words: list[str]) -> set[str]:
+    return {word.lower().removesuffix("s") for word in text_words if len(word) > 1}
+
+
+def fitting_fact(name: str, schema: Any, facts: list[tuple[str, str]], rng: random.Random) -> str | None:
+    """The listed value that fits the string parameter `name` best (None when none shares a word
+    with it, or the parameter takes no free string: an enum, a format, another type).
+
+    A reader matches the parameter's name against the field a value was listed under and against
+    a short value's own words (twice the weight), and its description against the field; then the
+    value's shape: a file name for a parameter about a file, an id (digits) for an id and not for
+    a name, a bare name rather than a path for a name."""
+    if not isinstance(schema, dict) or schema.get("type") != "string" or schema.get("enum") or schema.get("format"):
+        return None
+    if documented_format(schema) is not None:  # a time "in HH:MM", a date: a value of a form, not a name
+        return None
+    named = _stems(identifier_words(name))
+    described = _stems(content_words(str(schema.get("description") or "")))
+    single = {"type": "object", "properties": {name: schema}, "required": [name]}
+    best: list[str] = []
+    top = 0
+    for label, value in facts:
+        field = _stems(identifier_words(label))
+        own = _stems(identifier_words(value)) if len(value.split()) <= 2 else set()
+        score = 2 * len(named & (field | own)) + len(described & field)
+        file_like = bool(_FILE_LIKE.search(value))
+        if "file" in named | described and file_like:
+            score += 2  # a file name for a file: the shape says more than a shared word
+        elif "file" in named:
+            score -= 2  # and a folder's name is none
+        if score and any(ch.isdigit() for ch in value) and not file_like:
+            score += 1 if "id" in named else -1  # an id for an id, a name for a name
+        if score and "name" in named | described:
+            score += 1 if "/" not in value else -1  # a name, not a path
+        if "(in " in label:
+            score -= 1  # a thing inside another ("contents (in reports)") is not at hand
+        if score <= 0 or score < top or not is_valid_instance(single, {name: value}):
+            continue
+        if score > top:
+            top, best = score, []
+        best.append(value)
+    return rng.choice(sorted(set(best))) if best else None
 
 
 def calls_sentence(calls: list[Any]) -> str | None:
@@ -103,12 +187,26 @@ def _spoken(value: Any) -> str | None:
     return None
 
 
-def _required_values(offered: Offered, rng: random.Random, context: list[str]) -> list[tuple[str, str]]:
+def _required_values(offered: Offered, rng: random.Random, context: list[str],
+                     facts: list[tuple[str, str]] | None = None, step: str = "") -> list[tuple[str, str]]:
+    """The values of the function's required parameters; with listed `facts`, a listed value for
+    each string parameter it fits (every string parameter when the prompt says none is required),
+    unless the function's own `step` creates something."""
     props = offered.parameters.get("properties") or {}
     named: list[tuple[str, str]] = []
-    for name in offered.parameters.get("required") or []:
+    required = list(offered.parameters.get("required") or [])
+    existing = bool(facts) and not creates(step or offered.description)
+    if existing and not required:
+        required = [name for name, schema in props.items() if isinstance(schema, dict) and schema.get("type") == "string"]
+    for name in required:
         if name not in props:
             continue
+        listed = fitting_fact(name, props[name], facts or [], rng) if existing else None
+        if listed is not None:
+            named.append((name, listed))
+            continue
+        if not (offered.parameters.get("required") or []):
+            continue  # a parameter the prompt does not require gets a value only from the list
         drawn = instance_for({"type": "object", "properties": {name: props[name]}, "required": [name]}, rng, context)
         said = _spoken(drawn.get(name)) if isinstance(drawn, dict) else None
         if said is not None:
@@ -124,6 +222,8 @@ def values_sentences(
     *,
     leave_out_one: bool = False,
     unstated: frozenset[str] = frozenset(),
+    facts: list[tuple[str, str]] | None = None,
+    steps: dict[str, str] | None = None,
 ) -> str | None:
     """A sentence giving the value of each parameter the listed functions require, but the
     `unstated` ones; with `leave_out_one` the first is left out (a request missing a value).
@@ -131,7 +231,8 @@ def values_sentences(
     named: list[tuple[str, str]] = []
     for function in (name for name in functions if name in offered):
         given = {name for name, _ in named} | unstated
-        named += [(name, said) for name, said in _required_values(offered[function], rng, context) if name not in given]
+        values = _required_values(offered[function], rng, context, facts, (steps or {}).get(function, ""))
+        named += [(name, said) for name, said in values if name not in given]
     if leave_out_one:
         named = named[1:]
     stated = ", ".join(f"{' '.join(identifier_words(name)) or name} {said}" for name, said in named)

@@ -43,6 +43,7 @@ from toolfactory.models import (
 )
 from toolfactory.stages.base import ShardContext
 from toolfactory.stages.dialogues.modes import OPEN_MODE
+from toolfactory.stages.tasks.exploration import Explorer, section_for, with_section
 from toolfactory.stages.tasks.toolalpaca import describe_functions
 
 STAGE = "tasks"
@@ -118,8 +119,9 @@ class Blueprints:
     """Blueprint tasks of one tasks shard: the configured sources, built once, and a bound on the
     sessions of each source open at once (its ``max_sessions``), as in the dialogues stage."""
 
-    def __init__(self, ctx: ShardContext) -> None:
+    def __init__(self, ctx: ShardContext, explorer: Explorer | None = None) -> None:
         self._ctx = ctx
+        self._explorer = explorer
         self._settings: BlueprintsConfig = ctx.config.tasks.blueprints
         self._environments: dict[str, Environment] = environments(ctx.config.tools)
         self._slots = {name: asyncio.Semaphore(s.max_sessions) for name, s in source_settings(ctx.config.tools).items()}
@@ -142,7 +144,8 @@ class Blueprints:
         except ExecutionFailed as failed:
             return [self._rejected(tool, k, [CALL_FAILED], f"{failed.reason}: {failed.message}", {}) for k in range(count)]
         turns = [self._turns(rng) for _ in range(count)]
-        return list(await asyncio.gather(*(self._task(tool, source, initial, k, n, recipe) for k, n in enumerate(turns))))
+        section = await section_for(self._explorer, [tool])
+        return list(await asyncio.gather(*(self._task(tool, source, initial, k, n, recipe, section) for k, n in enumerate(turns))))
 
     def _turns(self, rng: random.Random) -> int:
         if rng.random() < self._settings.multi_turn:
@@ -153,13 +156,15 @@ class Blueprints:
         async with self._slots[source], self._environments[source].session() as session:
             return await session.state()
 
-    async def _task(self, tool: Tool, source: str, initial: Any, k: int, turns: int, recipe: str) -> Task | Rejected:
+    async def _task(self, tool: Tool, source: str, initial: Any, k: int, turns: int, recipe: str,
+                    section: str = "") -> Task | Rejected:
         state_text = json.dumps(initial, ensure_ascii=False)
         prompt = DESIGNER_PROMPT.format(
             turns=turns, max_calls=self._settings.max_calls, name=tool.name,
             description=tool.description or tool.introduction, functions=describe_functions(tool),
             state=state_text if len(state_text) <= STATE_CHARS else state_text[:STATE_CHARS] + " …(cut)",
         )
+        prompt = with_section(prompt, section)
         answer = await self._ctx.gateway.structured(
             "designer", [{"role": "user", "content": prompt}], blueprint_schema(tool, turns, self._settings.max_calls),
             name="blueprint", sample=k,

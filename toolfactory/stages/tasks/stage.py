@@ -12,6 +12,10 @@ Every tool of the pool anchors `tasks.instructions_per_tool` instructions. Its r
 With `tasks.blueprints` on, a tool from an executable source gets tasks from verified blueprints
 instead (:mod:`.blueprints`, APIGen-MT): ground-truth calls run first, the task keeps their state.
 
+With `tasks.explore` on, every recipe's prompt (and the blueprint designer's) over a tool from an
+executable source lists what a fresh environment of it holds, found by exploring it once per
+source and shard (:mod:`.exploration`), so that requests name things that exist.
+
 The pool is one shard; the stage reads it in as many parts as there were tools shards (part i
 holds every n-th tool), and every part sees the whole pool for the samplers. The profile counts
 recipes, scenarios, modes, and every pool tool and API offered (`tool_uses`, `api_uses`:
@@ -37,6 +41,7 @@ from toolfactory.stages.records import map_records
 from toolfactory.stages.tasks import complexity_guide
 from toolfactory.stages.tasks.api_filter import ApiFilter
 from toolfactory.stages.tasks.blueprints import Blueprints
+from toolfactory.stages.tasks.exploration import Explorer
 from toolfactory.stages.tasks.sampling import sample_tool_set, weighted
 from toolfactory.stages.tasks.toolace import toolace_tasks
 from toolfactory.stages.tasks.toolalpaca import toolalpaca_tasks
@@ -62,7 +67,9 @@ class TasksStage:
         if shard.params["part"] == 0:
             out.count("coverage", "pool_tools", len(pool))
         api_filter = ApiFilter(ctx, out) if settings.api_filter.enabled else None
-        blueprints = Blueprints(ctx) if settings.blueprints.enabled else None
+        # One exploration per executable source and shard, on the first anchor that needs it.
+        explorer = Explorer(ctx, out, pool) if settings.explore else None
+        blueprints = Blueprints(ctx, explorer) if settings.blueprints.enabled else None
 
         guide: complexity_guide.Complexity | None = None
 
@@ -78,12 +85,12 @@ class TasksStage:
             if blueprints is not None and blueprints.applies(anchor):
                 return await blueprints.tasks(anchor, count, rng, recipe)
             if recipe == "toolalpaca":
-                return list(await toolalpaca_tasks(anchor, count, ctx))
+                return list(await toolalpaca_tasks(anchor, count, ctx, explorer))
             if recipe == "toolllm":
                 tool_set = sample_tool_set(hierarchy, anchor, weighted(rng, settings.scenarios), rng,
                                            max_tools=settings.max_tools_per_set, max_apis=settings.max_apis_per_tool)
-                return await toolllm_tasks(tool_set, count, rng, ctx, out, api_filter)
-            return list(await toolace_tasks(anchor, hierarchy, count, rng, ctx, guide))
+                return await toolllm_tasks(tool_set, count, rng, ctx, out, api_filter, explorer)
+            return list(await toolace_tasks(anchor, hierarchy, count, rng, ctx, guide, explorer))
 
         def as_record(t: Task) -> tuple[str, dict[str, Any]]:
             return t.id, t.model_dump()

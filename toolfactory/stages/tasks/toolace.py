@@ -27,6 +27,7 @@ from toolfactory.stages.base import ShardContext
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
 from toolfactory.stages.tasks.complexity_guide import NO_CALL_MODES, Complexity
 from toolfactory.stages.tasks.data_flow import Link, links
+from toolfactory.stages.tasks.exploration import Explorer, section_for, with_section
 from toolfactory.stages.tasks.sampling import other_domain_tools, sample_tool_set, weighted
 
 MODE_GUIDES = {
@@ -137,7 +138,7 @@ def _first_links(flow: list[Link]) -> list[Link]:
 
 
 async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng: random.Random, ctx: ShardContext,
-                        guide: Complexity | None = None) -> list[Task]:
+                        guide: Complexity | None = None, explorer: Explorer | None = None) -> list[Task]:
     settings = ctx.config.tasks
     mode = weighted(rng, _guided_modes(settings.modes, guide.calls) if guide else settings.modes)
     turns = rng.randint(2, 3) if rng.random() < settings.multi_turn else 1
@@ -169,6 +170,7 @@ async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng:
         turns=f"The conversation will have {turns} user turns; write only the first request now." if turns > 1 else "",
         calls=f"Each request needs {guide.calls} function calls in all.\n" if guide and guide.calls >= 2 and mode in ("parallel", "dependent") else "",
     )
+    prompt = with_section(prompt, await section_for(explorer, offered) if mode != "non_tool" else "")
     answer = await ctx.gateway.structured("user", [{"role": "user", "content": prompt}], _schema(count, names), name="requests")
     return [
         Task(

@@ -15,6 +15,7 @@ from typing import Any
 from toolfactory.models import Task, Tool, stable_id
 from toolfactory.stages.base import ShardContext
 from toolfactory.stages.dialogues.modes import OPEN_MODE
+from toolfactory.stages.tasks.exploration import Explorer, section_for, with_section
 
 USER_AGENT_PROMPT = """\
 Imagine you are a person who wants to use the features of the API below in daily life. Write
@@ -70,10 +71,11 @@ def instruction_schema(tool: Tool, count: int) -> dict[str, Any]:
     }
 
 
-async def toolalpaca_tasks(tool: Tool, count: int, ctx: ShardContext) -> list[Task]:
+async def toolalpaca_tasks(tool: Tool, count: int, ctx: ShardContext, explorer: Explorer | None = None) -> list[Task]:
     prompt = USER_AGENT_PROMPT.format(
         count=count, name=tool.name, description=tool.description or tool.introduction, functions=describe_functions(tool),
     )
+    prompt = with_section(prompt, await section_for(explorer, [tool]))
     answer = await ctx.gateway.structured(
         "user", [{"role": "user", "content": prompt}], instruction_schema(tool, count), name="instructions"
     )

@@ -20,6 +20,7 @@ from toolfactory.models import Rejected, Task, stable_id
 from toolfactory.stages.base import ShardContext, StageOutput
 from toolfactory.stages.dialogues.modes import OPEN_MODE
 from toolfactory.stages.tasks.api_filter import ApiFilter
+from toolfactory.stages.tasks.exploration import Explorer, section_for, with_section
 from toolfactory.stages.tasks.sampling import ToolSet
 
 PROMPT = """\
@@ -78,7 +79,7 @@ def _apis_text(tool_set: ToolSet) -> str:
 
 
 async def toolllm_tasks(tool_set: ToolSet, count: int, rng: random.Random, ctx: ShardContext, out: StageOutput,
-                        api_filter: ApiFilter | None = None) -> list[Task | Rejected]:
+                        api_filter: ApiFilter | None = None, explorer: Explorer | None = None) -> list[Task | Rejected]:
     if api_filter is not None:
         working = await api_filter.working(tool_set.tools)
         if not working:
@@ -98,6 +99,7 @@ async def toolllm_tasks(tool_set: ToolSet, count: int, rng: random.Random, ctx: 
     prompt = PROMPT.format(
         what=what, count=count, multi=multi, seeds="\n\n".join(render_seed(s) for s in examples), apis=_apis_text(tool_set)
     )
+    prompt = with_section(prompt, await section_for(explorer, tool_set.tools))
     schema = json.loads(json.dumps(ANSWER_SCHEMA))
     schema["properties"]["queries"]["maxItems"] = count
     # API names are constrained to the sampled ones: decoders that enforce the schema cannot
