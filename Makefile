@@ -58,10 +58,13 @@ postgres:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	else echo "postgresql not found and not installable here (needs root and apt-get): the stack test uses SQLite"; fi
 
-# Published MCP servers from npm that the MCP source's tests run (tests/executable/test_mcp_servers.py),
+# Published MCP servers from npm that the MCP source's tests run (tests/executable/test_mcp_servers.py)
+# and the catalog's presets name (toolfactory/executable/mcp/presets.py, tests/executable/test_catalog.py),
 # installed into build/mcp-servers; without npm those tests skip with their reason (fail when CI is set).
 MCP_SERVERS := build/mcp-servers
-MCP_NPM     := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-everything@2026.8.31
+MCP_NPM     := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-everything@2026.8.31 \
+	@modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-sequential-thinking@2026.8.31 \
+	@coo-quack/calc-mcp@2.1.1
 
 mcp-servers:
 	@if grep -qxF "$(MCP_NPM)" $(MCP_SERVERS)/.installed 2>/dev/null; then :; \

@@ -7,7 +7,7 @@ is started through this launcher: ``confined(argv, limits)`` is the command line
 * gives the command its own network namespace (loopback only) unless ``network`` is allowed,
   where the OS permits it (root, or unprivileged user namespaces); otherwise it says so on
   stderr once and goes on;
-* sets resource limits on it: address space, CPU seconds, largest file written, open files;
+* sets resource limits on it: writable memory, CPU seconds, largest file written, open files;
 * counts the command's processes, the first included (in a ``pids`` cgroup of its own where the
   cgroup file system is writable, else by walking ``/proc``: the launcher is a child subreaper,
   so every orphaned descendant becomes its child and stays countable). Past ``max_processes`` it
@@ -48,7 +48,9 @@ class ProcessLimits:
     """Limits on a process the factory starts (per source: ``limits`` in its configuration)."""
 
     memory_mb: int = 2048
-    """Address space of each process (``RLIMIT_AS``)."""
+    """Writable private memory of each process (``RLIMIT_DATA``: its heap and anonymous mappings).
+    Not its address space: runtimes reserve far more than they use (Node's built-in `fetch`
+    reserves gigabytes for WebAssembly), which a limit on the address space makes them crash on."""
     cpu_seconds: int = 600
     """CPU time of each process (``RLIMIT_CPU``)."""
     max_processes: int = 16
@@ -232,7 +234,7 @@ def _child_setup(limits: ProcessLimits, group: _Group) -> None:
     _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     group.enter()
     for kind, value in (
-        (resource.RLIMIT_AS, limits.memory_mb * MEGABYTE),
+        (resource.RLIMIT_DATA, limits.memory_mb * MEGABYTE),
         (resource.RLIMIT_CPU, limits.cpu_seconds),
         (resource.RLIMIT_FSIZE, limits.file_size_mb * MEGABYTE),
         (resource.RLIMIT_NOFILE, limits.open_files),

@@ -32,6 +32,8 @@ _NAMED = (
     (re.compile(r"time", re.I), "09:30"),
     (re.compile(r"e-?mail", re.I), "user@example.com"),
     (re.compile(r"url|uri|link", re.I), "https://example.com"),
+    # A repository's path: the server's own working folder (where a session's repository is).
+    (re.compile(r"repo", re.I), "."),
     (re.compile(r"dir|folder", re.I), "docs"),
     (re.compile(r"path|file", re.I), "notes.txt"),
     (re.compile(r"lang", re.I), "en"),

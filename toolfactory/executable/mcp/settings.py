@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from toolfactory.errors import ConfigError
+from toolfactory.executable.mcp.presets import PRESETS, McpPreset, find_executable
 from toolfactory.executable.settings import ExecutableSourceSettings
 
 #: ``${NAME}`` in an ``env`` value: taken from the factory's environment when a server starts.
@@ -21,6 +22,10 @@ HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 class McpSourceSettings(ExecutableSourceSettings):
     """An MCP server started over stdio (``command``) or reached over streamable HTTP (``url``)."""
 
+    preset: str | None = None
+    """A published server of the catalog by name (`memory`, `filesystem`, `git`, …; see
+    `toolfactory.executable.mcp.presets`): fills in `command`, `args`, `env`, `url`, `deny` and the
+    state settings that the entry does not set itself."""
     command: str | None = None
     """Executable that starts the server over stdio (under the source's `limits`)."""
     args: list[str] = Field(default_factory=list)
@@ -40,6 +45,24 @@ class McpSourceSettings(ExecutableSourceSettings):
     """A read-only tool of the server whose result is the session's state (e.g. `read_graph`)."""
     state_files: bool = False
     """Include the session's working folder in its state: relative path → SHA-256 of content."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_preset(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("preset") is None:
+            return data
+        found = PRESETS.get(data["preset"])
+        if found is None:
+            raise ConfigError(f"tools.mcp[{data.get('name', '?')}].preset: unknown preset {data['preset']!r} "
+                              f"(one of {', '.join(sorted(PRESETS))})")
+        # The program by name: a session looks for it where it starts (transport.server_command),
+        # and says how to install it when it is absent (see resolved_args).
+        given = {key for key, value in data.items() if value is not None}
+        # A launcher (`sh -c`) finds its program on PATH only: it is given the program's path.
+        filled = found.fields((find_executable(found.executable) or found.executable) if found.launcher else found.executable)
+        if "url" in given and found.transport == "stdio":
+            return data  # the entry points at a server of its own; the preset adds nothing
+        return {**{key: value for key, value in filled.items() if key not in given}, **data}
 
     @field_validator("url")
     @classmethod
@@ -86,9 +109,26 @@ class McpSourceSettings(ExecutableSourceSettings):
         Raises :class:`ConfigError` naming the variable (never its value) when one is unset."""
         return {key: self._expand(value, f"env.{key}", workdir) for key, value in self.env.items()}
 
+    def preset_entry(self) -> McpPreset | None:
+        """The catalog's entry of `preset` (None without one)."""
+        return None if self.preset is None else PRESETS[self.preset]
+
+    def check_installed(self) -> None:
+        """Raise a :class:`ConfigError` naming the preset and its install command when the
+        preset's program, which this entry starts, is on neither PATH nor `build/mcp-servers`."""
+        preset = self.preset_entry()
+        if preset is None or self.command is None:
+            return
+        starts_it = os.path.basename(self.command) == preset.executable or (preset.launcher and self.command == preset.launcher[0])
+        if starts_it and find_executable(preset.executable) is None:
+            raise ConfigError(f"tools.mcp[{self.name}].preset: {self.preset} needs {preset.executable}, found neither on "
+                              f"PATH nor in build/mcp-servers/node_modules/.bin: install it with `{preset.install}`")
+
     def resolved_args(self, workdir: str) -> list[str]:
         """`args` with `${TOOLFACTORY_WORKDIR}` replaced; no other variable: a command line is
-        visible to every user of the machine, so secrets go through `env`."""
+        visible to every user of the machine, so secrets go through `env`. Called as a session
+        starts: a preset's program that is not installed is a :class:`ConfigError` then."""
+        self.check_installed()
         return [self._expand(arg, f"args[{i}]", workdir, secrets=False) for i, arg in enumerate(self.args)]
 
     def resolved_cwd(self, workdir: str) -> str:

@@ -19,9 +19,7 @@ Its stderr is read into a short tail for error messages, with the source's secre
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -126,12 +124,16 @@ def server_env(settings: McpSourceSettings, workdir: str) -> dict[str, str]:
 
 
 def server_command(command: str) -> str:
-    """`command`, or, when it is a bare name not found on PATH, the script of that name installed
-    beside the factory's own interpreter: a server installed with the factory (`mcp-server-time`)
-    starts even when its environment's `bin` folder is not on PATH (`.venv/bin/toolfactory run`)."""
-    if os.sep in command or shutil.which(command):
+    """`command`, or, when it is a bare name not found on PATH, the program of that name installed
+    beside the factory's own interpreter (a server installed with the factory, `mcp-server-time`,
+    when its environment's `bin` folder is not on PATH: `.venv/bin/toolfactory run`) or by
+    `make mcp-servers` (an npm server of the catalog). Looked up where the session starts: a
+    worker's folders need not be the driver's."""
+    from toolfactory.executable.mcp.presets import find_executable
+
+    if os.sep in command:
         return command
-    return shutil.which(command, path=os.path.dirname(sys.executable)) or command
+    return find_executable(command) or command
 
 
 @asynccontextmanager
