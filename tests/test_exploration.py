@@ -194,3 +194,16 @@ def test_facts_are_things_not_field_names() -> None:
     assert found == {("user_map", "Alice"), ("user_map", "USR001"), ("name", "alex"), ("contents", "a.txt"),
                      ("name (in a.txt)", "a.txt"), ("contents", "docs"), ("name (in docs)", "docs"),
                      ("contents (in docs)", "b.txt"), ("name (in docs/b.txt)", "b.txt"), ("ticket_id", "7")}
+
+
+def test_a_source_s_many_instructions_draw_a_recipe_each(sim: Any, bfcl: None) -> None:
+    cfg = validate_config({
+        "tools": {"builtin_catalog": False, "environments": [{"name": "files", "preset": "GorillaFileSystem", "initial_state": FILES}]},
+        "tasks": {"instructions_per_tool": 1, "instructions_per_executable_tool": 12,
+                  "recipes": {"toolalpaca": 0.5, "toolace": 0.5}},
+    })
+    out, _, _ = tasks_of(sim, cfg, "files")
+    made = [t for t in out.records if isinstance(t, Task)]
+    recipes = {t.recipe for t in made}
+    assert recipes == {"toolalpaca", "toolace"}, recipes  # 12 draws at even odds: both (1 in 2048 not)
+    assert len(made) + len(out.rejected) >= 10 and len({t.id for t in made}) == len(made)

@@ -1,7 +1,9 @@
 """The tasks stage: sampled tool sets and user instructions, by recipe.
 
-Every tool of the pool anchors `tasks.instructions_per_tool` instructions. Its recipe is drawn
-(seeded by the run and the tool) from `tasks.recipes`:
+Every tool of the pool anchors `tasks.instructions_per_tool` instructions (a tool of an
+executable source `tasks.instructions_per_executable_tool`). Its recipe is drawn (seeded by the
+run and the tool) from `tasks.recipes`; the instructions of an executable source's tool draw one
+each, so that a source's many instructions are not all one recipe's:
 
 * toolalpaca (:mod:`.toolalpaca`): the user agent writes requests for the one tool (Fig. 8);
 * toolllm (:mod:`.toolllm`): an I1/I2/I3 tool set (`tasks.scenarios`), its APIs probed first
@@ -31,6 +33,7 @@ dimension and value), the probe's pass rate and the guided complexity.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any, ClassVar
 
 from toolfactory.executable.session import executable_source
@@ -84,6 +87,17 @@ class TasksStage:
                 count = settings.instructions_per_executable_tool
             if blueprints is not None and blueprints.applies(anchor):
                 return await blueprints.tasks(anchor, count, rng, recipe)
+            if executable_source(anchor) is None or count == 1:
+                return await made_by(recipe, anchor, count, rng)
+            # A source anchors many instructions (its functions, its state): each draws its own
+            # recipe, so that a source's data is not all one recipe's by one draw.
+            drawn = Counter([recipe, *(weighted(rng, settings.recipes) for _ in range(count - 1))])
+            found: list[Task | Rejected] = []
+            for each, n in sorted(drawn.items()):
+                found += await made_by(each, anchor, n, rng)
+            return found
+
+        async def made_by(recipe: str, anchor: Tool, count: int, rng: random.Random) -> list[Task | Rejected]:
             if recipe == "toolalpaca":
                 return list(await toolalpaca_tasks(anchor, count, ctx, explorer))
             if recipe == "toolllm":
