@@ -19,11 +19,17 @@ def test_quickstart_file_is_valid_and_documents_every_section() -> None:
         assert f"\n{section}:" in text
 
 
-def test_quickstart_file_equals_the_embedded_defaults_but_for_its_executable_source() -> None:
+def test_quickstart_file_equals_the_embedded_defaults_but_for_its_executable_sources() -> None:
+    # The demo adds tool sources that really run and the instructions they anchor; nothing else.
     quickstart = load_config(REPO / "configs" / "quickstart.yaml", environ={})
     defaults = load_config(None, environ={})
-    assert defaults.tools.mcp == [] and quickstart.tools.mcp
-    assert quickstart.model_copy(update={"tools": quickstart.tools.model_copy(update={"mcp": []})}) == defaults
+    assert defaults.tools.mcp == [] and defaults.tools.environments == []
+    assert quickstart.tools.mcp and len(quickstart.tools.environments) >= 2
+    assert quickstart.tasks.instructions_per_executable_tool and defaults.tasks.instructions_per_executable_tool is None
+    tools = quickstart.tools.model_copy(update={"mcp": [], "environments": []})
+    tasks = quickstart.tasks.model_copy(update={"instructions_per_tool": defaults.tasks.instructions_per_tool,
+                                                "instructions_per_executable_tool": None})
+    assert quickstart.model_copy(update={"tools": tools, "tasks": tasks}) == defaults
 
 
 def test_quickstart_runs_a_published_mcp_server_installed_with_the_factory() -> None:
