@@ -20,6 +20,7 @@ import pytest
 
 from .test_mcp_servers import memory_server
 from conftest import _ci
+from toolfactory.executable.confine import descendants
 from toolfactory.executable.pool import WarmPools, warm
 from toolfactory.executable.python_env import PythonEnvironment
 from toolfactory.executable.settings import PythonEnvironmentSettings
@@ -128,3 +129,33 @@ def test_a_pooled_process_that_died_or_hangs_is_replaced_without_failing_the_nex
     assert second != first and not reused
     assert not answer.is_error
     assert pools.counts().replaced == 1 and pools.counts().started == 2
+
+
+def test_a_caller_that_gives_up_while_a_process_starts_leaves_nothing_running_or_held() -> None:
+    env = file_system()
+    pools = WarmPools()
+
+    async def go() -> tuple[Any, bool]:
+        with pytest.raises(TimeoutError):  # gives up before the runner has started
+            async with asyncio.timeout(0.01):
+                async with pools.session(env, env.settings):
+                    pass
+        # The pool is whole: a session still comes, within the bound of one process.
+        async with pools.session(env, env.settings) as session:
+            return await session.call("pwd", {}), session.reused
+
+    try:
+        answer, _ = asyncio.run(go())
+        assert not answer.is_error
+        pool = next(iter(pools._pools.values()))
+        assert pool.alive <= 1 and len(pool.idle) == pool.alive
+    finally:
+        pools.close()
+    assert not [pid for pid in descendants(os.getpid()) if b"runner.py" in _cmdline(pid)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # it exited meanwhile
+        return b""

@@ -135,7 +135,15 @@ class _SourcePool:
                     ready.set_exception(exc)
 
         holder = asyncio.create_task(hold())
-        return _Held(await ready, done, holder)
+        try:
+            return _Held(await ready, done, holder)
+        except BaseException:
+            # Cancelled while it started (its caller gave up): nothing of it may keep running.
+            done.set()
+            holder.cancel()
+            with suppress(BaseException):
+                await holder
+            raise
 
     async def release(self, held: _Held, reusable: bool) -> None:
         if not reusable:
@@ -206,7 +214,17 @@ class WarmPools:
     @asynccontextmanager
     async def session(self, environment: Environment, settings: ExecutableSourceSettings) -> AsyncIterator[Session]:
         loop, pool = self._pool(environment, settings)
-        held, reused = await loop.run(pool.acquire())
+        acquired = loop.submit(pool.acquire())
+        try:
+            held, reused = await asyncio.wrap_future(acquired)
+        except asyncio.CancelledError:
+            # The caller gave up as the pool handed a session out: it goes back, unused.
+            def give_back(done: concurrent.futures.Future[tuple[_Held, bool]]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    loop.submit(pool.release(done.result()[0], True))
+
+            acquired.add_done_callback(give_back)
+            raise
         pooled = _PooledSession(loop, held, reused)
         try:
             yield pooled  # type: ignore[misc]
