@@ -207,3 +207,20 @@ def test_a_source_s_many_instructions_draw_a_recipe_each(sim: Any, bfcl: None) -
     recipes = {t.recipe for t in made}
     assert recipes == {"toolalpaca", "toolace"}, recipes  # 12 draws at even odds: both (1 in 2048 not)
     assert len(made) + len(out.rejected) >= 10 and len({t.id for t in made}) == len(made)
+
+
+def test_a_clock_is_not_explored_so_a_rerun_writes_the_same_prompts() -> None:
+    # The time server's get_current_time answers otherwise in every session (vetting finds it not
+    # deterministic): its answer in the prompts would change them from run to run, and a re-run
+    # could take nothing from the LLM cache.
+    import datetime
+
+    from toolfactory.stages.tasks.exploration import explore
+
+    cfg = validate_config({"tools": {"builtin_catalog": False, "mcp": [
+        {"name": "time", "command": "mcp-server-time", "args": ["--local-timezone", "UTC"]}]}})
+    [tool] = asyncio.run(import_executable("time", cfg.tools)).records
+    assert tool.provenance["vetting"]["functions"]["get_current_time"]["deterministic"] is False
+    found = asyncio.run(explore(environments(cfg.tools)["time"], tool))
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    assert found.failure is None and not [f for f in found.facts if today in f.value]

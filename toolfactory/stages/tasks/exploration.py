@@ -10,7 +10,8 @@ name only them where a request refers to something that exists.
 
 What is called:
 
-* the functions vetting found to work and not to change the state (the tool's provenance
+* the functions vetting found to work, to answer the same in fresh sessions (a clock does not:
+  its answer would make each run's prompts differ) and not to change the state (the tool's provenance
   ``vetting``, :func:`~toolfactory.executable.vetting.vetted_function`), with arguments that fit
   their parameters (:func:`~toolfactory.executable.probes.probe_arguments`, the strings already
   found tried among the values, so a ``cat`` may read a file the state holds);
@@ -174,11 +175,15 @@ async def explore(environment: Environment, tool: Tool) -> Exploration:
     result = Exploration(source=environment.name)
     async with environment.session() as session:
         initial = await session.state()
-        if initial is not None:
+        # Only what a fresh environment holds every time: a clock's answer or a state with a
+        # timestamp would make the request prompts differ from run to run, so a re-run could not
+        # take its answers from the LLM cache and would write other requests.
+        if initial is not None and (tool.provenance.get("vetting") or {}).get("state_reproducible") is not False:
             found.add(facts_in(initial))
         vetted = [fn for fn in tool.functions if vetted_function(tool, fn.name)]
         safe = [fn for fn in vetted if vetted_function(tool, fn.name).get("status") == "works"
-                and vetted_function(tool, fn.name).get("changes_state") is not True]
+                and vetted_function(tool, fn.name).get("changes_state") is not True
+                and vetted_function(tool, fn.name).get("deterministic") is True]
         unvetted = [fn for fn in tool.functions if not vetted_function(tool, fn.name)
                     and (initial is not None or _read_only_hint(tool, fn.name))]
         # Functions without parameters first: listings, whose answers name what others take.
