@@ -134,6 +134,7 @@ def test_a_pooled_process_that_died_or_hangs_is_replaced_without_failing_the_nex
 def test_a_caller_that_gives_up_while_a_process_starts_leaves_nothing_running_or_held() -> None:
     env = file_system()
     pools = WarmPools()
+    before = _runners()  # other tests' (a warm pool's, a Ray worker's)
 
     async def go() -> tuple[Any, bool]:
         with pytest.raises(TimeoutError):  # gives up before the runner has started
@@ -151,7 +152,11 @@ def test_a_caller_that_gives_up_while_a_process_starts_leaves_nothing_running_or
         assert pool.alive <= 1 and len(pool.idle) == pool.alive
     finally:
         pools.close()
-    assert not [pid for pid in descendants(os.getpid()) if b"runner.py" in _cmdline(pid)]
+    assert not _runners() - before
+
+
+def _runners() -> set[int]:
+    return {pid for pid in descendants(os.getpid()) if b"runner.py" in _cmdline(pid)}
 
 
 def _cmdline(pid: int) -> bytes:
