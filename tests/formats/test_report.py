@@ -13,12 +13,12 @@ import pytest
 from toolfactory.errors import ConfigError
 from toolfactory.formats import NOT_APPLICABLE, UnreadableFile
 from toolfactory.storage.shards import encode_records, records_table
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 from toolfactory.stages.verify.report import verify_file
 
 POLICY_RULES = ["filter_parse_error", "filter_search_not_finished", "filter_too_many_steps"]
 KEYS = ["path", "format", "records", "parsed", "format_errors", "accepted", "rejected", "pass_rate", "rules", "warnings", "skipped_rules",
-        "policy", "policy_source", "policies"]
+        "policy", "policy_source", "policies", "execution"]
 
 
 def lines(path: Path) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ EXPECTED = {
     "filter_too_many_steps": "error", "filter_parse_error": "error", "filter_search_not_finished": "error",
     "tool_definition_invalid": "error", "tool_description_missing": "warning", "sample_call_format_mismatch": "error",
     "exec_result_mismatch": "error", "exec_source_drifted": "error", "exec_error_unrecovered": "error", "exec_state_mismatch": "error",
+    "exec_record_inconsistent": "error",
     "exec_timeout": "error", "exec_server_crashed": "error", "exec_output_flood": "error",
     "exec_process_limit": "error", "exec_start_failed": "error",
     "arg_value_ungrounded": "warning", "arg_text_ungrounded": "warning", "answer_control_token": "error",

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from toolfactory.config.recipes import RecipeName
 from toolfactory.config.section import Section
 
 
@@ -53,15 +54,20 @@ class VerifyConfig(Section):
     """Warning rules whose findings reject a record in this run, e.g. `[arg_value_ungrounded]` to
     reject every call value not traceable to the conversation (a warning by default: derived
     values such as a currency code for "dollars" look invented to it)."""
-    max_steps: dict[Literal["toolalpaca", "toolllm", "toolace"], int] = Field(default_factory=lambda: {"toolalpaca": 5})
+    max_steps: dict[RecipeName, int] = Field(default_factory=lambda: {"toolalpaca": 5})
     """Policy: the most function calls a dialogue of each recipe may make (`filter_too_many_steps`);
     a recipe not listed has no step limit (ToolLLM's search has its own max_depth)."""
-    keep_error_recovery: list[Literal["toolalpaca", "toolllm", "toolace"]] = Field(default_factory=lambda: ["toolalpaca"])
+    keep_error_recovery: list[RecipeName] = Field(default_factory=lambda: ["toolalpaca"])
     """Policy: recipes that keep a call answered with an error and then made correctly."""
     execution: bool = True
     """Replay the calls that ran on executable sources (`tools.environments`, `tools.mcp`) in fresh
     environments, between the rules and the judges (`exec_*` rules); records without such calls
     pass it untouched."""
+    execution_unavailable: Literal["record", "reject"] = "record"
+    """A record whose executable source cannot start for the replay (not configured, not
+    installed, gone): `record` checks it from the record without running anything
+    (docs/guide/execution-verification.md says what that proves), counted per source as
+    `execution_checked_from_record`; `reject` rejects it as `exec_start_failed`."""
     max_depth: int = Field(64, ge=1, le=200)
     """Deepest nesting of a schema, call arguments or JSON tool response; deeper is `record_too_deep`.
     At most 200: the libraries the rules use stop at about 255 levels."""

@@ -49,6 +49,7 @@ from toolfactory.executable.pool import open_session, warm
 from toolfactory.executable.vetting import vetted_function, vetted_warm
 from toolfactory.models import Function, Task, Tool, ToolCall, canonical_json
 from toolfactory.stages.dialogues.agents import call_error, unsendable
+from toolfactory.stages.verify.from_record import RESULT_DIGEST, result_digest
 
 EXECUTION = "execution"
 
@@ -172,7 +173,9 @@ class DialogueExecution:
         # dialogue's final path from calls the session ran on abandoned branches (ToolLLM's search
         # backtracks).
         entry: dict[str, Any] = {"source": name, "name": call.name, "arguments": call.arguments,
-                                 "is_error": result.is_error, "truncated": result.truncated}
+                                 "is_error": result.is_error, "truncated": result.truncated,
+                                 # What the model is shown, so a verify from the record can tell an edited answer.
+                                 RESULT_DIGEST: result_digest(result.content)}
         vetted = vetted_function(tool, call.name)
         if isinstance(vetted.get("deterministic"), bool):  # the replay holds it to its result if so
             entry["deterministic"] = vetted["deterministic"]

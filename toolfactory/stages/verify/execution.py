@@ -21,6 +21,16 @@ the honest verdict: a model that follows the path would not see it.
 Sources come from the run's configuration, or from the record itself for BFCL's environments
 (``generation["execution"]["environments"]``: a preset and its initial state per source; a class
 path from a data file is never run).
+
+**Live or from the record.** :class:`ExecutionLayer` replays (``mode="live"``) or checks each
+record against itself without running anything (``mode="record"``, :mod:`.from_record`). When a
+source of a record cannot start (not configured, not installed, gone), ``unavailable`` says what
+happens: ``reject`` (the record is ``exec_start_failed``), ``record`` (it is checked from the
+record, and the source is remembered as unavailable for the layer's later records, so a missing
+server costs one failed start, not one per record) or ``raise`` (:class:`SourceUnavailable`, for
+``toolfactory verify --live``, which must not pass off a record check as a replay). The layer's
+:class:`ExecutionTally` counts per source the records replayed live, checked from the record and
+found drifted.
 """
 
 from __future__ import annotations
@@ -35,16 +45,18 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from toolfactory.errors import TerminalError
 from toolfactory.executable.pool import open_session, warm
 from toolfactory.executable.python_env import PythonEnvironment
 from toolfactory.executable.settings import PythonEnvironmentSettings
 from toolfactory.executable.session import EXEC_START_FAILED, CallResult, Environment, ExecutionFailed, Session
 from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.models import Dialogue, Verdict
+from toolfactory.stages.verify.from_record import aligned, inconsistencies
 from toolfactory.stages.verify.policy import DEFAULT as DEFAULT_POLICY
 from toolfactory.stages.verify.policy import Policy
 from toolfactory.stages.verify.rules import RULES, Sample
-from toolfactory.stages.verify.rules.execution import REPLAY
+from toolfactory.stages.verify.rules.execution import RECORD_FINDINGS, REPLAY
 from toolfactory.stages.verify.rules.registry import check_error
 
 EXECUTION = "execution"  # the key of generation that holds what ran (see stages/dialogues/execution.py)
@@ -83,6 +95,8 @@ class Failure:
     reason: str
     path: str
     message: str
+    source: str | None = None
+    """The source that failed, where one did (None: the record itself is at fault)."""
 
 
 @dataclass
@@ -108,6 +122,8 @@ class Replay:
     """The states the task requires after the calls that answer each user message, in order
     (``target_turn_states``: BFCL checks the state after every turn), by source; None: the final
     state alone is compared."""
+    live: bool = True
+    """Whether the calls ran again (False: the record was checked against itself, nothing ran)."""
 
 
 def drifted(replay: Replay, source: str) -> bool:
@@ -223,8 +239,10 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
     needed = sorted({call.source for call in calls} | set(out.expected or {}) | turn_sources)
     missing = [name for name in needed if name not in sources]
     if missing:
-        out.failure = Failure(EXEC_START_FAILED, "generation.execution", f"{missing[0]}: no executable source of this name is configured")
+        out.failure = Failure(EXEC_START_FAILED, "generation.execution", f"{missing[0]}: no executable source of this name is configured",
+                              missing[0])
         return out
+    opening: list[str] = []  # the source whose session is being opened (a start failure is its own)
     async with AsyncExitStack() as stack:
         sessions: dict[str, Session] = {}
         for name in needed:  # in name order, as the dialogues stage takes its slots
@@ -238,7 +256,9 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
             if name not in sessions:
                 source = sources[name]
                 fresh = open_session(source.environment, source.settings, warm(source.settings, vetted_warm.get(name)))
+                opening[:] = [name]
                 sessions[name] = await stack.enter_async_context(fresh)
+                opening.clear()
                 out.began[name] = "reused" if getattr(sessions[name], "reused", False) else "started"
                 version = getattr(sessions[name], "version", None)
                 out.versions[name] = str(version()) if callable(version) else ""
@@ -268,15 +288,42 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
                 await opened(name)
             out.states = {name: await session.state() for name, session in sorted(sessions.items())}
         except ExecutionFailed as failed:
-            out.failure = Failure(failed.reason, path, failed.message)
+            source = opening[0] if opening else None
+            out.failure = Failure(failed.reason, path, failed.message, source if failed.reason == EXEC_START_FAILED else None)
     return out
 
 
+def from_record(dialogue: Dialogue, settings: Mapping[str, ExecutableSourceSettings]) -> tuple[Replay, list[tuple[str, str]]]:
+    """The record of `dialogue` as a replay that ran nothing, and what it says against itself
+    (:mod:`.from_record`): the ``exec_*`` rules then judge what the record alone can show."""
+    executed = dialogue.generation.get(EXECUTION) or {}
+    recorded = executed.get("calls") or []
+    calls = path_calls(dialogue, settings)
+    where = aligned([(c.source, c.name, c.arguments) for c in calls], recorded)
+    for call, index in zip(calls, where):
+        call.recorded_error = index is not None and bool(recorded[index].get("is_error"))
+    findings = inconsistencies(dialogue, [(c.path, c.source, c.name, c.arguments, c.recorded) for c in calls], settings)
+    recorded_states = executed.get("states")
+    states: dict[str, Any] = recorded_states if isinstance(recorded_states, dict) else {}
+    out = Replay(calls=calls, states=dict(states), live=False,
+                 recorded_versions={str(k): str(v) for k, v in (executed.get("versions") or {}).items()})
+    target = executed.get("target_state")
+    # The recorded final state stands for the replay's only where the record ran exactly the
+    # path's calls (no abandoned branch changed it); a target source the record holds no state
+    # of (no call touched it) would need its initial state, which only a replay reads.
+    if isinstance(target, dict) and _same_path(calls, recorded) and None not in where:
+        out.expected = {name: state for name, state in target.items() if name in states}
+        out.expected_kind = "target"
+    return out, findings
+
+
 def judged(dialogue: Dialogue, found: Replay, disabled: frozenset[str] = frozenset(),
-           policy: Policy | None = DEFAULT_POLICY) -> list[Verdict]:
-    """The failed verdicts of the ``exec_*`` rules on `found` (every finding an error)."""
+           policy: Policy | None = DEFAULT_POLICY, record_findings: list[tuple[str, str]] | None = None) -> list[Verdict]:
+    """The failed verdicts of the ``exec_*`` rules on `found` (every finding an error), with what
+    a check from the record found (`record_findings`)."""
     sample = Sample(dialogue, policy or DEFAULT_POLICY)
     sample.provide(REPLAY, found)
+    sample.provide(RECORD_FINDINGS, record_findings or [])
     out: list[Verdict] = []
     for code, registered in RULES.items():
         if registered.kind != "execution" or code in disabled:
@@ -288,14 +335,68 @@ def judged(dialogue: Dialogue, found: Replay, disabled: frozenset[str] = frozens
     return out
 
 
+Mode = Literal["live", "record"]
+Unavailable = Literal["reject", "record", "raise"]
+LIVE, FROM_RECORD = "live", "record"
+
+
+class SourceUnavailable(TerminalError):
+    """A source a record names cannot start for a live replay (``toolfactory verify --live``)."""
+
+    def __init__(self, source: str, record_id: str, message: str) -> None:
+        super().__init__(f"--live: source {source!r} (named by record {record_id!r}) cannot start: {message}")
+        self.source, self.record_id, self.message = source, record_id, message
+
+
+@dataclass
+class ExecutionTally:
+    """What the layer did, per source: records replayed live, checked from the record, and
+    replayed with another answer on another version of the source (drift)."""
+
+    live: Counter[str] = field(default_factory=Counter)
+    from_record: Counter[str] = field(default_factory=Counter)
+    drifted: Counter[str] = field(default_factory=Counter)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """Sources that could not start, with the first failure's message."""
+
+    def merge(self, other: ExecutionTally) -> None:
+        self.live.update(other.live)
+        self.from_record.update(other.from_record)
+        self.drifted.update(other.drifted)
+        for name, message in other.unavailable.items():
+            self.unavailable.setdefault(name, message)
+
+    def by_source(self) -> dict[str, dict[str, int]]:
+        """``{source: {"live", "from_record", "drifted"}}``, sources in name order."""
+        names = sorted(set(self.live) | set(self.from_record) | set(self.drifted))
+        return {name: {"live": self.live[name], "from_record": self.from_record[name], "drifted": self.drifted[name]}
+                for name in names}
+
+
+def named_sources(dialogue: Dialogue) -> list[str]:
+    """The sources a record's execution names: of its calls, its target and its turn targets."""
+    executed = dialogue.generation.get(EXECUTION) or {}
+    names = {str(c.get("source")) for c in executed.get("calls") or [] if isinstance(c, dict) and c.get("source")}
+    target = executed.get("target_state")
+    names |= set(target) if isinstance(target, dict) else set()
+    for states in executed.get("target_turn_states") or []:
+        names |= set(states) if isinstance(states, dict) else set()
+    return sorted(names)
+
+
 class ExecutionLayer:
-    """The execution layer over a set of configured sources (a verify shard, a verify run)."""
+    """The execution layer over a set of configured sources (a verify shard, a verify run): see
+    the module doc for `mode` and `unavailable`."""
 
     def __init__(self, configured: Mapping[str, tuple[Environment, ExecutableSourceSettings]],
-                 disabled: frozenset[str] = frozenset()) -> None:
+                 disabled: frozenset[str] = frozenset(), mode: Mode = "live", unavailable: Unavailable = "reject",
+                 tally: ExecutionTally | None = None) -> None:
         self._sources = {name: Source(env, settings, asyncio.Semaphore(settings.max_sessions))
                          for name, (env, settings) in configured.items()}
         self._disabled = disabled
+        self._mode = mode
+        self._unavailable = unavailable
+        self.tally = tally if tally is not None else ExecutionTally()
         self.sessions: Counter[tuple[str, str]] = Counter()
         """Sessions the replays opened, by source and how they began (``started``, ``reused``)."""
 
@@ -322,6 +423,25 @@ class ExecutionLayer:
             found = Replay(calls=[], failure=Failure(EXEC_START_FAILED, "generation.execution.environments",
                                                      " ".join(str(exc).split())[:300]))
             return judged(dialogue, found, self._disabled, policy)
+        names = named_sources(dialogue)
+        if self._mode == FROM_RECORD or (self._unavailable == FROM_RECORD and set(names) & set(self.tally.unavailable)):
+            return self._from_record(dialogue, sources, names, policy)
         found = await replay(dialogue, sources)
         self.sessions.update(found.began.items())
+        failure = found.failure
+        if failure is not None and failure.reason == EXEC_START_FAILED and failure.source is not None:
+            self.tally.unavailable.setdefault(failure.source, failure.message)
+            if self._unavailable == "raise":
+                raise SourceUnavailable(failure.source, dialogue.id, failure.message)
+            if self._unavailable == FROM_RECORD:
+                return self._from_record(dialogue, sources, names, policy)
+        self.tally.live.update(names)
+        self.tally.drifted.update({call.source for call in found.calls if call.deterministic and call.result is not None
+                                   and call.result.content != call.recorded and drifted(found, call.source)})
         return judged(dialogue, found, self._disabled, policy)
+
+    def _from_record(self, dialogue: Dialogue, sources: Mapping[str, Source], names: list[str],
+                     policy: Policy | None) -> list[Verdict]:
+        found, findings = from_record(dialogue, {name: source.settings for name, source in sources.items()})
+        self.tally.from_record.update(names)
+        return judged(dialogue, found, self._disabled, policy, findings)

@@ -52,7 +52,13 @@ def _found(verdicts: Iterable[Verdict]) -> list[Found]:
     return [Found(v.code, v.path, v.message) for v in verdicts]
 
 
-def judged(item: Dialogue | FormatError, skipped: frozenset[str], limits: Limits, policies: Policies) -> Outcome:
+# The execution layer of a serial verify (`toolfactory verify`, from the record or --live), given a
+# record the rules passed and its policy; None: replay the records that name their environments.
+Execution = Callable[[Dialogue, Union[Policy, None]], list[Verdict]]
+
+
+def judged(item: Dialogue | FormatError, skipped: frozenset[str], limits: Limits, policies: Policies,
+           execution: Execution | None = None) -> Outcome:
     if isinstance(item, FormatError):
         return item
     if isinstance(policies, ExportPolicy):  # as the factory judged this record, in the form the export gives it
@@ -62,7 +68,9 @@ def judged(item: Dialogue | FormatError, skipped: frozenset[str], limits: Limits
     else:
         policy = policies
     verdicts = check(item, skipped, limits, policy)
-    if not errors(verdicts) and self_contained(item):  # the execution layer, on what the rules passed
+    if not errors(verdicts) and execution is not None:  # the execution layer, on what the rules passed
+        verdicts += execution(item, policy)
+    elif not errors(verdicts) and self_contained(item):
         verdicts += asyncio.run(ExecutionLayer({}, skipped).verdicts(item, policy))
     return (item.id, _found(errors(verdicts)), _found(v for v in verdicts if v.severity == "warning"),
             None if policy is None else policy.name)
@@ -129,6 +137,6 @@ def parallel_outcomes(path: Path, fmt: str, workers: int, skipped: frozenset[str
 
 
 def outcomes(items: Iterable[Dialogue | FormatError], skipped: frozenset[str], limits: Limits,
-             policies: Policies) -> Iterator[Outcome]:
+             policies: Policies, execution: Execution | None = None) -> Iterator[Outcome]:
     """The outcome of every record read serially."""
-    return (judged(item, skipped, limits, policies) for item in items)
+    return (judged(item, skipped, limits, policies, execution) for item in items)

@@ -17,7 +17,10 @@ the `disabled` ones, and writes to `out_dir`:
        "skipped_rules": [code, ...],  # not applicable to the format, plus disabled; sorted
        "policy": name, "per record" or null,  # the recipe policy applied (policy rules); null: validity only
        "policy_source": text or null,         # where the policy came from ("--policy", an export's PROVENANCE.md, ...)
-       "policies": {name: n}}                 # parsed records judged with each recipe's policy
+       "policies": {name: n},                 # parsed records judged with each recipe's policy
+       "execution": {"mode": "record" | "live",   # how records whose calls ran on executable sources were checked
+                     "sources": {source: {"live": n, "from_record": n, "drifted": n}},
+                     "unavailable": {source: message}}}  # sources that could not start (record mode: not tried)
 
   ``rules`` and ``warnings`` are ordered by count, then code.
 * ``rejected.jsonl``: one line per rejected record, in input order:
@@ -33,6 +36,15 @@ rules (does a recipe keep it?) run with `policy` (:mod:`toolfactory.stages.verif
 recipe's for every record, or an export's (:class:`~toolfactory.stages.verify.export_policy.ExportPolicy`:
 each record's recipe's, as the factory's verify stage applied it, with the run's disabled rules
 and, unless `limits` is given, its limits; ``policy`` is then ``"per record"``).
+
+**Execution.** A record whose calls ran on executable sources (``generation.execution``) is, by
+default, checked from the record (:mod:`toolfactory.stages.verify.from_record`: nothing runs, so
+a dataset can be checked when its servers are gone); with `live` its calls are replayed for real
+on the sources the record names itself (BFCL's environments) or the run's configuration names
+(`tools`), and a source that cannot start raises
+:class:`~toolfactory.stages.verify.execution.SourceUnavailable`. ``execution.sources`` counts per
+source the records replayed live or checked from the record, and those a live replay found
+drifted (``exec_source_drifted``).
 
 An input with no record, or none that the reader could turn into a dialogue (a file of another
 format, or of a shape the reader does not know), or a file the reader cannot read at all (a JSON
@@ -50,10 +62,14 @@ import json
 from collections import Counter
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal
+
+import asyncio
 
 from toolfactory.errors import ConfigError
 from toolfactory.formats import FORMATS, NOT_APPLICABLE, NOT_APPLICABLE_REASONS, READERS, FormatError, UnreadableFile, toolbench
+from toolfactory.models import Dialogue, Verdict
+from toolfactory.stages.verify.execution import ExecutionLayer, ExecutionTally, applies
 from toolfactory.stages.verify.export_policy import ExportPolicy
 from toolfactory.stages.verify.limits import DEFAULT as DEFAULT_LIMITS
 from toolfactory.stages.verify.limits import Limits
@@ -61,7 +77,43 @@ from toolfactory.stages.verify.policy import POLICIES, Policy
 from toolfactory.stages.verify.parallel import Found, Outcome, Policies, outcomes, parallel_outcomes, splittable
 from toolfactory.stages.verify.rules import RULES
 
+if TYPE_CHECKING:
+    from toolfactory.config import ToolsConfig
+
 TOP_RULES = 10  # rules listed in report.md
+ExecutionMode = Literal["record", "live"]
+
+
+class ExecutionCheck:
+    """The execution layer of one verify run, record by record (see the module doc): a layer per
+    record, each replay in its own event loop, sharing one tally."""
+
+    def __init__(self, mode: ExecutionMode, skipped: frozenset[str], tools: ToolsConfig | None = None) -> None:
+        self.mode, self.skipped, self.tools = mode, skipped, tools
+        self.tally = ExecutionTally()
+
+    def _configured(self) -> dict[str, Any]:
+        if self.tools is None:
+            return {}
+        from toolfactory.executable.registry import environments, source_settings
+
+        built = environments(self.tools)
+        # One process per session: a warm pool would outlive the record's event loop.
+        return {name: (built[name], s.model_copy(update={"warm_sessions": False}))
+                for name, s in source_settings(self.tools).items() if name in built}
+
+    def __call__(self, dialogue: Dialogue, policy: Policy | None) -> list[Verdict]:
+        if not applies(dialogue):
+            return []
+        # From the record, the configured sources give their settings (conventions), never a session.
+        layer = ExecutionLayer(self._configured(), self.skipped, self.mode,
+                               "raise" if self.mode == "live" else "record", self.tally)
+        return asyncio.run(layer.verdicts(dialogue, policy))
+
+    def summary(self) -> dict[str, Any]:
+        unavailable = self.tally.unavailable if self.mode == "live" else {}
+        return {"mode": self.mode, "sources": self.tally.by_source(), "unavailable": dict(sorted(unavailable.items()))}
+
 
 
 def _until_unreadable(results: Iterable[Outcome], unreadable: list[UnreadableFile]) -> Iterator[Outcome]:
@@ -105,11 +157,15 @@ def policy_named(name: str | None) -> Policy | None:
 
 def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Iterable[str] = frozenset(),
                 policy: Policies = None, limits: Limits | None = None, paths: str | None = None,
-                workers: int = 1, policy_source: str | None = None) -> dict[str, Any]:
+                workers: int = 1, policy_source: str | None = None, execution: ExecutionMode = "record",
+                tools: ToolsConfig | None = None) -> dict[str, Any]:
     """Read `path` as `fmt`, check every record, write the report files to `out_dir`; the report dict.
     `paths` (``released`` or ``all``) chooses which paths of ToolBench answer files are records;
     with `workers` > 1 a JSONL file of a line format is checked on that many processes;
-    `policy_source` says where `policy` came from (the report states it)."""
+    `policy_source` says where `policy` came from (the report states it); `execution` checks
+    executed records from the record or ``live`` on their sources (`tools`: the run's)."""
+    if execution not in ("record", "live"):
+        raise ConfigError(f"execution: {execution!r} is not one of record, live")
     disabled, skipped = _skipped(fmt, disabled)
     if paths is not None and fmt != "toolbench":
         raise ConfigError(f"--paths applies to --format toolbench only, not {fmt}")
@@ -137,10 +193,12 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
     with (out / "rejected.jsonl").open("w", encoding="utf-8", errors="backslashreplace") as rejected_file, \
             (out / "format_errors.jsonl").open("w", encoding="utf-8", errors="backslashreplace") as errors_file:
         source = Path(path)
+        executing = ExecutionCheck(execution, frozenset(skipped), tools)
+        # A line format's records never hold executed calls (their readers give no `generation`).
         if workers > 1 and splittable(source, fmt):
             results = parallel_outcomes(source, fmt, workers, frozenset(skipped), limits, policy)
         else:
-            results = outcomes(read(source), frozenset(skipped), limits, policy)
+            results = outcomes(read(source), frozenset(skipped), limits, policy, executing)
         unreadable: list[UnreadableFile] = []
         for index, outcome in enumerate(_until_unreadable(results, unreadable)):
             records += 1
@@ -182,6 +240,7 @@ def verify_file(path: str | Path, fmt: str, out_dir: str | Path, disabled: Itera
         "policy": "per record" if isinstance(policy, ExportPolicy) else policy.name if policy is not None else None,
         "policy_source": policy.source if isinstance(policy, ExportPolicy) else policy_source or (None if policy is None else "requested"),
         "policies": _ordered(applied),
+        "execution": executing.summary(),
     }
     reasons = {code: NOT_APPLICABLE_REASONS[fmt].get(code, "disabled") for code in skipped}
     for code in exported:
@@ -263,6 +322,7 @@ def markdown(
     rule_table("## Warnings (recorded, not rejecting)", report["warnings"], warning_examples)
     if not report["rules"] and report["parsed"]:
         lines += ["Every parsed record passes every applied rule.", ""]
+    lines += execution_lines(report.get("execution") or {})
     if report["skipped_rules"]:
         lines += ["## Skipped rules", ""]
         lines += [f"- `{code}`: {skip_reasons.get(code, 'disabled')}" for code in report["skipped_rules"]]
@@ -270,4 +330,20 @@ def markdown(
     return "\n".join(lines)
 
 
-__all__ = ["VALIDITY_ONLY", "markdown", "policy_line", "policy_named", "verify_file"]
+def execution_lines(execution: dict[str, Any]) -> list[str]:
+    """report.md's section on the records whose calls ran on executable sources (none: no lines)."""
+    sources = execution.get("sources") or {}
+    if not sources:
+        return []
+    how = ("replayed on their sources (--live)" if execution.get("mode") == "live"
+           else "checked from the record, nothing run (--live replays them)")
+    lines = ["## Executed calls", "", f"Records whose calls ran on executable sources were {how}.", "",
+             "| source | replayed live | checked from the record | drifted |", "| --- | ---: | ---: | ---: |"]
+    lines += [f"| `{name}` | {n['live']} | {n['from_record']} | {n['drifted']} |" for name, n in sources.items()]
+    lines.append("")
+    for name, message in (execution.get("unavailable") or {}).items():
+        lines.append(f"- `{name}` could not start: {_cell(message)}")
+    return lines + ([""] if execution.get("unavailable") else [])
+
+
+__all__ = ["ExecutionCheck", "VALIDITY_ONLY", "execution_lines", "markdown", "policy_line", "policy_named", "verify_file"]

@@ -4,6 +4,9 @@
 These rules judge a :class:`~toolfactory.stages.verify.execution.Replay`, which the execution
 layer of the verify stage (:mod:`toolfactory.stages.verify.execution`) makes for a dialogue whose
 calls ran on executable sources; the rule layer (:func:`~..registry.check`) does not run them.
+Checked from the record (:mod:`toolfactory.stages.verify.from_record`), the replay ran nothing:
+the rules that need answers given again find nothing, the others judge what the record says, and
+``exec_record_inconsistent`` reports where the record contradicts itself.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from toolfactory.stages.verify.execution import Replay, ReplayedCall
 
 REPLAY = "replay"  # the key the execution layer gives its replay under (Sample.provide)
+RECORD_FINDINGS = "record_findings"  # ... and what a check from the record found, as (path, message)
 SHOWN = 120  # characters of a result quoted in a message
 
 
@@ -69,6 +73,13 @@ def source_drifted(sample: Sample) -> Iterator[Finding]:
                               f"{_short(call.recorded or '')!r}")
 
 
+@rule("exec_record_inconsistent", kind="execution")
+def record_inconsistent(sample: Sample) -> Iterator[Finding]:
+    """Checked from the record (the source gone, or `toolfactory verify` without --live): the record contradicts itself or the dialogue, e.g. a call the messages show answered is not recorded as run, a tool message is not the answer the record keeps a digest of, an error by the source's convention is recorded as a success, or a source that ran has no recorded state."""
+    found: list[tuple[str, str]] = sample.memo(RECORD_FINDINGS, lambda _: [])
+    yield from found
+
+
 @rule("exec_error_unrecovered", kind="execution")
 def error_unrecovered(sample: Sample) -> Iterator[Finding]:
     """An executed call answered with an error (a Python exception, an MCP isError) and no later call of the same function succeeds."""
@@ -99,8 +110,9 @@ def state_mismatch(sample: Sample) -> Iterator[Finding]:
         found = replay.states.get(source)
         where = first_difference(found, expected)
         if where is not None:
+            ends = "ends" if replay.live else "is recorded to end"
             yield f"generation.execution.states.{source}", (
-                f"{source} ends in another state than the {replay.expected_kind} one (first difference at {where or '/'})")
+                f"{source} {ends} in another state than the {replay.expected_kind} one (first difference at {where or '/'})")
             return
     # BFCL checks the state after every user turn: a booking changed and then cancelled ends
     # where the task does, but not through the states it asks for. The first turn that differs.
