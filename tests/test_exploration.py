@@ -224,3 +224,16 @@ def test_a_clock_is_not_explored_so_a_rerun_writes_the_same_prompts() -> None:
     found = asyncio.run(explore(environments(cfg.tools)["time"], tool))
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     assert found.failure is None and not [f for f in found.facts if today in f.value]
+
+
+def test_a_value_that_says_nothing_was_found_is_no_fact() -> None:
+    # BFCL's trading bot answers a company it does not know with this "symbol".
+    assert facts_in({"symbol": "Stock not found"}, "get_symbol_by_name") == []
+    assert [f.value for f in facts_in({"symbol": "NVDA"}, "get_symbol_by_name")] == ["NVDA"]
+
+
+def test_an_answer_with_an_error_beside_its_status_is_a_refusal() -> None:
+    from toolfactory.stages.tasks.exploration import refusal
+
+    assert refusal({"cancel_status": False, "error": "Invalid access token"}) == "Invalid access token"
+    assert refusal({"cancel_status": True}) is None and refusal({"error": ""}) is None and refusal("fine") is None

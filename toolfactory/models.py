@@ -124,6 +124,8 @@ class Blueprint(Record):
     turns: list[BlueprintTurn]
     target_state: dict[str, Any]
     """Per executable source name, the JSON state ``Session.state()`` returned after the calls."""
+    repairs: int = 0
+    """Times the designer wrote it again after its calls failed (``tasks.blueprints.repairs``)."""
 
 
 class Task(Record):

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from conftest import http
 from toolfactory.config import Config, validate_config
 from toolfactory.errors import ConfigError
 from toolfactory.executable.registry import environments
@@ -224,3 +225,80 @@ def test_blueprints_over_an_mcp_server_from_npm_target_the_graph_its_calls_leave
         graph = task.blueprint.target_state["memory"]["tool"]
         assert created and sorted(e["name"] for e in graph["entities"]) == sorted(set(created))
     assert dialogues.records
+
+
+def test_a_failed_blueprint_goes_back_to_the_designer_with_what_its_calls_answered(sim: Any) -> None:
+    cfg = config(["lend"], repairs=1)  # nothing is on the shelf: every lend raises, the repair too
+    out, recorded = run_stage(sim, cfg, TasksStage(), ShardSpec("tasks", 0, (), {"part": 0, "parts": 1}), [shelf(cfg).model_dump()])
+    designer = [text for role, text in recorded.prompts if role == "designer"]
+    repairs = [text for text in designer if "did not hold" in text]
+    assert len(designer) == 6 and len(repairs) == 3
+    assert all("is not on the shelf" in text and "turns[0].calls[0] lend" in text for text in repairs)
+    assert [r.reasons for r in out.rejected] == [["blueprint_call_failed"]] * 3
+    assert all("after 1 repair" in r.detail for r in out.rejected)
+    out, recorded = run_stage(sim, config(["lend"], repairs=0), TasksStage(),
+                              ShardSpec("tasks", 0, (), {"part": 0, "parts": 1}), [shelf(cfg).model_dump()])
+    assert len([role for role, _ in recorded.prompts if role == "designer"]) == 3
+
+
+def test_calls_that_vetting_found_to_only_read_are_rejected_as_read_only(sim: Any) -> None:
+    cfg = validate_config({
+        "tools": {"environments": [{"name": "shelf", "class_path": "toolenvs:Shelf", "allow": ["count"]}]},
+        "tasks": {"instructions_per_tool": 2, "recipes": {"toolalpaca": 1.0}, "blueprints": {"enabled": True, "multi_turn": 0.0}},
+    })
+    tool = shelf(cfg)
+    assert tool.provenance["vetting"]["functions"]["count"]["changes_state"] is False
+    out, _ = run_stage(sim, cfg, TasksStage(), ShardSpec("tasks", 0, (), {"part": 0, "parts": 1}), [tool.model_dump()])
+    assert [r.reasons for r in out.rejected] == [["blueprint_read_only"]] * 2
+
+
+def test_the_designer_s_schema_takes_the_values_a_bfcl_doc_lists_in_prose() -> None:
+    from toolfactory.stages.tasks.blueprints import confined_parameters
+
+    parameters = {"type": "object", "properties": {
+        "mode": {"type": "string", "description": 'The mode to set. [Enum]: ["engage", "release"]'},
+        "door": {"type": "array", "items": {"type": "string"}, "description": '[Enum]: ["driver", "passenger"]'},
+        "note": {"type": "string", "description": "Free text."}}}
+    props = confined_parameters(parameters)["properties"]
+    assert props["mode"]["enum"] == ["engage", "release"] and props["door"]["items"]["enum"] == ["driver", "passenger"]
+    assert "enum" not in props["note"]
+
+
+def test_blueprints_over_two_sources_run_on_both_and_target_both_states(sim: Any, npm_servers: Path) -> None:
+    # BFCL's file system (a file to read) and the memory server from npm (an entity to record).
+    cfg = validate_config({
+        "tools": {"environments": [{"name": "files", "preset": "GorillaFileSystem", "initial_state": FILES}],
+                  "mcp": [{"name": "memory", "command": "node", "args": [str(npm_servers / "server-memory" / "dist" / "index.js")],
+                           "env": {"MEMORY_FILE_PATH": "${TOOLFACTORY_WORKDIR}/memory.jsonl"}, "state_tool": "read_graph"}]},
+        "tasks": {"instructions_per_tool": 4, "recipes": {"toolalpaca": 1.0},
+                  "blueprints": {"enabled": True, "multi_turn": 0.0, "spanning": 1.0}},
+    })
+    pool = [t for name in ("files", "memory") for t in asyncio.run(import_executable(name, cfg.tools)).records]
+    # The designer follows its prompt: the calls name the files the prompt lists.
+    http.post(f"{sim.root_url}/simulator/settings", json={"obedience": 1.0}).raise_for_status()
+    try:
+        out, recorded = run_stage(sim, cfg, TasksStage(), ShardSpec("tasks", 0, (), {"part": 0, "parts": 1}),
+                                  [t.model_dump() for t in pool])
+    finally:
+        http.post(f"{sim.root_url}/simulator/settings", json={"obedience": 0.0}).raise_for_status()
+    designer = [text for role, text in recorded.prompts if role == "designer" and "did not hold" not in text]
+    assert len(designer) == 8 and all("the two tools below" in text for text in designer)
+    spanning = [t for t in out.records if isinstance(t, Task) and len(t.tools) == 2]
+    assert spanning, out.rejections()
+
+    async def replayed(task: Task) -> dict[str, Any]:
+        owner = {fn.name: str(tool.provenance["executable"]["source"]) for tool in task.tools for fn in tool.functions}
+        configured = environments(cfg.tools)
+        async with configured["files"].session() as files, configured["memory"].session() as memory:
+            sessions = {"files": files, "memory": memory}
+            for turn in task.blueprint.turns if task.blueprint else []:
+                for call in turn.calls:
+                    assert not (await sessions[owner[call.name]].call(call.name, call.arguments)).is_error
+            return {name: await session.state() for name, session in sessions.items()}
+
+    for task in spanning:
+        assert task.scenario == "two_sources" and task.blueprint is not None
+        assert set(task.blueprint.target_state) == {"files", "memory"}
+        assert task.blueprint.target_state == asyncio.run(replayed(task))
+        called = {call.name for turn in task.blueprint.turns for call in turn.calls}
+        assert all(any(tool.function(name) for name in called) for tool in task.tools)  # both sources are used

@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from toolfactory.stages import prompt_markers as said
+
 from .seeding import derive_rng, unit_draw
 from .settings import SimulatorSettings
 from .stated_values import (Offered, asks_for_call_values, asks_for_values, calls_sentence, chained_pair, creates,
@@ -34,13 +36,21 @@ from .stated_values import (Offered, asks_for_call_values, asks_for_values, call
                             values_sentences)
 from .text import words
 
+
+
+def _phrases(*markers: str, other: str) -> re.Pattern[str]:
+    """The product prompts' markers of a mode (toolfactory.stages.prompt_markers), or `other`
+    wording of the same mode a prompt of another's might use."""
+    return re.compile("|".join([*map(re.escape, markers), other]), re.I)
+
+
 # How request-writing prompts phrase each mode (ToolACE's multi-mode prompting and its kin).
 _STATED = (
-    ("non_tool", re.compile(r"not served by the functions|none of the offered functions can|no offered function can", re.I)),
-    ("missing", re.compile(r"leaves? out .{0,40}value|missing (value|parameter)|has to ask for it", re.I)),
-    ("dependent", re.compile(r"comes? from an earlier call|depends? on (an|the) earlier|uses? the result of (an|the) earlier", re.I)),
-    ("parallel", re.compile(r"do not depend on each other|made at once|in parallel|at the same time", re.I)),
-    ("single", re.compile(r"exactly one call|exactly one of the functions|a single call", re.I)),
+    ("non_tool", _phrases(said.MODE_NON_TOOL_SUBJECT, said.MODE_NON_TOOL, other=r"no offered function can")),
+    ("missing", _phrases(said.MODE_MISSING_VALUE, said.MODE_MISSING, other=r"leaves? out .{0,40}value|missing (value|parameter)")),
+    ("dependent", _phrases(said.MODE_DEPENDENT, other=r"comes? from an earlier call|depends? on (an|the) earlier|uses? the result of (an|the) earlier")),
+    ("parallel", _phrases(said.MODE_PARALLEL, said.MODE_PARALLEL_AT_ONCE, other=r"in parallel|at the same time")),
+    ("single", _phrases(said.MODE_SINGLE, said.MODE_MULTIPLE, other=r"a single call")),
 )
 # What a user writes when a request needs that mode (and what the acting side recognises).
 CUES = {
@@ -69,8 +79,10 @@ def stated_mode(prompt: str) -> str | None:
 def writing_prompt(said: list[str]) -> str:
     """The request-writing prompt among the user's messages (latest first): the latest that
     states a mode or asks for concrete values. A re-ask ("Your answer is not valid JSON. Reply
-    again ...") corrects the answer's form, so the answer still does what the prompt asked."""
-    return next((text for text in said if stated_mode(text) or asks_for_values(text)), said[0] if said else "")
+    again ...") corrects the answer's form, so the answer still does what the prompt asked; so
+    does feedback on a blueprint's calls (a designer writing it again reads its first prompt too)."""
+    return next((text for text in said if stated_mode(text) or asks_for_values(text) or asks_for_call_values(text)),
+                said[0] if said else "")
 
 
 def requested_mode(user_text: str) -> str | None:
@@ -143,10 +155,13 @@ def _with_facts(calls: list[Any], offered: dict[str, Offered], facts: list[tuple
         props = function.parameters.get("properties") or {}
         arguments = dict(call["arguments"])
         if not creates(_own_step(str(call["name"]), offered) or function.description):
+            given: set[str] = set()
             for name, value in arguments.items():
                 listed = fitting_fact(name, props.get(name), facts, rng) if isinstance(value, str) else None
-                if listed is not None:
+                # One listed value for one argument of a call: nobody moves a file onto itself.
+                if listed is not None and listed not in given:
                     arguments[name] = listed
+                    given.add(listed)
         out.append({**call, "arguments": arguments})
     return out
 

@@ -60,6 +60,9 @@ CALLS_PROFILE = "exploration_calls"  # calls made, per source
 # Fields whose values say what went wrong, not what exists (BFCL's travel API answers
 # `{"booking_status": false, "error": "Invalid access token"}` without its error convention).
 _ERROR_FIELDS = frozenset({"error", "errors", "exception", "traceback", "detail", "failure", "verification_failure"})
+# A value that says nothing was found is no thing (BFCL's trading bot answers an unknown company
+# with `{"symbol": "Stock not found"}`).
+_NOTHING = re.compile(r"\bnot (found|available|exist)\b|^(no such|unknown|invalid|none found)\b", re.IGNORECASE)
 # A key that names a field (``contents``, ``user_map``) rather than a thing (``notes.txt``,
 # ``Alice``, ``USR002``): lower-case identifiers are fields.
 _FIELD = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -93,7 +96,7 @@ def facts_in(value: Any, label: str = "") -> list[Fact]:
     """The names and values an answer or a state holds: short strings under their field's name,
     the keys that are things rather than fields (a folder's entries, a map of users: keys that are
     no lower-case identifier, or the keys of a mapping of records), and numbers under a field that
-    names an id. What sits inside such a thing says so in its label
+    names an id (never a value that says nothing was found). What sits inside such a thing says so in its label
     (``contents (in reports)``: a file of the folder ``reports``, not of the current one)."""
     found: list[Fact] = []
 
@@ -121,7 +124,7 @@ def facts_in(value: Any, label: str = "") -> list[Fact]:
                 walk(inner, where, inside)
         elif isinstance(item, str):
             text = item.strip()
-            if 0 < len(text) <= VALUE_CHARS and "\n" not in text:
+            if 0 < len(text) <= VALUE_CHARS and "\n" not in text and not _NOTHING.search(text):
                 found.append(Fact(named(where, inside), text))
         elif isinstance(item, int) and not isinstance(item, bool) and re.search(r"(^|_)ids?$", where):
             found.append(Fact(named(where, inside), str(item)))
@@ -130,13 +133,24 @@ def facts_in(value: Any, label: str = "") -> list[Fact]:
     return found
 
 
-def _answer_value(structured: Any, content: str) -> Any:
+def answer_value(structured: Any, content: str) -> Any:
+    """A call's answer as a value: its structured content, else its text read as JSON, else the text."""
     if structured is not None:
         return structured
     try:
         return json.loads(content)
     except ValueError:
         return content
+
+
+def refusal(value: Any) -> str | None:
+    """What an answer that did not do what was asked says, though not marked an error: a
+    non-empty error field beside others (BFCL's travel API answers
+    ``{"cancel_status": false, "error": "Invalid access token"}``); None for any other answer."""
+    if not isinstance(value, dict):
+        return None
+    said = next((value[key] for key in _ERROR_FIELDS if value.get(key)), None)
+    return None if said is None else str(said)
 
 
 def _read_only_hint(tool: Tool, name: str) -> bool:
@@ -211,8 +225,8 @@ async def _call(session: Any, fn: Function, found: _Facts, result: Exploration, 
         answer = await session.call(fn.name, arguments)
         if watch is not None and await session.state() != watch:
             return False
-        value = _answer_value(answer.structured, answer.content)
-        refused = isinstance(value, dict) and (any(value.get(key) for key in _ERROR_FIELDS) or any(
+        value = answer_value(answer.structured, answer.content)
+        refused = isinstance(value, dict) and (refusal(value) is not None or any(
             inner is False and re.search(r"(status|success|ok)$", str(key)) for key, inner in value.items()))
         if not answer.is_error and not refused:
             found.add(facts_in(value, fn.name))
@@ -235,6 +249,10 @@ class Explorer:
                 self._whole[source] = tool
         self._environments: dict[str, Environment] | None = None
         self._running: dict[str, asyncio.Future[Exploration]] = {}
+
+    def source_tools(self) -> dict[str, Tool]:
+        """The pool's tool of each executable source, with all of its functions (by source name)."""
+        return dict(self._whole)
 
     def _configured(self) -> dict[str, Environment]:
         if self._environments is None:

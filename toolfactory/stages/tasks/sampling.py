@@ -1,4 +1,4 @@
-"""Sampling tool sets from the pool (ToolLLM §2.2 I1/I2/I3, ToolACE §2.2.1 same domain).
+"""Sampling tool sets from the pool (ToolLLM §2.2 I1/I2/I3, ToolACE §2.2.1 same domain, APIGen-MT two sources).
 
 Every tool of the pool anchors tool sets; a sampler adds tools that share the anchor's category
 (I2), collection (I3) or top-level domain (ToolACE), and picks at most a few APIs of each. When
@@ -63,3 +63,17 @@ def other_domain_tools(hierarchy: PoolHierarchy, anchor: Tool, rng: random.Rando
 def weighted(rng: random.Random, shares: dict[str, float]) -> str:
     names = sorted(shares)
     return rng.choices(names, [shares[n] for n in names])[0]
+
+
+def other_source_tool(by_source: dict[str, Tool], source: str, anchor: Tool, rng: random.Random) -> Tool | None:
+    """A tool of another executable source than `source` (APIGen-MT's tasks over two
+    environments: read in one, act in the other), without the functions whose names the anchor
+    has (a call is routed to its source by name); None when no other source has one left."""
+    taken = {fn.name for fn in anchor.functions}
+    others = []
+    for name in sorted(by_source):
+        tool = by_source[name]
+        functions = [fn for fn in tool.functions if fn.name not in taken]
+        if name != source and functions:
+            others.append(tool.model_copy(update={"functions": functions}))
+    return rng.choice(others) if others else None
