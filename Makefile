@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test docs bench bench-peers bench-scale setup clean browser postgres mcp-servers
+.PHONY: demo test docs bench bench-peers bench-scale setup clean browser postgres mcp-servers mypy-baseline
 
 # uv installs the same releases as pip does, in a third of its time, compiled as pip compiles them.
 UV := $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
@@ -78,6 +78,12 @@ test: $(STAMP) browser postgres mcp-servers
 	$(COMPILE)
 	@$(BIN)/pytest -q -n 2 --dist loadgroup --durations=25 || { status=$$?; \
 		echo "failed or errored:"; cat .pytest_cache/v/cache/lastfailed 2>/dev/null; echo; exit $$status; }
+
+# The suite runs ruff and mypy too (tests/test_static_checks.py). mypy is a ratchet: a module may
+# keep the type errors tests/mypy_baseline.json counts, no more. This rewrites the counts (after
+# fixing some, or when code moved between modules); the strict packages listed there stay at none.
+mypy-baseline: $(STAMP)
+	$(BIN)/python -m tests.mypy_ratchet --update
 
 # The documentation site, into build/site (the suite builds it too, with warnings as errors).
 docs: $(STAMP)

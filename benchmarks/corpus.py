@@ -1,5 +1,6 @@
 """Valid, varied dialogues built from the seed catalog: the clean half of the rule layer's
-labelled corpus (the other half is :mod:`.corruption` applied to these).
+labelled corpus (the other half is :mod:`toolfactory.stages.verify.corruption` applied to these),
+for benchmarks and tests; no stage of a run makes them.
 
 Each dialogue offers the functions of one or two seed-catalog tools and calls some of them with
 arguments drawn by :func:`toolfactory.simulator.schema_instance.instance_for` (schema-valid
@@ -24,7 +25,7 @@ from typing import Any, Sequence
 from toolfactory.catalog import load_seed_catalog
 from toolfactory.definitions.finish import FINISH_ANSWERED, FINISH_FUNCTION
 from toolfactory.models import Dialogue, Function, Message, Tool, ToolCall
-from toolfactory.simulator.schema_instance import instance_for, is_valid_instance
+from toolfactory.simulator.schema_instance import instance_for, is_valid_instance  # a data maker, like the simulator
 from toolfactory.stages.verify.rules.contradiction import same_ends
 
 SHAPES = ("single", "sequential", "parallel", "multi_turn", "finish", "non_tool", "chinese")

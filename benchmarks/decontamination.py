@@ -53,7 +53,7 @@ from toolfactory.curation.contamination import ContaminationIndex, Thresholds, _
 from toolfactory.curation.dedup import SHINGLE, shingles, words
 from toolfactory.curation.evaluation_sets import EvaluationSet, Item, record_function_names
 from toolfactory.models import Dialogue
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_TIMEOUT_S = 900

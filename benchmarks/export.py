@@ -4,7 +4,7 @@
                                 [--unique U] [--seed S] [--no-pin] [--out PATH]
 
 1. Builds a workload once, in a temporary local store: U valid dialogues from the verifier's
-   corpus (:func:`toolfactory.stages.verify.corpus.valid_dialogues`, over ten renamed copies of
+   corpus (:func:`benchmarks.corpus.valid_dialogues`, over ten renamed copies of
    the seed catalog, with ``source_tools`` and models recorded as the dialogues stage records
    them), repeated with fresh ids into two runs of N records each (``--small``, ``--large``),
    written as verify shards of S records.
@@ -79,7 +79,7 @@ def dialogues(count: int, seed: int, copies: int = 10) -> list[Any]:
     source tools and models recorded (as the dialogues stage records them)."""
     from toolfactory.catalog import load_seed_catalog
     from toolfactory.models import Tool, ToolRef
-    from toolfactory.stages.verify.corpus import valid_dialogues
+    from benchmarks.corpus import valid_dialogues
 
     pool = [Tool(name=f"{t.name}{k}", description=t.description, category=f"{t.category}-{k}",
                  functions=[f.model_copy(update={"name": f"{f.name}_{k}"}) for f in t.functions])

@@ -39,7 +39,7 @@ from toolfactory.config import load_config
 from toolfactory.formats import toolbench
 from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
 from toolfactory.models import Dialogue
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 from toolfactory.stages.verify.grounding import labelled_pair
 from toolfactory.stages.verify.judges import ASPECTS, judge, judge_all
 from toolfactory.storage import ObjectStore

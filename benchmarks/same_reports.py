@@ -72,7 +72,7 @@ def corpora(work: Path, n: int, data: Path) -> list[tuple[str, Path, str, list[s
 # The labelled corpus (valid dialogues and their corruptions) as toolfactory JSONL.
 _LABELLED = """
 import json, sys
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corruptions
 valid = valid_dialogues(80, seed=3)
 dialogues = [*valid, *(c.dialogue for d in valid for c in corruptions(d, seed=3))]

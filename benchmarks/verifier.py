@@ -3,7 +3,7 @@
     python -m benchmarks.verifier [--valid N] [--seed S] [--repeats R] [--no-pin] [--profile] [--out PATH]
 
 1. Builds a labelled corpus: N valid dialogues from the seed catalog
-   (:func:`toolfactory.stages.verify.corpus.valid_dialogues`) plus one single-fault corruption of
+   (:func:`benchmarks.corpus.valid_dialogues`) plus one single-fault corruption of
    each per applicable kind (:mod:`toolfactory.stages.verify.corruption`), and prints precision
    and recall per rule code (a documented co-occurrence is neither a hit nor a false positive).
 2. Measures the rule layer's throughput in dialogues per second on one core (the process is
@@ -29,8 +29,9 @@ from typing import Any, Sequence
 
 from benchmarks._common import RESULTS_DIR, machine_info, median, table, write_json
 from toolfactory.models import Dialogue
-from toolfactory.stages.verify.corpus import valid_dialogues
-from toolfactory.stages.verify.corruption import KINDS, corruptions, evaluate
+from benchmarks.corpus import valid_dialogues
+from benchmarks.rule_scores import evaluate
+from toolfactory.stages.verify.corruption import KINDS, corruptions
 from toolfactory.stages.verify.rules import RULES, check
 from toolfactory.stages.verify.rules import function_facts
 

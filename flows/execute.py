@@ -34,18 +34,20 @@ from toolfactory.export import ExportOptions, OutputDir, SplitSpec, export_run
 from toolfactory.report import build_report
 from toolfactory.run.bookkeeping import RunBook, ShardBook
 from toolfactory.run.execution import ShardJob
-from toolfactory.run.fan_in import ONE_TO_ONE, chains
+from toolfactory.run.fan_in import chains, follows
 from toolfactory.run.lifetime import Driver
 from toolfactory.run.manifest import Manifest
+from toolfactory.run.metrics import ShardMetrics
 from toolfactory.run.outcome import failure_message, full_disk_line, rerun_command
 from toolfactory.run.stats import StatsDB
+from toolfactory.run.summary import RunSummary
 from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
 from toolfactory.storage import ObjectStore, disk_full
 
 
-def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None, checksums: bool = False) -> dict[str, Any]:
+def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None, checksums: bool = False) -> RunSummary:
     """Run what is left of `manifest`'s run, sending LLM requests to `base_url` (None: the
-    configured `llm.base_url`); the run's summary (see :meth:`StatsDB.run_summary`). Committed
+    configured `llm.base_url`); the run's summary. Committed
     shards found damaged (sizes; with `checksums`, every file's checksum too) are built again,
     with every shard that read them. What the run records on the way is kept by its
     :class:`~toolfactory.run.bookkeeping.RunBook`."""
@@ -88,7 +90,7 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None, ch
     summary = book.finish(stopped, stop)
     # A run below its floors is not exported either (see toolfactory.run.floors).
     with untagged_tasks():
-        exported = export_dataset(config, store, run_id) if summary["status"] == "completed" else {}
+        exported = export_dataset(config, store, run_id) if summary.status == "completed" else {}
     report = _report(store, str(book.stats.path), run_id)
     _publish(book.manifest, store, summary, report, exported)
     return summary
@@ -136,13 +138,15 @@ def run_tags(config: Config) -> list[str]:
     return ["toolfactory", f"provider:{config.llm.provider}", f"recipes:{recipes}"]
 
 
-def run_state(summary: dict[str, Any]) -> Any:
+def run_state(summary: RunSummary) -> Any:
     """The final Prefect state of a run's flow: its summary, or `Failed` when a shard is missing,
-    with the shards and the command that finishes the run (see :mod:`toolfactory.run.outcome`)."""
-    if summary["status"] == "completed":
-        return summary
-    message = summary.get("message") or failure_message(summary, summary.get("rerun", ""))
-    return Failed(message=message, data=RunFailed(message, summary))
+    with the shards and the command that finishes the run (see :mod:`toolfactory.run.outcome`).
+    The summary leaves the flow as its JSON object (:meth:`RunSummary.to_dict`), as Prefect
+    keeps a result and a failed state's data."""
+    if summary.status == "completed":
+        return summary.to_dict()
+    message = summary.message or failure_message(summary, summary.rerun or "")
+    return Failed(message=message, data=RunFailed(message, summary.to_dict()))
 
 
 def final_state(manifest: Manifest, store: ObjectStore, base_url: str | None, checksums: bool = False) -> Any:
@@ -158,13 +162,19 @@ def final_state(manifest: Manifest, store: ObjectStore, base_url: str | None, ch
 
 
 def summary_of(state: State[Any]) -> dict[str, Any]:
-    """The summary a run's flow returned, failed or not; the flow's own error if it raised one."""
+    """The summary a run's flow returned, failed or not, as its JSON object (what `toolfactory
+    stats --json` prints); the flow's own error if it raised one."""
     result = state.result(raise_on_failure=False)
     if isinstance(result, RunFailed):
         return result.summary
     if isinstance(result, dict):
         return result
     return state.result()  # raises what ended the flow
+
+
+def run_summary_of(state: State[Any]) -> RunSummary:
+    """The summary a run's flow returned, failed or not (see :func:`summary_of`)."""
+    return RunSummary.from_dict(summary_of(state))
 
 
 # Named and given its task runner here, once: `with_options` per call would build the flow's
@@ -222,14 +232,14 @@ def _stage(config: Config, stage: str, jobs: list[ShardJob], blocked: list[int],
             job = running.pop(event.task_run_id)
             event.wait()  # done: this only fetches its final state
             if event.state.is_completed():
-                metrics = event.result()
+                metrics: ShardMetrics = event.result()
                 book.committed(metrics)
                 progress.shard_done(metrics)
                 link.settle(job.spec.index, True)
                 logger.info(
                     "%s shard %d: %d in, %d out, %d rejected, %d LLM calls (%d cached) in %.1f s; stage so far: %s",
-                    stage, job.spec.index, metrics["items_in"], metrics["items_out"], metrics["rejected"],
-                    metrics["llm"].get("calls", 0), metrics["llm"].get("cache_hits", 0), metrics["wall_s"], progress.line(),
+                    stage, job.spec.index, metrics.items_in, metrics.items_out, metrics.rejected,
+                    metrics.llm.calls, metrics.llm.cache_hits, metrics.wall_s, progress.line(),
                 )
                 continue
             progress.shard_done(None)
@@ -311,7 +321,7 @@ def _stage_work(stage: str, pending: list[ShardSpec], before: list[StageWork], b
                 job: Callable[[ShardSpec], ShardJob]) -> StageWork:
     """A stage's part in its group: a shard whose input shard is still to run in the stage before
     it in the group waits for that; any other runs if its inputs exist, else is recorded blocked."""
-    upstream = before[-1].indices() if before and ONE_TO_ONE.get(stage) == before[-1].stage else set()
+    upstream = before[-1].indices() if before and follows(stage) == before[-1].stage else set()
     waiting = [spec for spec in pending if spec.index in upstream]
     runnable = book.runnable([spec for spec in pending if spec.index not in upstream], proceed)
     blocked = {spec.index for spec in pending} - {spec.index for spec in (*runnable, *waiting)}
@@ -319,32 +329,33 @@ def _stage_work(stage: str, pending: list[ShardSpec], before: list[StageWork], b
     return StageWork(stage, [job(spec) for spec in runnable], [job(spec) for spec in waiting], sorted(blocked))
 
 
-def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], report: str | None, exported: dict[str, str]) -> None:
+def _publish(manifest: Manifest, store: ObjectStore, summary: RunSummary, report: str | None, exported: dict[str, str]) -> None:
     """Prefect artifacts: per-stage pass rates, shard status and where the output is."""
     # The same keys every run: Prefect keeps each key's versions, so the UI shows the nightly trend.
     key = "toolfactory"
+    # The table's rows are the artifact's own format: column title -> cell.
     rows = [
         {
-            "stage": s["stage"],
-            "shards": f"{s['shards_completed']}/{s['shards_total']}",
-            "failed": s["shards_failed"],
-            "in": s["items_in"],
-            "out": s["items_out"],
-            "pass rate": "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}",
-            "llm calls": s["llm_calls"],
-            "cache hits": s["cache_hits"],
-            "tokens": s["prompt_tokens"] + s["completion_tokens"],
-            "cost (USD)": "-" if s["cost_usd"] is None else f"{s['cost_usd']:.4f}",
-            "top rejection": next(iter(s["rejections"]), "-"),
+            "stage": s.stage,
+            "shards": f"{s.shards_completed}/{s.shards_total}",
+            "failed": s.shards_failed,
+            "in": s.items_in,
+            "out": s.items_out,
+            "pass rate": "-" if s.pass_rate is None else f"{s.pass_rate:.1%}",
+            "llm calls": s.llm_calls,
+            "cache hits": s.cache_hits,
+            "tokens": s.tokens,
+            "cost (USD)": "-" if s.cost_usd is None else f"{s.cost_usd:.4f}",
+            "top rejection": next(iter(s.rejections), "-"),
         }
-        for s in summary["stages"]
+        for s in summary.stages
     ]
-    create_table_artifact(rows, key=f"{key}-stages", description=f"Per-stage pass rates of run {manifest.run_id} ({summary['status']})")
-    failed = [f"| {s['stage']} | {f['shard']} | {f['status']} | {f['error']} |" for s in summary["stages"] for f in s["failed_shards"]]
+    create_table_artifact(rows, key=f"{key}-stages", description=f"Per-stage pass rates of run {manifest.run_id} ({summary.status})")
+    failed = [f"| {s.stage} | {f.shard} | {f.status} | {f.error} |" for s in summary.stages for f in s.failed_shards]
     lines = [
-        f"# Run {manifest.run_id}: {summary['status']}",
-        *([f"- reason: {summary['reason']}"] if summary.get("reason") else []),
-        *([f"{summary['message']}", ""] if summary.get("message") else []),
+        f"# Run {manifest.run_id}: {summary.status}",
+        *([f"- reason: {summary.reason}"] if summary.reason else []),
+        *([f"{summary.message}", ""] if summary.message else []),
         f"- LLM cost: {_cost_line(summary)}",
         f"- dataset: `{store.uri(f'runs/{manifest.run_id}/{DATASET_STAGE}/')}`",
         f"- rejected records: `{store.uri(f'runs/{manifest.run_id}/<stage>/rejected/')}`",
@@ -353,7 +364,7 @@ def _publish(manifest: Manifest, store: ObjectStore, summary: dict[str, Any], re
         *(f"- export ({fmt}): `{folder}`" for fmt, folder in exported.items()),
     ]
     if failed:
-        lines += ["", "## Shards to re-run", f"`{summary.get('rerun', '')}`", "",
+        lines += ["", "## Shards to re-run", f"`{summary.rerun or ''}`", "",
                   "| stage | shard | status | error |", "| --- | --- | --- | --- |", *failed]
     create_markdown_artifact("\n".join(lines), key=f"{key}-status", description="Shard status and output")
 
@@ -362,9 +373,9 @@ def _usd(value: float | None) -> str:
     return "-" if value is None else f"${value:.4f}"
 
 
-def _cost_line(summary: dict[str, Any]) -> str:
+def _cost_line(summary: RunSummary) -> str:
     """The run's cost in USD and per role ("-": a role that used tokens has no price)."""
-    roles = ", ".join(f"{role} {_usd(usage['cost_usd'])}" for role, usage in summary.get("cost_by_role", {}).items())
-    total = summary.get("cost_usd")
+    roles = ", ".join(f"{role} {_usd(usage.cost_usd)}" for role, usage in summary.cost_by_role.items())
+    total = summary.cost_usd
     head = _usd(total) if total is not None else "unknown: not every role used has a price (llm.roles.<role>.usd_per_million_*)"
     return head + (f" ({roles})" if roles else "")

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from types import TracebackType
-from typing import Any
-
 from flows.display import Display, StageLine, shared_display
+from toolfactory.run.metrics import ShardMetrics
 
 __all__ = ["StageProgress", "shared_display"]
 
@@ -45,16 +44,16 @@ class StageProgress:
         if self._line is not None:
             self._line.update(self._done, self._total, self.line())
 
-    def shard_done(self, metrics: dict[str, Any] | None) -> None:
+    def shard_done(self, metrics: ShardMetrics | None) -> None:
         """One shard finished: its metrics, or None when it failed."""
         self._done += 1
         if metrics is None:
             self.counts["failed"] += 1
         else:
-            self.counts["in"] += metrics["items_in"]
-            self.counts["out"] += metrics["items_out"]
-            self.counts["rejected"] += metrics["rejected"]
-            self.counts["calls"] += metrics["llm"].get("calls", 0)
+            self.counts["in"] += metrics.items_in
+            self.counts["out"] += metrics.items_out
+            self.counts["rejected"] += metrics.rejected
+            self.counts["calls"] += metrics.llm.calls
         if self._line is not None:
             self._line.update(self._done, self._total, self.line())
 

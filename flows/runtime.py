@@ -42,7 +42,7 @@ from toolfactory.llm.limits import Spend
 from toolfactory.run.lifetime import descendants, guard_child, release_child
 from toolfactory.run.startup import Spawned, Startup, one_line, say
 from toolfactory.run.stats import StatsDB
-from toolfactory.simulator import SimulatorNotStarted, free_port, start_simulator
+from toolfactory.llm.simulator_process import SimulatorNotStarted, free_port, start_simulator
 
 
 @contextmanager
@@ -284,7 +284,7 @@ def llm_endpoint(config: Config) -> Iterator[str | None]:
     timeout_s = config.orchestration.simulator_start_timeout_s
     with Startup("the offline simulator", "orchestration.simulator_start_timeout_s", timeout_s, _reporter()) as startup:
         try:
-            simulator = start_simulator(config.llm.simulator, ready_timeout_s=timeout_s)
+            simulator = start_simulator(config.llm.simulator, ready_timeout_s=timeout_s, settings_name="llm.simulator")
         except SimulatorNotStarted as exc:
             detail = f"exited with status {exc.status}: {one_line(exc.output)}" if exc.status is not None else ""
             raise (startup.exited(detail) if detail else startup.timed_out()) from None

@@ -17,6 +17,7 @@ from prefect.states import State
 from toolfactory.config import Config
 from toolfactory.errors import ToolfactoryError, retryable
 from toolfactory.run.execution import ShardJob, run_shard
+from toolfactory.run.metrics import ShardMetrics
 
 
 class ExpectedFailures(logging.Filter):
@@ -86,9 +87,8 @@ def _retry_transient(_task: Task[Any, Any], run: TaskRun, state: State[Any]) -> 
     persist_result=False,
     retry_condition_fn=_retry_transient,
 )
-def shard_task(run_id: str, stage: str, index: int, job: ShardJob) -> dict[str, Any]:
-    metrics = run_shard(job, node=_ray_node())
-    return {**metrics, "attempts": int(task_run.run_count or 1)}
+def shard_task(run_id: str, stage: str, index: int, job: ShardJob) -> ShardMetrics:
+    return run_shard(job, node=_ray_node()).with_attempts(int(task_run.run_count or 1))
 
 
 def _ray_node() -> str | None:
@@ -96,7 +96,7 @@ def _ray_node() -> str | None:
     return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
 
 
-def configured(config: Config) -> Task[..., dict[str, Any]]:
+def configured(config: Config) -> Task[..., ShardMetrics]:
     return shard_task.with_options(
         retries=config.orchestration.task_retries,
         retry_delay_seconds=config.orchestration.task_retry_delay_s,

@@ -13,6 +13,7 @@ from toolfactory.config import load_config
 from toolfactory.errors import DriverGone
 from toolfactory.llm.usage import UsageMeter
 from toolfactory.storage.shards import ShardPaths
+from toolfactory.run.metrics import ShardMetrics
 from toolfactory.run.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
@@ -47,7 +48,7 @@ def test_an_attempt_that_never_ended_is_read_as_interrupted_and_counted_once(tmp
     assert stats.record_attempts(attempt_usage(store, "r1", "tasks")) == 1
     assert stats.record_attempts(attempt_usage(store, "r1", "tasks")) == 0  # a re-run reads it again
     summary = stats.run_summary("r1", ("tasks",))
-    assert summary["stages"] == []  # usage alone makes no shard: the view counts per shard row
+    assert summary.stages == ()  # usage alone makes no shard: the view counts per shard row
     import duckdb
 
     with duckdb.connect(str(stats.path), read_only=True) as con:
@@ -74,7 +75,7 @@ def test_a_shard_counts_every_attempt_file_also_those_its_task_did_not_see(tmp_p
     metrics = {"run_id": "r1", "stage": "tasks", "shard": 0, "fingerprint": "f", "attempt_id": "d0e1",
                "started_at": "2026-01-01T00:00:01", "finished_at": "2026-01-01T00:00:02", "wall_s": 1.0,
                "items_in": 1, "items_out": 1, "rejected": 0, "llm": {}}
-    stats.record_shard(metrics, 1)
+    stats.record_shard(ShardMetrics.from_dict(metrics), 1)
     stats.record_attempts(attempt_usage(store, "r1", "tasks"))
     import duckdb
 

@@ -50,9 +50,10 @@ def _book(tmp_path: Path, plan: dict[str, list[ShardSpec]], *overrides: str) -> 
     return book
 
 
-def _shard_statuses(book: RunBook, stage: str) -> dict[int, tuple[str, str]]:
-    [row] = [s for s in book.stats.run_summary(RUN, STAGE_NAMES)["stages"] if s["stage"] == stage]
-    return {f["shard"]: (f["status"], f["error"]) for f in row["failed_shards"]}
+def _shard_statuses(book: RunBook, stage: str) -> dict[int, tuple[str, str | None]]:
+    row = book.stats.run_summary(RUN, STAGE_NAMES).stage(stage)
+    assert row is not None
+    return {f.shard: (f.status, f.error) for f in row.failed_shards}
 
 
 def test_a_committed_shard_is_recorded_from_its_sidecar_and_only_the_others_are_pending(tmp_path: Path) -> None:
@@ -64,8 +65,8 @@ def test_a_committed_shard_is_recorded_from_its_sidecar_and_only_the_others_are_
     _commit(book.store, "dialogues", 0, [_part("tasks", 0)])
 
     assert [spec.index for spec in book.pending("dialogues")] == [1]
-    [stage] = [s for s in book.stats.run_summary(RUN, STAGE_NAMES)["stages"] if s["stage"] == "dialogues"]
-    assert stage["shards_completed"] == 1
+    stage = book.stats.run_summary(RUN, STAGE_NAMES).stage("dialogues")
+    assert stage is not None and stage.shards_completed == 1
 
 
 def test_a_shard_whose_input_is_missing_is_recorded_blocked_naming_it(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ def test_a_run_stopped_by_its_budget_is_finished_by_a_rerun_with_a_larger_one(
     assert f"toolfactory rerun {RUN_ID} --set storage.root={root} --set llm.budget.tokens=6000" in first.stderr
 
     stats = StatsDB(root / "stats.duckdb")
-    stopped = stats.run_summary(RUN_ID, STAGE_NAMES)
+    stopped = stats.run_summary(RUN_ID, STAGE_NAMES).to_dict()
     assert stopped["status"] == "budget_exhausted" and "budget is spent" in stopped["message"]
     failed = [f for s in stopped["stages"] for f in s["failed_shards"]]
     assert any("BudgetExhausted" in (f["error"] or "") for f in failed)
@@ -75,7 +75,7 @@ def test_a_run_stopped_by_its_budget_is_finished_by_a_rerun_with_a_larger_one(
 
     second = toolfactory_here("rerun", RUN_ID, "--set", f"storage.root={root}", "--set", "llm.budget.tokens=10000000")
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    finished = stats.run_summary(RUN_ID, STAGE_NAMES)
+    finished = stats.run_summary(RUN_ID, STAGE_NAMES).to_dict()
     assert finished["status"] == "completed" and not finished["message"]
     assert finished["cost_usd"] > stopped["cost_usd"]
     assert "cost: $" in second.stdout  # the stats table shows the run's cost

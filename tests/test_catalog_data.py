@@ -189,7 +189,7 @@ def test_catalog_covers_the_schema_features():
     features: Counter[str] = Counter()
     for tool in _tools():
         for function in tool.functions:
-            for name, prop in function.parameters["properties"].items():
+            for prop in function.parameters["properties"].values():
                 types = _types(prop)
                 features.update(f"type:{t}" for t in types)
                 if "enum" in prop:

@@ -6,6 +6,7 @@ import pytest
 
 from toolfactory.config import Config, load_config
 from toolfactory.errors import ConfigError
+from toolfactory.simulator import SimulatorSettings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,7 +30,10 @@ def test_quickstart_file_equals_the_embedded_defaults_but_for_its_executable_sou
     tools = quickstart.tools.model_copy(update={"mcp": [], "environments": []})
     tasks = quickstart.tasks.model_copy(update={"instructions_per_tool": defaults.tasks.instructions_per_tool,
                                                 "instructions_per_executable_tool": None})
-    assert quickstart.model_copy(update={"tools": tools, "tasks": tasks}) == defaults
+    # The simulator's knobs are a mapping its own settings resolve: the file writes every one out.
+    assert SimulatorSettings(**quickstart.llm.simulator) == SimulatorSettings(**defaults.llm.simulator)
+    llm = quickstart.llm.model_copy(update={"simulator": defaults.llm.simulator})
+    assert quickstart.model_copy(update={"tools": tools, "tasks": tasks, "llm": llm}) == defaults
 
 
 def test_quickstart_runs_a_published_mcp_server_installed_with_the_factory() -> None:
@@ -87,8 +91,8 @@ def test_environment_overrides_file_and_command_line_overrides_environment(tmp_p
 def test_overriding_one_simulator_knob_keeps_the_quickstart_others() -> None:
     config = load_config(None, ["llm.simulator.latency_ms=0"], environ={})
     default = load_config(None, environ={})
-    assert config.llm.simulator.latency_ms == 0
-    assert config.llm.simulator.model_copy(update={"latency_ms": default.llm.simulator.latency_ms}) == default.llm.simulator
+    assert config.llm.simulator["latency_ms"] == 0
+    assert {**config.llm.simulator, "latency_ms": default.llm.simulator["latency_ms"]} == default.llm.simulator
 
 
 def test_overriding_one_role_keeps_the_others() -> None:

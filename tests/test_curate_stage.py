@@ -18,7 +18,7 @@ from toolfactory.storage.shards import write_rows
 from toolfactory.simulator import SimulatorSettings, start_simulator
 from toolfactory.stages import StageOutput
 from toolfactory.stages.curate.stage import record_key
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 from toolfactory.storage import ObjectStore
 
 from curation.staged import curate_parts

@@ -23,6 +23,7 @@ import pytest
 from conftest import small_run_overrides
 from flows.display import PlainDisplay, TerminalDisplay, shared_display
 from flows.progress import StageProgress
+from toolfactory.run.metrics import LLMTotals, ShardMetrics
 from toolfactory.stages import STAGE_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,9 +74,11 @@ setup_logging()
 from prefect.logging import get_logger
 from flows.display import shared_display
 from flows.progress import StageProgress
+from toolfactory.run.metrics import LLMTotals, ShardMetrics
 
 log = get_logger("display")
-metrics = {"items_in": 3, "items_out": 2, "rejected": 1, "llm": {"calls": 5}}
+metrics = ShardMetrics(attempt_id="a", run_id="r", stage="s", shard=0, started_at="", finished_at="",
+                       items_in=3, items_out=2, rejected=1, llm=LLMTotals(calls=5))
 with shared_display() as display:
     late = logging.getLogger("late")
     late.addHandler(logging.StreamHandler(sys.__stderr__))
@@ -143,11 +146,13 @@ def test_a_handler_made_during_an_earlier_display_writes_above_the_next_one() ->
 def test_a_stage_that_ends_leaves_one_final_line_and_no_bar() -> None:
     script = ("from flows.display import shared_display\n"
               "from flows.progress import StageProgress\n"
+              "from toolfactory.run.metrics import ShardMetrics\n"
               "with shared_display() as display:\n"
               "    for stage in ('measure', 'select', 'curate'):\n"
               "        with StageProgress(stage, 2, display) as progress:\n"
               "            progress.shard_done(None)\n"
-              "            progress.shard_done({'items_in': 1, 'items_out': 1, 'rejected': 0, 'llm': {}})\n")
+              "            progress.shard_done(ShardMetrics(attempt_id='a', run_id='r', stage=stage, shard=1, started_at='',\n"
+              "                                             finished_at='', items_in=1, items_out=1))\n")
     code, lines = on_terminal([sys.executable, "-c", script], {**os.environ, "PYTHONPATH": str(REPO)}, 100, 10, timeout=60)
     assert code == 0, "\n".join(lines)
     assert not [line for line in lines if BAR in line]
@@ -163,11 +168,16 @@ def test_a_process_has_one_display_whoever_opens_it() -> None:
         assert later is not outer
 
 
+def _metrics(items_in: int, items_out: int, rejected: int, calls: int) -> ShardMetrics:
+    return ShardMetrics(attempt_id="a", run_id="r", stage="s", shard=0, started_at="", finished_at="", items_in=items_in,
+                        items_out=items_out, rejected=rejected, llm=LLMTotals(calls=calls))
+
+
 def test_off_a_terminal_a_stage_writes_plain_lines_at_most_once_a_minute() -> None:
     now = [0.0]
     file = io.StringIO()
     display = PlainDisplay(file, interval=60, clock=lambda: now[0])
-    metrics = {"items_in": 4, "items_out": 3, "rejected": 1, "llm": {"calls": 2}}
+    metrics = _metrics(items_in=4, items_out=3, rejected=1, calls=2)
     with StageProgress("dialogues", 5, display) as progress:
         for now[0] in (10.0, 61.0, 70.0, 100.0):  # a shard ends at each of these times
             progress.shard_done(metrics)
@@ -185,7 +195,7 @@ def test_a_pipe_gets_whole_lines_and_no_control_characters() -> None:
         with shared_display(pipe) as display:
             assert isinstance(display, PlainDisplay) and not isinstance(display, TerminalDisplay)
             with StageProgress("verify", 1, display) as progress:
-                progress.shard_done({"items_in": 2, "items_out": 1, "rejected": 1, "llm": {"calls": 3}})
+                progress.shard_done(_metrics(items_in=2, items_out=1, rejected=1, calls=3))
     with os.fdopen(read) as output:
         text = output.read()
     assert re.fullmatch(r"verify +1/1 shards in 0:00:00 · in 2 · out 1 · pass 50% · 3 LLM calls\n", text), text

@@ -429,7 +429,7 @@ def test_an_endpoint_that_fails_after_preflight_fails_its_shards_with_its_own_wo
     failures = [(s["stage"], f) for s in summary["stages"] for f in s["failed_shards"] if f["status"] == "failed"]
     assert failures
     words = "The server had an error while processing your request"
-    for stage, failure in failures:
+    for _stage, failure in failures:
         assert words in failure["error"] and "RaySystemError" not in failure["error"], failure
     assert words in (state.message or "") and "First error: " in (state.message or "")
     with duckdb.connect(str(root / "stats.duckdb"), read_only=True) as con:

@@ -10,7 +10,7 @@ from toolfactory.config import load_config
 from toolfactory.models import Dialogue, Function, Message, Task, ToolCall
 from toolfactory.stages.dialogues.early import EarlyCheck
 from toolfactory.stages.dialogues.modes import shown_mode
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corruptions
 from toolfactory.stages.verify.policy import for_recipe
 from toolfactory.stages.verify.rules import check, errors

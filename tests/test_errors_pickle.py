@@ -1,5 +1,6 @@
-"""Every exception the project defines crosses a process boundary intact (Ray pickles a worker's
-error to send it to the driver): class, message and attributes."""
+"""Every exception the project defines derives from ToolfactoryError, is listed in the exception
+reference (docs/hooks/exception_reference.py), and crosses a process boundary intact (Ray pickles a
+worker's error to send it to the driver): class, message and attributes."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import importlib
 import inspect
 import pickle
 import pkgutil
+import sys
+from pathlib import Path
 from typing import Any
 
 import cloudpickle
@@ -66,3 +69,22 @@ def test_an_llm_failure_keeps_its_reason_flags_and_the_endpoint_words() -> None:
     back = pickle.loads(cloudpickle.dumps(exc))
     assert (back.reason, back.transient, back.detail) == ("llm_server_error", True, "upstream overloaded")
     assert str(back) == "llm_server_error: 500 from the endpoint"
+
+
+def test_every_exception_derives_from_toolfactory_error() -> None:
+    # One tree (toolfactory/errors.py): a caller can catch every error of the project at once, and
+    # every error pickles through ToolfactoryError.__reduce__.
+    from toolfactory.errors import ToolfactoryError
+
+    outside = [f"{cls.__module__}.{cls.__qualname__}" for cls in CLASSES if not issubclass(cls, ToolfactoryError)]
+    assert outside == []
+
+
+def test_the_exception_reference_lists_every_exception() -> None:
+    # The page (docs/hooks/exception_reference.py) reads the code without importing it; the classes
+    # the modules hold once imported are the ones it must list.
+    hooks = str(Path(__file__).resolve().parents[1] / "docs" / "hooks")
+    if hooks not in sys.path:
+        sys.path.insert(0, hooks)
+    listed = importlib.import_module("exception_reference").exception_classes()
+    assert sorted(listed) == sorted(f"{cls.__module__}.{cls.__qualname__}" for cls in CLASSES)

@@ -12,9 +12,14 @@ from toolfactory.config import load_config
 from toolfactory.errors import ConfigError
 from toolfactory.run.floors import below_floors
 from toolfactory.run.outcome import failure_message
+from toolfactory.run.summary import RunSummary
 
 
-def summary(**outs: tuple[int, float | None]) -> dict[str, Any]:
+def summary(**outs: tuple[int, float | None]) -> RunSummary:
+    return RunSummary.from_dict(fields(**outs))
+
+
+def fields(**outs: tuple[int, float | None]) -> dict[str, Any]:
     return {"run_id": "r1", "status": "completed", "reason": None, "stages": [
         {"stage": stage, "shards_total": 1, "shards_failed": 0, "items_in": out, "items_out": out, "pass_rate": rate,
          "llm_calls": 0, "cache_hits": 0, "rejections": {}, "failed_shards": []} for stage, (out, rate) in outs.items()]}
@@ -46,7 +51,7 @@ def test_pass_rate_floors_are_fractions_of_known_stages() -> None:
 
 
 def test_a_run_below_a_floor_is_one_message_without_a_rerun(capsys: pytest.CaptureFixture[str]) -> None:
-    failed = {**summary(curate=(0, None)), "status": "failed", "reason": "run.min_accepted: the dataset holds 0"}
+    failed = summary(curate=(0, None)).model_copy(update={"status": "failed", "reason": "run.min_accepted: the dataset holds 0"})
     assert failure_message(failed, "") == "run r1 failed: run.min_accepted: the dataset holds 0"
     with pytest.raises(typer.Exit) as exit_:
         _finish(failed)
@@ -55,10 +60,11 @@ def test_a_run_below_a_floor_is_one_message_without_a_rerun(capsys: pytest.Captu
 
 
 def test_a_stopped_run_says_why_and_how_to_finish(capsys: pytest.CaptureFixture[str]) -> None:
-    stopped = {**summary(tasks=(0, None)), "status": "failed", "reason": "llm.roles.user (model 'm'): refused",
-               "rerun": "toolfactory rerun r1 --set storage.root=/data"}
-    stopped["stages"][0]["failed_shards"] = [{"shard": 0, "status": "failed", "error": "EndpointRefused"}]
-    assert failure_message(stopped, stopped["rerun"]).startswith("run r1 failed: llm.roles.user (model 'm'): refused. 1 shard(s)")
+    data = {**fields(tasks=(0, None)), "status": "failed", "reason": "llm.roles.user (model 'm'): refused",
+            "rerun": "toolfactory rerun r1 --set storage.root=/data"}
+    data["stages"][0]["failed_shards"] = [{"shard": 0, "status": "failed", "error": "EndpointRefused"}]
+    stopped = RunSummary.from_dict(data)
+    assert failure_message(stopped, stopped.rerun or "").startswith("run r1 failed: llm.roles.user (model 'm'): refused. 1 shard(s)")
     with pytest.raises(typer.Exit):
         _finish(stopped)
     err = capsys.readouterr().err.splitlines()

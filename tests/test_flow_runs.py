@@ -111,6 +111,7 @@ def test_a_failed_run_states_its_shards_and_rerun_command_in_its_own_flow_run(
     from flows.execute import summary_of
     from flows.generate import generate
     from toolfactory.run.outcome import unfinished_shards
+    from toolfactory.run.summary import RunSummary
     from toolfactory.simulator import SimulatorSettings, start_simulator
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-flow-runs")
@@ -123,7 +124,7 @@ def test_a_failed_run_states_its_shards_and_rerun_command_in_its_own_flow_run(
         }), return_state=True)
         breaker.join()
     summary = summary_of(state)
-    shards = unfinished_shards(summary)
+    shards = unfinished_shards(RunSummary.from_dict(summary))
     assert summary["status"] == "failed" and any(shard.endswith("(failed)") for shard in shards)
     # What the UI shows on the run's page: the state the API keeps, not the one this process returned.
     flow_run = _flow_run(state)

@@ -24,6 +24,16 @@ def test_the_simulator_identifies_itself_over_http(simulator_url: str) -> None:
     assert identity.label == SIMULATED_LABEL and identity.unlisted is None
 
 
+def test_the_simulators_signed_answers_identify_it(simulator_url: str) -> None:
+    # The simulator is a program of its own: what it sends is what the product recognises.
+    import openai
+
+    answer = openai.OpenAI(base_url=simulator_url, api_key="EMPTY").chat.completions.create(
+        model="sim-small", messages=[{"role": "user", "content": "Hello"}])
+    assert answer.system_fingerprint is not None
+    assert EndpointIdentity(simulator_url, served_by={f"{answer.model} ({answer.system_fingerprint})": 1}).simulated
+
+
 def test_an_endpoint_without_a_model_list_is_identified_by_its_answers() -> None:
     quiet = EndpointIdentity("http://127.0.0.1:9/v1", unlisted="NotFoundError: 404")
     assert not quiet.simulated and quiet.label == "LLM output of an unidentified endpoint at http://127.0.0.1:9/v1"

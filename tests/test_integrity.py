@@ -192,7 +192,7 @@ def test_an_empty_usage_file_is_counted_and_stops_nothing(tmp_path: Path) -> Non
     store.write_bytes(f"runs/{RUN}/tasks/_usage/part-00000/a1.json", json.dumps(good).encode())
     store.write_bytes(f"runs/{RUN}/tasks/_usage/part-00001/b2.json", b"")
     attempts = list(attempt_usage(store, RUN, "tasks"))
-    assert [(a["attempt_id"], a["shard"], a["outcome"]) for a in attempts] == [("a1", 0, "completed"), ("b2", 1, "unreadable")]
+    assert [(a.attempt_id, a.shard, a.outcome) for a in attempts] == [("a1", 0, "completed"), ("b2", 1, "unreadable")]
     stats = StatsDB(tmp_path / "stats.duckdb")
     assert stats.record_attempts(attempts) == 2
     import duckdb

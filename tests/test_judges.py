@@ -13,7 +13,7 @@ from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue
 from toolfactory.simulator import SimulatorSettings, start_simulator
 from toolfactory.stages import ShardContext, ShardSpec, StageOutput
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corrupt
 from toolfactory.stages.verify.judges import first_wave
 from toolfactory.stages.verify.stage import VerifyStage

@@ -8,7 +8,9 @@ from typing import Any
 
 import duckdb
 
-from toolfactory.run.stats import _SCHEMA, TIMESTAMPS, StatsDB
+from toolfactory.run.metrics import ShardMetrics
+from toolfactory.run.stats import TIMESTAMPS, StatsDB
+from toolfactory.run.stats.schema import SCHEMA
 
 
 def test_a_reader_waits_while_another_process_writes(tmp_path: Path) -> None:
@@ -49,12 +51,12 @@ def test_two_files_are_attached_at_once_and_each_is_released_after_its_open(tmp_
 
 
 def _shard(stage: str, shard: int, *, out: int, calls: int, started: str, finished: str,
-           profile: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
-    return {
+           profile: dict[str, dict[str, int]] | None = None, **more: Any) -> ShardMetrics:
+    return ShardMetrics.from_dict({
         "attempt_id": f"{stage}-{shard}", "run_id": "r1", "stage": stage, "shard": shard, "fingerprint": "f",
         "started_at": started, "finished_at": finished, "wall_s": 1.0, "items_in": out, "items_out": out, "rejected": 0,
-        "llm": {"calls": calls, "prompt_tokens": 10 * calls, "completion_tokens": calls}, "profile": profile or {},
-    }
+        "llm": {"calls": calls, "prompt_tokens": 10 * calls, "completion_tokens": calls}, "profile": profile or {}, **more,
+    })
 
 
 def test_times_are_timestamps_so_a_run_wall_time_is_one_query(tmp_path: Path) -> None:
@@ -70,20 +72,20 @@ def test_times_are_timestamps_so_a_run_wall_time_is_one_query(tmp_path: Path) ->
     assert con.execute("SELECT epoch(max(finished_at) - min(started_at)) FROM shards").fetchone() == (1.5,)
     con.close()
     summary = db.run_summary("r1", ("verify",))
-    assert summary["started_at"] == "2026-01-01T00:00:00.000+00:00" and summary["wall_s"] == 90.0
+    assert summary.started_at == "2026-01-01T00:00:00.000+00:00" and summary.wall_s == 90.0
 
 
 def test_an_older_file_with_text_times_opens_and_is_migrated_on_the_next_write(tmp_path: Path) -> None:
     path = tmp_path / "stats.duckdb"
     con = duckdb.connect(str(path))
-    con.execute(_SCHEMA.replace("TIMESTAMP", "VARCHAR"))  # the schema before times were typed
+    con.execute(SCHEMA.replace("TIMESTAMP", "VARCHAR"))  # the schema before times were typed
     con.execute("""INSERT INTO runs (run_id, created_at, started_at, finished_at, status, storage, config, versions, attempts)
                    VALUES ('old', '2025-12-31T23:00:00+00:00', '2025-12-31T23:00:00.250+00:00',
                    '2026-01-01T01:00:00.250+02:00', 'completed', '/data', '{}', '{}', 1)""")
     con.close()
     db = StatsDB(path)
     assert db.latest_run_id() == "old"  # read-only, before any migration
-    assert db.run_summary("old", ())["status"] == "completed"
+    assert db.run_summary("old", ()).status == "completed"
     db.start_run("new", "2026-01-02T00:00:00+00:00", "/data", {}, {}, "2026-01-02T00:00:00+00:00")
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT data_type FROM information_schema.columns WHERE table_name = 'runs' "
@@ -105,7 +107,7 @@ def test_llm_calls_per_accepted_dialogue_per_stage_and_recipe(tmp_path: Path) ->
                            profile={"llm_calls": {"toolace": 12, "toolalpaca": 8}, "recipes": {"toolace": 3, "toolalpaca": 2}}), attempts=1)
     db.record_shard(_shard("curate", 0, out=4, calls=0, started=t, finished=t,
                            profile={"recipes": {"toolace": 3, "toolalpaca": 1}}), attempts=1)
-    cost = db.run_summary("r1", ("dialogues", "verify", "curate"))["per_accepted"]
+    cost = db.run_summary("r1", ("dialogues", "verify", "curate")).per_accepted.model_dump()
     assert cost["accepted"] == 4 and cost["llm_calls"] == 15.0 and cost["tokens"] == 165.0
     assert cost["by_stage"] == {"dialogues": {"llm_calls": 10.0, "tokens": 110.0}, "verify": {"llm_calls": 5.0, "tokens": 55.0}}
     assert cost["by_recipe"] == {
@@ -138,9 +140,9 @@ def test_a_stage_s_layers_are_listed_in_the_order_they_run(tmp_path: Path) -> No
     db = StatsDB(tmp_path / "stats.duckdb")
     db.start_run("r1", "2026-01-01T00:00:00+00:00", "/data", {}, {}, "2026-01-01T00:00:00+00:00")
     times = {"started": "2026-01-01T00:00:01+00:00", "finished": "2026-01-01T00:00:02+00:00"}
-    db.record_shard({**_shard("verify", 0, out=5, calls=0, **times),
-                     "layers": {"rules": (9, 7), "execution": (2, 2), "model": (7, 5)}}, attempts=1)
-    db.record_shard({**_shard("verify", 1, out=6, calls=0, **times), "layers": {"rules": (9, 8), "model": (8, 6)}}, attempts=1)
-    (verify,) = db.run_summary("r1", ("verify",))["stages"]
-    assert list(verify["layers"]) == ["rules", "execution", "model"]
-    assert verify["layers"]["rules"]["in"] == 18 and verify["layers"]["execution"]["in"] == 2
+    db.record_shard(_shard("verify", 0, out=5, calls=0, **times,
+                           layers={"rules": (9, 7), "execution": (2, 2), "model": (7, 5)}), attempts=1)
+    db.record_shard(_shard("verify", 1, out=6, calls=0, **times, layers={"rules": (9, 8), "model": (8, 6)}), attempts=1)
+    (verify,) = db.run_summary("r1", ("verify",)).stages
+    assert list(verify.layers) == ["rules", "execution", "model"]
+    assert verify.layers["rules"].items_in == 18 and verify.layers["execution"].items_in == 2

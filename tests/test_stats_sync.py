@@ -18,7 +18,9 @@ from toolfactory.cli import app
 from toolfactory.config import StorageConfig, load_config
 from toolfactory.llm.usage import UsageMeter
 from toolfactory.report.context import load_context
+from toolfactory.run.metrics import ShardMetrics
 from toolfactory.run.record import publish_run_record, record_path
+from toolfactory.run.summary import RunSummary
 from toolfactory.storage.shards import ShardPaths, commit_shard
 from toolfactory.stages import STAGE_NAMES
 from toolfactory.run.stats import StatsDB
@@ -46,7 +48,7 @@ def _metrics(run_id: str, stage: str, shard: int, items_in: int, items_out: int,
 def _commit(store: ObjectStore, db: StatsDB, metrics: dict[str, Any]) -> None:
     paths = ShardPaths(metrics["run_id"], metrics["stage"], metrics["shard"])
     commit_shard(store, paths, [(f"r{k}", "{}") for k in range(metrics["items_out"])], [], metrics)
-    db.record_shard(metrics, 1)
+    db.record_shard(ShardMetrics.from_dict(metrics), 1)
 
 
 def drive_run(store: ObjectStore, db: StatsDB, run_id: str, accepted: int, fail_verify_1: bool = True) -> None:
@@ -81,10 +83,10 @@ def _stats_json(args: list[str]) -> tuple[dict[str, Any], str]:
     return json.loads(result.stdout), result.stderr
 
 
-def _same(summary: dict[str, Any], expected: dict[str, Any]) -> None:
+def _same(summary: dict[str, Any], expected: RunSummary) -> None:
     assert summary.pop("damaged") == []  # what the command adds: files changed since their commit, and
     summary = {k: v for k, v in summary.items() if k != "problems"}  # files the stats skipped
-    assert json.loads(json.dumps(summary, default=str)) == json.loads(json.dumps(expected, default=str))
+    assert json.loads(json.dumps(summary, default=str)) == json.loads(json.dumps(expected.to_dict(), default=str))
 
 
 @pytest.fixture
@@ -148,10 +150,10 @@ def test_a_stale_cache_is_brought_up_to_date_with_runs_written_elsewhere(local_r
 
     assert sync_stats(store, cache).run_id == FIRST  # the re-run started last
     summary = cache.run_summary(FIRST, STAGE_NAMES)
-    verify = next(s for s in summary["stages"] if s["stage"] == "verify")
-    assert summary["status"] == "completed" and verify["failed_shards"] == [] and verify["items_out"] == 14
+    verify = summary.stage("verify")
+    assert summary.status == "completed" and verify is not None and verify.failed_shards == () and verify.items_out == 14
     assert sync_stats(store, cache, SECOND).run_id == SECOND
-    assert cache.run_summary(SECOND, STAGE_NAMES)["status"] == "failed"
+    assert cache.run_summary(SECOND, STAGE_NAMES).status == "failed"
 
 
 def test_the_report_trend_across_two_nights_needs_only_their_run_records(tmp_path: Path) -> None:

@@ -133,8 +133,8 @@ def test_toolalpaca_dialogues_recover_from_api_errors_and_the_verifier_keeps_the
 
 def _dialogue(sim: Any, settings: dict[str, Any], *overrides: str) -> tuple[list[Any], dict[str, Any]]:
     task = Task(id="t", tools=[WEATHER], instruction="What will the weather be in Lyon over the next 3 days?", recipe="toolalpaca")
-    messages, _, notes = run(sim, lambda ctx: simulate(task, ctx), settings, *overrides)
-    return messages, notes
+    result = run(sim, lambda ctx: simulate(task, ctx), settings, *overrides)
+    return result.messages, result.generation
 
 
 def test_the_react_assistant_is_stored_as_the_canonical_record(sim: Any) -> None:
@@ -168,7 +168,7 @@ def test_the_native_form_stays_an_option(sim: Any) -> None:
 
 
 def test_the_user_agent_lists_every_function_an_instruction_needs(sim: Any) -> None:
-    tasks = run(sim, lambda ctx: toolalpaca_tasks(WEATHER, 10, ctx))
+    tasks = run(sim, lambda ctx: toolalpaca_tasks(WEATHER, 10, ctx, recipe="toolalpaca"))
     assert len(tasks) == 10
     assert all(t.relevant_functions and set(t.relevant_functions) <= {"getForecast", "getAlerts"} for t in tasks)
     assert any(len(t.relevant_functions) > 1 for t in tasks)  # instructions that need several calls

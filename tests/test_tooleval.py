@@ -23,7 +23,7 @@ from toolfactory.evaluation.tooleval import (
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue, Function, Message, ToolCall
 from toolfactory.simulator import SimulatorSettings, start_simulator
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 
 MIRROR = {"win": "lose", "lose": "win", "tie": "tie"}
 

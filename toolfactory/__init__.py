@@ -42,7 +42,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The configuration is imported when first asked for: it loads the simulator's settings and
+    # The configuration is imported when first asked for: it loads every section and
     # an HTTP client, which `toolfactory verify` never uses (seconds of start-up).
     if name in ("Config", "load_config"):
         from toolfactory import config

@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from toolfactory.errors import ConfigError, PreflightFailed, TerminalError
+from toolfactory.errors import ConfigError, PreflightFailed, TerminalError, ToolfactoryError
 from toolfactory.formats import FORMATS, named
 
 if TYPE_CHECKING:
     from toolfactory.config import Config
+    from toolfactory.run.summary import PerAccepted, RunSummary, StageSummary
 
 # Help as click writes it, not through rich: paragraphs wrapped to the terminal, flags shown as
 # flags (rich's panels give every option a type, `--json <bool>`, and keep the line breaks of a
@@ -85,7 +86,7 @@ def _error(what: object) -> None:
 
 
 def _config(path: Optional[str], overrides: Optional[list[str]]) -> Config:
-    # Imported here: the configuration loads the simulator and an HTTP client, which `verify` does not need.
+    # Imported here: the configuration loads every section and an HTTP client, which `verify` does not need.
     from toolfactory.config import load_config
 
     try:
@@ -123,65 +124,67 @@ def _check_out(out: str) -> None:
         raise typer.Exit(2) from None
 
 
-def _print_summary(summary: dict[str, Any]) -> None:
-    typer.echo(f"run {summary['run_id']}: {summary['status']}" + (f" ({summary['reason']})" if summary.get("reason") else ""))
-    if summary.get("made_by"):
-        typer.echo(f"made by: {summary['made_by']}")
-    last = summary.get("last_attempt") or {}
-    if (summary.get("attempts") or 1) > 1:
-        typer.echo(f"executed {summary['attempts']} times: first started {summary.get('started_at') or '-'}, "
-                   f"last started {last.get('started_at') or '-'}" + (f" ({last['wall_s']:.0f} s)" if last.get("wall_s") is not None else ""))
+def _print_summary(summary: RunSummary) -> None:
+    from toolfactory.run.summary import LastAttempt
+
+    typer.echo(f"run {summary.run_id}: {summary.status}" + (f" ({summary.reason})" if summary.reason else ""))
+    if summary.made_by:
+        typer.echo(f"made by: {summary.made_by}")
+    last = summary.last_attempt or LastAttempt()
+    if (summary.attempts or 1) > 1:
+        typer.echo(f"executed {summary.attempts} times: first started {summary.started_at or '-'}, "
+                   f"last started {last.started_at or '-'}" + (f" ({last.wall_s:.0f} s)" if last.wall_s is not None else ""))
     header = (f"{'stage':<10} {'shards':>7} {'failed':>6} {'in':>6} {'out':>6} {'pass':>7} {'llm calls':>9} {'cache hits':>10} "
               f"{'tokens':>9} {'cost $':>9}  top rejections")
     typer.echo(header)
-    for s in summary["stages"]:
-        rate = "-" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
-        top = ", ".join(f"{k}={v}" for k, v in list(s["rejections"].items())[:3]) or "-"
-        cost = "-" if s.get("cost_usd") is None else f"{s['cost_usd']:.4f}"
+    for s in summary.stages:
+        rate = "-" if s.pass_rate is None else f"{s.pass_rate:.1%}"
+        top = ", ".join(f"{k}={v}" for k, v in list(s.rejections.items())[:3]) or "-"
+        cost = "-" if s.cost_usd is None else f"{s.cost_usd:.4f}"
         typer.echo(
-            f"{s['stage']:<10} {s['shards_total']:>7} {s['shards_failed']:>6} {s['items_in']:>6} {s['items_out']:>6} "
-            f"{rate:>7} {s['llm_calls']:>9} {s['cache_hits']:>10} {s.get('prompt_tokens', 0) + s.get('completion_tokens', 0):>9} {cost:>9}  {top}"
+            f"{s.stage:<10} {s.shards_total:>7} {s.shards_failed:>6} {s.items_in:>6} {s.items_out:>6} "
+            f"{rate:>7} {s.llm_calls:>9} {s.cache_hits:>10} {s.tokens:>9} {cost:>9}  {top}"
         )
-    _print_per_accepted(summary.get("per_accepted") or {})
-    _print_executed(summary["stages"])
-    _print_referee(summary["stages"])
-    roles = summary.get("cost_by_role") or {}
+    _print_per_accepted(summary.per_accepted)
+    _print_executed(summary.stages)
+    _print_referee(summary.stages)
+    roles = summary.cost_by_role
     if roles:
-        total = "-" if summary.get("cost_usd") is None else f"${summary['cost_usd']:.4f}"
-        per_role = ", ".join(f"{role} {u['prompt_tokens'] + u['completion_tokens']} tokens "
-                             f"{'-' if u['cost_usd'] is None else '$' + format(u['cost_usd'], '.4f')}" for role, u in roles.items())
-        typer.echo(f"cost: {total} ({per_role}){'' if summary.get('cost_usd') is not None else '; - : no price configured'}")
-    for s in summary["stages"]:
-        if s.get("layers"):
-            funnel = " -> ".join(f"{layer}-passed {c['passed']}" for layer, c in s["layers"].items())
-            typer.echo(f"{s['stage']} funnel: generated {s['items_in']} -> {funnel} -> accepted {s['items_out']}")
+        total = "-" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
+        per_role = ", ".join(f"{role} {u.tokens} tokens "
+                             f"{'-' if u.cost_usd is None else '$' + format(u.cost_usd, '.4f')}" for role, u in roles.items())
+        typer.echo(f"cost: {total} ({per_role}){'' if summary.cost_usd is not None else '; - : no price configured'}")
+    for s in summary.stages:
+        if s.layers:
+            funnel = " -> ".join(f"{layer}-passed {c.passed}" for layer, c in s.layers.items())
+            typer.echo(f"{s.stage} funnel: generated {s.items_in} -> {funnel} -> accepted {s.items_out}")
     from toolfactory.stages.verify.referee import REFEREE
 
-    for s in summary["stages"]:
-        for dimension, counts in s.get("profile", {}).items():
+    for s in summary.stages:
+        for dimension, counts in s.profile.items():
             if dimension == REFEREE:  # its own line above
                 continue
             shown = ", ".join(f"{value}={n}" for value, n in list(counts.items())[:8])
             more = f", … ({len(counts) - 8} more)" if len(counts) > 8 else ""
-            typer.echo(f"{s['stage']} {dimension}: {shown}{more}")
-    for s in summary["stages"]:
-        for failure in s["failed_shards"]:
-            typer.echo(f"  {s['stage']} shard {failure['shard']} {failure['status']}: {failure['error']}")
+            typer.echo(f"{s.stage} {dimension}: {shown}{more}")
+    for s in summary.stages:
+        for failure in s.failed_shards:
+            typer.echo(f"  {s.stage} shard {failure.shard} {failure.status}: {failure.error}")
 
 
-def _print_per_accepted(cost: dict[str, Any]) -> None:
+def _print_per_accepted(cost: PerAccepted) -> None:
     """What one dataset record cost in LLM calls and tokens, per stage and per recipe."""
-    if not cost.get("accepted") or cost.get("llm_calls") is None:
+    if not cost.accepted or cost.llm_calls is None:
         return
-    stages = ", ".join(f"{stage} {v['llm_calls']}" for stage, v in cost["by_stage"].items())
-    typer.echo(f"llm calls per accepted dialogue: {cost['llm_calls']} ({cost['tokens']} tokens) = {stages}")
-    recipes = ", ".join(f"{recipe} {v['llm_calls_per_accepted'] if v['llm_calls_per_accepted'] is not None else '-'} "
-                        f"({v['accepted']} accepted)" for recipe, v in cost["by_recipe"].items())
+    stages = ", ".join(f"{stage} {v.llm_calls}" for stage, v in cost.by_stage.items())
+    typer.echo(f"llm calls per accepted dialogue: {cost.llm_calls} ({cost.tokens} tokens) = {stages}")
+    recipes = ", ".join(f"{recipe} {v.llm_calls_per_accepted if v.llm_calls_per_accepted is not None else '-'} "
+                        f"({v.accepted} accepted)" for recipe, v in cost.by_recipe.items())
     if recipes:
         typer.echo(f"llm requests per accepted dialogue by recipe (dialogues + verify): {recipes}")
 
 
-def _print_executed(stages: list[dict[str, Any]]) -> None:
+def _print_executed(stages: tuple[StageSummary, ...]) -> None:
     """Per executable source: the dialogues that ran it, its calls and error answers, and how
     many of those dialogues the dataset kept (nothing when no source ran)."""
     from toolfactory.executable.counts import (
@@ -189,7 +192,7 @@ def _print_executed(stages: list[dict[str, Any]]) -> None:
     )
     from toolfactory.stages import DATASET_STAGE
 
-    profiles = {s["stage"]: s.get("profile", {}) for s in stages}
+    profiles = {s.stage: s.profile for s in stages}
     made = profiles.get("dialogues", {})
     kept = profiles.get(DATASET_STAGE, {}).get(DIALOGUES_BY_SOURCE, {})
     sources = made.get(DIALOGUES_BY_SOURCE, {})
@@ -199,7 +202,7 @@ def _print_executed(stages: list[dict[str, Any]]) -> None:
                       f"({made.get(ERRORS_BY_SOURCE, {}).get(source, 0)} errors), {kept.get(source, 0)} in the dataset"
                       for source, n in sorted(sources.items()))
     typer.echo(f"executed tools: {shown}")
-    accepted = next((s.get("items_out", 0) for s in stages if s["stage"] == DATASET_STAGE), 0)
+    accepted = next((s.items_out for s in stages if s.stage == DATASET_STAGE), 0)
     executed = profiles.get(DATASET_STAGE, {}).get(EXECUTED, {}).get("any", 0)
     started = sum(profiles.get(stage, {}).get(SESSIONS_STARTED, {}).get(source, 0) for stage in ("dialogues", "verify") for source in sources)
     reused = sum(profiles.get(stage, {}).get(SESSIONS_REUSED, {}).get(source, 0) for stage in ("dialogues", "verify") for source in sources)
@@ -210,27 +213,27 @@ def _print_executed(stages: list[dict[str, Any]]) -> None:
         typer.echo(line)
 
 
-def _print_referee(stages: list[dict[str, Any]]) -> None:
+def _print_referee(stages: tuple[StageSummary, ...]) -> None:
     """Per judge model: how its verdicts agreed with execution's on the refereed dialogues."""
     from toolfactory.stages.verify.referee import ALL, REFEREE, figures
 
-    counts = next((s.get("profile", {}).get(REFEREE, {}) for s in stages if s["stage"] == "verify"), {})
+    counts = next((s.profile.get(REFEREE, {}) for s in stages if s.stage == "verify"), {})
     for f in figures(counts):
         if f.aspect == ALL and f.agreement is not None:
             typer.echo(f"judges against execution: {f.model} agreed on {f.agreement:.1%} of {f.records} refereed dialogues "
                        f"({f.false_accepts} false accepts, {f.false_rejects} false rejects)")
 
 
-def _finish(summary: dict[str, Any]) -> None:
+def _finish(summary: RunSummary) -> None:
     _print_summary(summary)
-    if summary["status"] == "budget_exhausted":
-        typer.echo(summary.get("message") or "the run's LLM budget is spent", err=True)
+    if summary.status == "budget_exhausted":
+        typer.echo(summary.message or "the run's LLM budget is spent", err=True)
         raise typer.Exit(3)
-    if summary["status"] != "completed":
-        if summary.get("reason"):
-            typer.echo(f"error: run {summary['run_id']} failed: {summary['reason']}", err=True)
-        if summary.get("rerun") or not summary.get("reason"):
-            command = summary.get("rerun") or f"toolfactory rerun {summary['run_id']}"
+    if summary.status != "completed":
+        if summary.reason:
+            typer.echo(f"error: run {summary.run_id} failed: {summary.reason}", err=True)
+        if summary.rerun or not summary.reason:
+            command = summary.rerun or f"toolfactory rerun {summary.run_id}"
             typer.echo(f"some shards did not complete; finish the run with: {command}", err=True)
         raise typer.Exit(1)
 
@@ -313,13 +316,17 @@ def run(
         check_files(resolved.tools)
         read_sources(resolved.tools)
         skipped = check_sets(resolved.curate.decontaminate)
-    except ConfigError as exc:
+        if resolved.llm.provider == "simulator":
+            from toolfactory.llm.simulator_process import check_simulator_settings
+
+            check_simulator_settings(resolved.llm.simulator, "llm.simulator", resolved.orchestration.simulator_start_timeout_s)
+    except ToolfactoryError as exc:  # a ConfigError, or a simulator that could not check its settings
         _error(exc)
         raise typer.Exit(2) from None
     for line in skipped:
         typer.echo(f"warning: {line}", err=True)
     from flows.display import shared_display
-    from flows.execute import summary_of
+    from flows.execute import run_summary_of
     from flows.generate import generate
     from flows.runtime import prefect_api
     from toolfactory.run.planning import new_run_id
@@ -329,7 +336,7 @@ def run(
     try:
         # One display for the whole run, opened before Prefect logs anything, so that every log line goes above it.
         with shared_display(), prefect_api(resolved.orchestration.prefect_start_timeout_s):
-            summary = summary_of(generate(config_path=config, overrides=overrides or [], run_id=run_id, return_state=True))
+            summary = run_summary_of(generate(config_path=config, overrides=overrides or [], run_id=run_id, return_state=True))
     except (ConfigError, TerminalError) as exc:
         raise _bad_input(exc) from None
     except Exception as exc:
@@ -362,13 +369,13 @@ def rerun(
         check_root(locator.storage)
         load_manifest(ObjectStore.open(locator.storage), run_id)
         from flows.display import shared_display
-        from flows.execute import summary_of
+        from flows.execute import run_summary_of
         from flows.rerun import rerun as rerun_flow
         from flows.runtime import prefect_api
 
         with shared_display(), prefect_api(locator.orchestration.prefect_start_timeout_s):
-            summary = summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [], checksums=checksums,
-                                            return_state=True))
+            summary = run_summary_of(rerun_flow(run_id=run_id, config_path=config, overrides=overrides or [],
+                                                checksums=checksums, return_state=True))
     except (ConfigError, TerminalError) as exc:
         raise _bad_input(exc) from None
     except Exception as exc:
@@ -398,20 +405,20 @@ def stats(
     if synced.run_id is None:
         typer.echo(f"error: no run recorded in {store.url} (stats cache {db.path}): set storage.root to the runs' storage", err=True)
         raise typer.Exit(2)
-    summary = db.run_summary(synced.run_id, STAGE_NAMES) if db.path.is_file() else {"status": None}
-    if summary["status"] is None:
+    summary = db.run_summary(synced.run_id, STAGE_NAMES) if db.path.is_file() else None
+    if summary is None or summary.status is None:
         typer.echo(f"error: run {synced.run_id!r} is not recorded in {store.url} (stats cache {db.path})", err=True)
         raise typer.Exit(2)
     _print_problems(synced.problems)
     damaged = _damaged_files(store, synced.run_id)
     if as_json:
-        summary["problems"] = [{"path": p.path, "reason": p.reason, "detail": p.detail} for p in synced.problems]
-        summary["damaged"] = damaged
-        typer.echo(json.dumps(summary, indent=2, default=str))
+        problems = [{"path": p.path, "reason": p.reason, "detail": p.detail} for p in synced.problems]
+        printed = {**summary.to_dict(), "problems": problems, "damaged": damaged}
+        typer.echo(json.dumps(printed, indent=2, default=str))
     else:
         _print_summary(summary)
-        if summary.get("message"):
-            typer.echo(summary["message"])
+        if summary.message:
+            typer.echo(summary.message)
     for line in damaged:
         typer.echo(f"warning: damaged: {line}", err=True)
     if damaged:
@@ -687,16 +694,26 @@ def verify(
                                                    "record_too_large (default: an export's, else 2000000)."),
     workers: int = typer.Option(0, "--workers", min=0, metavar="N", help="Processes that check a JSONL file (openai, sharegpt, xlam); 0: all cores."),
     paths: Optional[str] = typer.Option(None, "--paths", metavar="released|all", help="toolbench: 'released' (the winning path, default) or 'all' (every path of the search tree)."),
+    live: bool = typer.Option(False, "--live", help="Replay the calls that ran on executable sources for real (BFCL environments "
+                              "the records name, the run's MCP servers and environments from --config); fails naming a source that "
+                              "cannot start. Default: check them from the record, running nothing."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", metavar="FILE", help="The run's YAML config: its tools.mcp and "
+                                         "tools.environments are the sources --live replays on (and, from the record, "
+                                         "their error conventions and deterministic tools)."),
+    overrides: Optional[list[str]] = SetOption,
 ) -> None:
     """Check an existing dataset with the rule layer and write a report: validity, and the policy
     of --policy, or of each record's recipe in an export of the factory (its PROVENANCE.md says
-    how the run verified each record). Records that name their executable environments
-    (bfcl_multi_turn) are also replayed (execution layer)."""
+    how the run verified each record). Records whose calls ran on executable sources are checked
+    by the execution layer: from the record by default (nothing runs, so a dataset whose servers
+    are gone can be checked), replayed for real with --live."""
+    from toolfactory.stages.verify.execution import SourceUnavailable
     from toolfactory.stages.verify.export_policy import ExportPolicy, find
     from toolfactory.stages.verify.limits import DEFAULT, Limits
     from toolfactory.stages.verify.report import policy_line, policy_named, verify_file
 
     _check_out(out)
+    tools = _config(config, overrides).tools if config or overrides else None
     try:
         if policy is not None:
             chosen: Any = policy_named(policy)
@@ -706,7 +723,11 @@ def verify(
         base = chosen.limits if isinstance(chosen, ExportPolicy) else DEFAULT
         limits = Limits(base.max_depth if max_depth is None else max_depth, base.max_chars if max_record_chars is None else max_record_chars)
         report = verify_file(path, fmt, out, frozenset(disable or ()), chosen, limits, paths, workers or os.cpu_count() or 1,
-                             policy_source=source or None)
+                             policy_source=source or None, execution="live" if live else "record", tools=tools)
+    except SourceUnavailable as exc:
+        hint = "" if tools is not None else " (a run's MCP servers and environments come from its configuration: --config FILE)"
+        _error(TerminalError(f"{exc}{hint}"))
+        raise typer.Exit(2) from None
     except (ConfigError, TerminalError) as exc:
         _error(exc)
         raise typer.Exit(2) from None
@@ -715,6 +736,9 @@ def verify(
         f"{report['rejected']} rejected (pass rate {report['pass_rate']:.1%}); report in {out}/report.md"
     )
     typer.echo(f"policy: {policy_line(report)}")
+    for name, counts in report["execution"]["sources"].items():
+        typer.echo(f"executed calls of {name}: {counts['live']} records replayed live, {counts['from_record']} checked "
+                   f"from the record, {counts['drifted']} drifted")
     for code, count in list(report["rules"].items())[:5]:
         typer.echo(f"  {code}: {count}")
 
@@ -884,18 +908,19 @@ def simulator_serve(ctx: typer.Context) -> None:
 
     `--config FILE` and `--set llm.simulator.…=…` start it with a run config's `llm.simulator`
     settings (as `run` would, environment variables included), so a simulator served apart — the
-    compose stack's — behaves like the one a run starts; flags given after them win."""
-    from toolfactory.simulator import main as simulator_main
-    from toolfactory.simulator.cli import settings_to_cli_args
+    compose stack's — behaves like the one a run starts; flags given after them win. The simulator
+    is a program of its own: this command becomes it (exec), as a run starts it as a process."""
+    from toolfactory.llm.simulator_process import child_env, simulator_command
 
     rest, config_path, overrides = _config_arguments(list(ctx.args))
-    settings: list[str] = []
-    if config_path is not None or overrides:
-        settings = settings_to_cli_args(_config(config_path, overrides).llm.simulator)
-    simulator_main(["serve", *settings, *rest], prog="toolfactory simulator",
-                   epilog="--config FILE and --set llm.simulator.FIELD=VALUE start it with a run config's "
-                          "llm.simulator settings (environment variables included), as `run` would; "
-                          "flags given after them win.")
+    settings = _config(config_path, overrides).llm.simulator if config_path is not None or overrides else {}
+    command = simulator_command(settings, "llm.simulator", rest, prog="toolfactory simulator",
+                                epilog="--config FILE and --set llm.simulator.FIELD=VALUE start it with a run config's "
+                                       "llm.simulator settings (environment variables included), as `run` would; "
+                                       "flags given after them win.")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(command[0], command, child_env())
 
 
 def _config_arguments(args: list[str]) -> tuple[list[str], str | None, list[str]]:

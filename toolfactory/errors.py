@@ -19,7 +19,12 @@ exception that carries such a reason code out of the LLM gateway to the stage th
 
 Every exception of the project derives from :class:`ToolfactoryError`, which pickles whatever its
 ``__init__`` takes: a shard's error crosses from a Ray worker to the driver (and into Prefect's
-state) with its class, message and attributes (reason, flags, metrics) intact.
+state) with its class, message and attributes (reason, flags, metrics) intact. The errors of one
+concern live beside it, under this tree (``RenderError`` in :mod:`toolfactory.render`, the
+simulator's ``SimulatorError``, …); one that callers also catch as a Python exception derives
+from that one too (``PlanError(ToolfactoryError, ValueError)``). The documentation's exception
+reference (``docs/hooks/exception_reference.py``) draws the whole tree from the code, and the suite
+fails on an exception class outside it (``tests/test_errors_pickle.py``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ its attribute docstring, so the page cannot drift from the code.
 
 from __future__ import annotations
 
+import importlib
 import json
 import typing
 from dataclasses import dataclass, field
@@ -51,6 +52,17 @@ def _model_in(annotation: Any) -> tuple[str, type[BaseModel]] | None:
     return None
 
 
+def _settings_of(metadata: list[Any]) -> tuple[str, type[BaseModel]] | None:
+    """('', M) for a mapping the config passes to a program that validates it with M
+    (toolfactory.config.llm.SettingsOf names M by import path; the page imports it)."""
+    for item in metadata:
+        target = getattr(item, "model", None)
+        if isinstance(target, str) and ":" in target:
+            module, _, name = target.partition(":")
+            return "", getattr(importlib.import_module(module), name)
+    return None
+
+
 def _default(value: Any) -> str:
     return code(json.dumps(value, ensure_ascii=False, default=str))
 
@@ -63,11 +75,14 @@ def sections(model: type[BaseModel], instance: BaseModel | None, path: str = "",
     for name, info in model.model_fields.items():
         dotted = f"{path}.{name}" if path else name
         doc = " ".join(paragraphs(info.description))
-        inner = _model_in(info.annotation)
+        passed_on = _settings_of(info.metadata)
+        inner = _model_in(info.annotation) or passed_on
         if inner is not None:
             suffix, sub = inner
             value = getattr(instance, name, None) if instance is not None else None
             sub_instance = value if suffix == "" and isinstance(value, BaseModel) else None
+            if passed_on and isinstance(value, dict):  # validated by another program: its defaults as a run gets them
+                sub_instance = sub(**value)
             if suffix and sub_instance is None:
                 sub_instance = _defaults_of(sub)
             nested.append((dotted + suffix, sub, sub_instance, doc or " ".join(paragraphs(sub.__doc__))))

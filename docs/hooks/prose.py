@@ -43,6 +43,9 @@ def type_text(annotation: Any) -> str:
         return "null"
     if origin is typing.Literal:
         return "one of " + ", ".join(code(arg) for arg in args)
+    if origin is typing.Annotated:  # a string whose values are listed where it is declared (config.recipes.Choices)
+        choices = next((item.values() for item in args[1:] if callable(getattr(item, "values", None))), None)
+        return "one of " + ", ".join(code(value) for value in choices) if choices is not None else type_text(args[0])
     if origin in (typing.Union, types.UnionType):
         return " or ".join(type_text(arg) for arg in args)
     if origin is list:

@@ -1,8 +1,9 @@
 """MkDocs hook: the pages generated from the code, added to the site at every build.
 
 The configuration reference (the pydantic models), the CLI reference (the Typer app), the
-verifier's rule catalogue (the rule registry) and the benchmarks page (``benchmarks/README.md``,
-which stays beside the benchmarks) are never written by hand, so they cannot drift from the code.
+verifier's rule catalogue (the rule registry), the exception reference (the exception classes)
+and the benchmarks page (``benchmarks/README.md``, which stays beside the benchmarks) are never
+written by hand, so they cannot drift from the code.
 They exist only in the build: nothing is written into ``docs/``.
 """
 
@@ -22,6 +23,7 @@ if str(ROOT) not in sys.path:
 
 import cli_reference  # noqa: E402  (this folder is on sys.path while MkDocs loads the hook)
 import config_reference  # noqa: E402
+import exception_reference  # noqa: E402
 import rule_catalogue  # noqa: E402
 
 
@@ -33,6 +35,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "reference/configuration.md": config_reference.page,
     "reference/cli.md": cli_reference.page,
     "reference/rules.md": rule_catalogue.page,
+    "reference/exceptions.md": exception_reference.page,
     "benchmarks.md": benchmarks_page,
 }
 

@@ -14,7 +14,7 @@ import pytest
 from toolfactory.curation import function_text, mode_mix, query, query_complexity, steer, subsets, turn_mix, used_functions
 from toolfactory.models import Dialogue
 from toolfactory.simulator.embeddings import embed
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 
 from .helpers import MODEL, dialogue, embedding_requests, function, with_gateway
 

@@ -28,7 +28,7 @@ from toolfactory.curation.contamination import (
 from toolfactory.curation.evaluation_sets import EvaluationSet, Item, bfcl_set, shipped_set, user_set
 from toolfactory.errors import ConfigError
 from toolfactory.models import Dialogue, Message
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 
 from .helpers import dialogue, function
 from .staged import curate_parts

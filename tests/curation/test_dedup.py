@@ -12,7 +12,7 @@ import pytest
 from toolfactory.curation import DialogueIndex, deduplicate, signature_row
 from toolfactory.curation.dedup import SIGNATURE_VERSION, dialogue_text, exact_hash, words
 from toolfactory.models import Dialogue
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 
 from .helpers import dialogue, function
 

@@ -19,7 +19,7 @@ from toolfactory.curation import (
     offered_functions,
 )
 from toolfactory.models import Dialogue, Function
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 
 from .helpers import MODEL, dialogue, function, with_gateway
 

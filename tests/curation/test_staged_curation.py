@@ -29,7 +29,7 @@ from toolfactory.curation.duplicate_rule import first_kept
 from toolfactory.curation.selection import cut_ranks
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 
 RUN_SCOPE = ("curate.clusters=4", "curate.clusters_scope=run")
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from .helpers import generator, section
 from toolfactory.config import Config
+from toolfactory.config.llm import SettingsOf
 from toolfactory.simulator import SimulatorSettings
 
 
@@ -18,7 +19,11 @@ def _leaves(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
         path = f"{prefix}.{name}" if prefix else name
         annotation: Any = info.annotation
         args = typing.get_args(annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        settings = [item.model for item in info.metadata if isinstance(item, SettingsOf)]
+        if settings:  # a mapping validated by another program's settings model (llm.simulator)
+            yield from _leaves(SimulatorSettings, path)
+            assert settings == [f"{SimulatorSettings.__module__}:{SimulatorSettings.__name__}"]
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
             yield from _leaves(annotation, path)
         elif typing.get_origin(annotation) is dict and isinstance(args[1], type) and issubclass(args[1], BaseModel):
             yield from _leaves(args[1], path + ".<role>")
@@ -41,7 +46,7 @@ def test_every_config_field_is_documented():
 
 def test_defaults_are_those_a_run_gets():
     # The simulator's knobs default to the quickstart's, not to the settings class's own values.
-    run_default = Config().llm.simulator.latency_ms
+    run_default = Config().llm.simulator["latency_ms"]
     assert run_default != SimulatorSettings().latency_ms
     entry = section(generator("config_reference").page(), "### `llm.simulator.latency_ms`")
     assert f"default `{run_default}`" in entry

@@ -34,5 +34,5 @@ def test_every_yaml_example_in_the_docs_is_a_valid_config():
     pages = [README, *sorted((ROOT / "docs").rglob("*.md"))]
     blocks = [(page.name, block) for page in pages for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S)]
     assert blocks
-    for name, block in blocks:
+    for _name, block in blocks:
         validate_config(yaml.safe_load(block))  # raises ConfigError naming the bad field

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .helpers import ROOT
 
-GENERATED = ("reference/configuration.html", "reference/cli.html", "reference/rules.html", "benchmarks.html")
+GENERATED = ("reference/configuration.html", "reference/cli.html", "reference/rules.html", "reference/exceptions.html",
+             "benchmarks.html")
 
 
 def _build(project: Path, site: Path) -> subprocess.CompletedProcess[str]:

@@ -16,6 +16,7 @@ from toolfactory.config import Config
 from toolfactory.llm import Endpoint, LLMGateway
 from toolfactory.models import Dialogue, Judgement, Message, ToolCall
 from toolfactory.run.floors import below_floors
+from toolfactory.run.summary import RunSummary
 from toolfactory.simulator import SimulatorSettings, start_simulator
 from toolfactory.stages import ShardContext, ShardSpec
 from toolfactory.stages.verify.referee import (
@@ -166,12 +167,12 @@ def test_the_floor_fails_a_run_whose_judges_disagree_with_execution() -> None:
     config = Config.model_validate({"verify": {"judge_min_agreement": 0.8}})
     summary = {"stages": [{"stage": "curate", "items_out": 5, "pass_rate": 1.0},
                           {"stage": "verify", "pass_rate": 1.0, "profile": {REFEREE: counts}}]}
-    (reason,) = below_floors(config.run, summary, config.verify)
+    (reason,) = below_floors(config.run, RunSummary.from_dict({"run_id": "r", **summary}), config.verify)
     assert reason.startswith("verify.judge_min_agreement: the judges (m) agreed with execution on 50.0% of 2 refereed")
     assert "1 false accept(s)" in reason
-    assert below_floors(config.run, summary, Config().verify) == []  # off by default
+    assert below_floors(config.run, RunSummary.from_dict({"run_id": "r", **summary}), Config().verify) == []  # off by default
     nothing = {"stages": [{"stage": "curate", "items_out": 5, "pass_rate": 1.0}, {"stage": "verify", "profile": {}}]}
-    (unknown,) = below_floors(config.run, nothing, config.verify)
+    (unknown,) = below_floors(config.run, RunSummary.from_dict({"run_id": "r", **nothing}), config.verify)
     assert "no dialogue was refereed" in unknown
 
 

@@ -13,7 +13,7 @@ from toolfactory.config import StorageConfig
 from toolfactory.formats import toolalpaca, toolbench
 from toolfactory.models import Dialogue, Function, Tool, ToolRef
 from toolfactory.storage.shards import write_rows
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 from toolfactory.storage import ObjectStore
 
 RUN = "run-export"

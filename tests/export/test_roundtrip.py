@@ -119,7 +119,6 @@ def test_sharegpt_reads_back_with_the_sharegpt_reader(run_store: ObjectStore, di
 def test_toolbench_answers_read_back_with_the_repo_reader(run_store: ObjectStore, dialogues: list[Dialogue], tmp_path: Path) -> None:
     summary = export_run(run_store, RUN, "toolbench", tmp_path)
     assert summary["skipped"] == {}
-    originals = by_id(dialogues)
     for split, want in expected(dialogues).items():
         back = read_all(toolbench_reader.read, tmp_path / "answer" / split) if want else []
         # the reader's id is the file name, <query_id>_<method>

@@ -16,7 +16,7 @@ from toolfactory.formats import toolfactory as own
 from toolfactory.models import Dialogue
 from toolfactory.storage.shards import encode_records, records_table
 from toolfactory.definitions.convert import functions_from_openapi
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 from toolfactory.stages.verify.rules import RULES, check
 
 

@@ -21,7 +21,8 @@ from toolfactory.run.manifest import Manifest, write_manifest
 from toolfactory.models import Rejected
 from toolfactory.storage.shards import _parquet_bytes as _parquet
 from toolfactory.storage.shards import rejected_table, write_rows
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
+from toolfactory.run.metrics import ShardMetrics
 from toolfactory.run.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
@@ -62,7 +63,7 @@ def metrics(
     stage: str, shard: int, items_in: int, items_out: int, rejections: dict[str, int] | None = None,
     rejected: int | None = None, layers: dict[str, list[int]] | None = None,
     profile: dict[str, dict[str, int]] | None = None, run_id: str = RUN,
-) -> dict[str, Any]:
+) -> ShardMetrics:
     """A shard's metrics as `toolfactory.run.execution._run` returns them, its LLM use measured by a
     real :class:`UsageMeter` from :data:`ROLES`."""
     meter = UsageMeter()
@@ -71,7 +72,7 @@ def metrics(
         usage.calls, usage.cache_hits, usage.prompt_tokens, usage.completion_tokens = calls, hits, prompt, completion
         usage.latency_s = 0.5 * calls
     reasons = rejections or {}
-    return {
+    return ShardMetrics.from_dict({
         "attempt_id": f"{stage}-{shard}-{run_id}",
         "run_id": run_id,
         "stage": stage,
@@ -88,7 +89,7 @@ def metrics(
         "started_at": "2026-11-22T03:00:00.000+00:00",
         "finished_at": "2026-11-22T03:00:05.000+00:00",
         "wall_s": 5.0,
-    }
+    })
 
 
 def write_stats(path: Path, run_id: str = RUN, storage: str = "/tmp/store", started_at: str = "2026-11-22T03:00:00") -> StatsDB:
@@ -120,7 +121,7 @@ def write_stats(path: Path, run_id: str = RUN, storage: str = "/tmp/store", star
         db.record_shard(metrics("dialogues", 0, 18, 16, {"dialogue_no_call": 2, "llm_invalid_json": 1}, rejected=2, run_id=run_id), 1)
         failed = metrics("dialogues", 1, 18, 0, run_id=run_id)
         db.record_shard_status(run_id, "dialogues", 1, "failed", 3, "2 of 18 records failed on transient LLM errors",
-                               failed["fingerprint"], metrics=failed)
+                               failed.fingerprint, metrics=failed)
         verify_reasons = [
             {"call_unknown_function": 2, "answer_missing": 1, EVIL: 1},
             {"call_unknown_function": 1, "judge_unhelpful": 2},

@@ -51,11 +51,11 @@ def test_funnel_table_shows_the_stats_of_each_stage(built: Built) -> None:
     summary = StatsDB(built.stats_path).run_summary(RUN, STAGE_NAMES)
     rows = built.page.rows("funnel")
     # The fixture's run failed at verify: the stages after it recorded nothing and are not shown.
-    assert [row[0] for row in rows] == [s["stage"] for s in summary["stages"]] == list(STAGE_NAMES[: STAGE_NAMES.index("verify") + 1])
-    for row, stage in zip(rows, summary["stages"]):
-        assert row[1] == f"{stage['shards_completed']}/{stage['shards_total']}"
-        assert [number(c) for c in row[2:6]] == [stage["shards_failed"], stage["items_in"], stage["items_out"], stage["rejected"]]
-        assert row[6] == f"{stage['pass_rate']:.1%}"
+    assert [row[0] for row in rows] == [s.stage for s in summary.stages] == list(STAGE_NAMES[: STAGE_NAMES.index("verify") + 1])
+    for row, stage in zip(rows, summary.stages):
+        assert row[1] == f"{stage.shards_completed}/{stage.shards_total}"
+        assert [number(c) for c in row[2:6]] == [stage.shards_failed, stage.items_in, stage.items_out, stage.rejected]
+        assert row[6] == f"{stage.pass_rate:.1%}"
     # and what the test run wrote (guards against a bug shared by the stats and the page)
     by_stage = {row[0]: row for row in rows}
     assert by_stage["dialogues"][1:3] == ["1/2", "1"]
@@ -71,7 +71,7 @@ def test_layers_table_shows_verify_rules_then_model(built: Built) -> None:
 
 def test_rejections_table_shows_reasons_per_stage(built: Built) -> None:
     summary = StatsDB(built.stats_path).run_summary(RUN, STAGE_NAMES)
-    expected = [[s["stage"], reason, str(n)] for s in summary["stages"] for reason, n in s["rejections"].items()]
+    expected = [[s.stage, reason, str(n)] for s in summary.stages for reason, n in s.rejections.items()]
     assert built.page.rows("rejections") == expected
     assert ["verify", "call_unknown_function", "3"] in expected
 

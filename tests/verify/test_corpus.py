@@ -8,8 +8,9 @@ import json
 import pytest
 
 from toolfactory.models import Dialogue
-from toolfactory.stages.verify.corpus import SHAPES, valid_dialogues
-from toolfactory.stages.verify.corruption import CO_OCCURRENCES, KINDS, Corruption, corrupt, corruptions, evaluate
+from benchmarks.corpus import SHAPES, valid_dialogues
+from benchmarks.rule_scores import CO_OCCURRENCES, evaluate
+from toolfactory.stages.verify.corruption import KINDS, Corruption, corrupt, corruptions
 from toolfactory.stages.verify.rules import check, record_rules
 
 VALID = 210  # 30 of each shape

@@ -8,7 +8,7 @@ from toolfactory.models import Message, ToolCall
 from toolfactory.stages.verify.rules import RULES, check
 from toolfactory.stages.verify.rules.dialogue import MAX_ANSWER_CHARS, script_units, truncation
 
-from .helpers import ANSWER, GROUNDING, WEATHER, chat, codes, dialogue
+from .helpers import ANSWER, WEATHER, chat, codes, dialogue
 
 
 def test_no_function_call_is_rejected_for_tool_modes_only() -> None:

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 
 from toolfactory.formats import read
 from toolfactory.models import Dialogue
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corruptions
 from toolfactory.stages.verify.rules import arguments_schema, check, fast_schema, function_facts
 from toolfactory.stages.verify.rules.arguments_schema import proven_valid, strict_schema

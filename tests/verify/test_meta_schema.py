@@ -19,7 +19,7 @@ from toolfactory.definitions.validity import (
     plainly_valid,
     schema_error,
 )
-from toolfactory.stages.verify.corpus import valid_dialogues
+from benchmarks.corpus import valid_dialogues
 from toolfactory.stages.verify.corruption import corruptions
 
 # Where two implementations of the meta-schema could part: formats the meta-schema names (regex,

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from toolfactory.config.allowlist import HttpExecutorSettings
+from toolfactory.config.recipes import RecipeName
 from toolfactory.config.section import Section
 
 
@@ -49,7 +50,7 @@ class DialoguesConfig(Section):
     """Real HTTP calls instead of the tool-executor LLM, for tools whose base URL is in
     `http.allowlist` (ToolLLM called the real APIs): no redirects, a timeout, a size limit, never
     private addresses unless `allow_private`; header secrets from `headers_from_env`."""
-    api_errors: list[Literal["toolalpaca", "toolllm", "toolace"]] = Field(default_factory=lambda: ["toolalpaca"])
+    api_errors: list[RecipeName] = Field(default_factory=lambda: ["toolalpaca"])
     """Recipes whose tool executor validates each request as the API would and answers bad inputs
     and edge cases with the API's error, status and message (ToolAlpaca Fig. 11); for the others an
     invalid call gets a 400 without an LLM call."""

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from toolfactory.config.section import Section
-from toolfactory.simulator import SimulatorSettings
+
+
+@dataclass(frozen=True)
+class SettingsOf:
+    """Marks a mapping the config passes, unread, to another program that validates it with its
+    own settings model, named here by import path and never imported (the documentation imports
+    it to describe the fields). `llm.simulator` goes to the simulator process this way: the
+    simulator refuses a wrong value when the run starts it, before any work, naming the field."""
+
+    model: str  # "package.module:Class"
+
+
+SIMULATOR_SETTINGS = SettingsOf("toolfactory.simulator.settings:SimulatorSettings")
 
 # The simulator of the quickstart answers with some latency and a few faulty answers, so that a
 # first run shows the verifier at work.
@@ -232,8 +245,9 @@ class LLMConfig(Section):
     stops (`toolfactory rerun RUN --set llm.budget.tokens=…` finishes it)."""
     cache: bool = True
     """Content-addressed request cache in the storage root, shared by runs and re-runs."""
-    simulator: SimulatorSettings = Field(default_factory=dict)  # type: ignore[arg-type]
-    """Knobs of the offline simulator (latency, fault rates); used when provider is `simulator`."""
+    simulator: Annotated[dict[str, Any], SIMULATOR_SETTINGS] = Field(default_factory=dict)
+    """Knobs of the offline simulator (latency, fault rates); used when provider is `simulator`.
+    Passed to the simulator process, which validates them (`python -m toolfactory.simulator serve --help`)."""
 
     @field_validator("roles", mode="before")
     @classmethod

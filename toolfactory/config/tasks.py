@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from toolfactory.config.recipes import RecipeName
 from toolfactory.config.section import Section, proportions
 
 
@@ -45,6 +46,14 @@ class BlueprintsConfig(Section):
     """Share of blueprints with follow-up requests over the same environment (2 to `max_turns` turns)."""
     max_turns: int = Field(3, ge=2, le=5)
     """User turns of a multi-turn blueprint at most."""
+    repairs: int = Field(1, ge=0, le=3)
+    """Times a blueprint that failed (a call's error, a state left as it was) goes back to the
+    designer with what its calls answered, to be written again (APIGen-MT's feedback); 0: never."""
+    spanning: float = Field(0.25, ge=0.0, le=1.0)
+    """Share of blueprints designed over two executable sources (one is the anchor's, the other
+    drawn from the pool's other sources): read a value in one, act on it in the other. Needs
+    `tasks.explore` (which knows the pool's sources) and two sources; otherwise every blueprint
+    has one."""
 
     @model_validator(mode="before")
     @classmethod
@@ -73,7 +82,7 @@ class TasksConfig(Section):
     """Instructions per anchor tool that comes from an executable source (`tools.environments`,
     `tools.mcp`): its calls really run, so its dialogues are checked by execution rather than by a
     model's opinion, and a source has many functions. Null: `instructions_per_tool`."""
-    recipes: dict[Literal["toolalpaca", "toolllm", "toolace"], float] = Field(
+    recipes: dict[RecipeName, float] = Field(
         default_factory=lambda: {"toolalpaca": 0.4, "toolllm": 0.3, "toolace": 0.3}
     )
     """Share of tool sets made by each recipe: toolalpaca (one tool, user agent, multi-agent

@@ -14,7 +14,7 @@ Three tests, strongest first (a record that is an exact copy is reported as such
 Words are lower-cased runs of letters and digits; a Chinese, Japanese or Korean character is a
 word by itself, so shingles of text without spaces are character 3-grams. The default threshold
 0.8 is measured on the 300 valid dialogues of
-:func:`toolfactory.stages.verify.corpus.valid_dialogues`: distinct requests reach an exact
+:func:`benchmarks.corpus.valid_dialogues`: distinct requests reach an exact
 Jaccard of at most 0.68 there (two Chinese requests of one template that differ only in the
 tool name), distinct dialogues at most 0.57; with 2-shingles the same template pairs reach 0.79,
 and MinHash's estimate (standard error ~0.04 at 128 permutations) pushed them over 0.8. One

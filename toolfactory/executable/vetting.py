@@ -452,9 +452,9 @@ def card_key(settings: Any, version: str, attempts: int) -> str:
     """The name a source's card is kept under: its configuration (secrets left out: only the
     names of its variables and headers count) and the version of what runs."""
     config = settings.model_dump(mode="json", exclude={"env", "headers_from_env", "vet"})
-    for field in ("env", "headers_from_env"):
-        if hasattr(settings, field):
-            config[field] = sorted(getattr(settings, field))
+    for key in ("env", "headers_from_env"):
+        if hasattr(settings, key):
+            config[key] = sorted(getattr(settings, key))
     text = json.dumps([VETTING_VERSION, attempts, config, version], sort_keys=True, default=str)
     return f"{settings.name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 

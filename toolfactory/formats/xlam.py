@@ -28,7 +28,6 @@ Rules that do not apply to this calls-only shape: see :data:`NOT_APPLICABLE_REAS
 
 from __future__ import annotations
 
-import json
 import pickle
 import re
 from functools import lru_cache

@@ -19,11 +19,11 @@ import openai
 
 from toolfactory.llm.endpoint import Endpoint
 
-from toolfactory.simulator.app import OWNER as SIMULATOR_OWNER
-from toolfactory.simulator.chat import SYSTEM_FINGERPRINT as SIMULATOR_FINGERPRINT
-
 # How toolfactory's simulator identifies itself, as any server would: the owner of the models it
-# lists and the fingerprint it signs its answers with.
+# lists and the fingerprint it signs its answers with. The simulator, a program of its own, sends
+# them (toolfactory/simulator/app.py, chat.py); tests/test_identity.py holds the two to each other.
+SIMULATOR_OWNER = "toolfactory-simulator"
+SIMULATOR_FINGERPRINT = "fp_toolfactory_sim"
 SIMULATED_LABEL = "simulated: made with toolfactory's offline LLM simulator, not real training data"
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toolfactory.config import ROLES, Config
+from toolfactory.recipes import recipe_named
+from toolfactory.recipes.base import Needs as RecipeNeeds
 
 
 @dataclass(frozen=True)
@@ -26,23 +28,24 @@ class Needs:
 
 def run_needs(config: Config) -> Needs:
     tools = config.tools
-    toolllm = config.tasks.recipes.get("toolllm", 0) > 0
+    # What the recipes the run draws ask (toolllm: the designer, for its API probes and the keys
+    # long responses keep; toolace: the target model of self-guided complexity, the assistant's
+    # formal thinking as JSON).
+    recipes = RecipeNeeds()
+    for name, share in config.tasks.recipes.items():
+        if share > 0:
+            recipes |= recipe_named(name).needs(config)
     designer = (tools.synthesis.count > 0 or tools.builtin_introductions
-                or any(f.format == "introductions" for f in tools.files)
-                # toolllm's API probes (ToolLLM A.1) and the keys long responses keep (A.2)
-                or (toolllm and (config.tasks.api_filter.enabled or config.dialogues.compression_keys == "llm")))
-    toolace = config.tasks.recipes.get("toolace", 0) > 0
-    toolace_thinks = toolace and config.dialogues.formal_thinking
-    guided = toolace and config.tasks.complexity.enabled and bool(config.tasks.complexity.target_model)
+                or any(f.format == "introductions" for f in tools.files) or "designer" in recipes.roles)
     used = {
         "designer": designer,
         "user": True,  # instructions (tasks) and the user agent (dialogues)
         "assistant": True,
         "tool": True,  # the tool executor (also for tools outside `dialogues.http.allowlist`)
         "judge": bool(config.verify.judges),
-        "target": guided,  # the model the data is for, probed by self-guided complexity
+        "target": "target" in recipes.roles,  # the model the data is for, probed by self-guided complexity
     }
     roles = tuple(role for role in ROLES if used[role])
-    structured = tuple(role for role in roles if role not in ("assistant", "target") or (role == "assistant" and toolace_thinks))
+    structured = tuple(role for role in roles if role not in ("assistant", "target") or role in recipes.structured)
     calling = tuple(role for role in ("assistant", "target") if used[role])
     return Needs(roles=roles, structured=structured, tool_calling=calling, embeddings=True)

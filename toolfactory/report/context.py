@@ -154,8 +154,8 @@ def _seconds(start: str | None, end: str | None) -> float | None:
 
 def _from_stats(stats_path: str | Path, run_id: str, storage: str, context: RunContext) -> None:
     db = StatsDB(Path(stats_path))
-    # StatsDB has no public readers for these; its connection waits out the flow's writes.
-    with db._connect(read_only=True) as con:
+    # Queries of the report's own; the connection waits out the flow's writes.
+    with db.reading() as con:
         times = con.execute(
             """SELECT stage, count(*), sum(coalesce(wall_s, 0)), min(started_at), max(finished_at)
                FROM shards WHERE run_id = ? GROUP BY stage""", [run_id]).fetchall()

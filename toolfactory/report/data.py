@@ -22,6 +22,7 @@ from toolfactory.storage.shards import dataset_parts, read_records
 from toolfactory.stages import DATASET_STAGE
 from toolfactory.stages import STAGE_NAMES
 from toolfactory.run.stats import StatsDB
+from toolfactory.run.summary import RunSummary, StageSummary
 from toolfactory.storage import ObjectStore
 
 
@@ -64,7 +65,7 @@ class Layer:
 
 @dataclass(frozen=True)
 class StageNumbers:
-    """One stage of a run, summed over its shards (see :meth:`StatsDB.run_summary`)."""
+    """One stage of a run, summed over its shards (from its :class:`~toolfactory.run.summary.StageSummary`)."""
 
     stage: str
     shards_total: int
@@ -126,51 +127,46 @@ def load_run_stats(stats_path: str | Path, run_id: str) -> RunStats:
         raise ReportError(f"no stats database at {path}: a report of run {run_id!r} needs its stats")
     db = StatsDB(path)
     summary = db.run_summary(run_id, STAGE_NAMES)
-    if summary["status"] is None and not summary["stages"]:
+    if summary.status is None and not summary.stages:
         raise ReportError(f"run {run_id!r} is not in the stats database {path}")
-    stages = tuple(_stage(item) for item in summary["stages"])
+    return run_stats(summary, {
+        role: Usage(calls, hits, prompt, completion, cached) for role, calls, hits, prompt, completion, cached in db.usage_by_role(run_id)
+    })
+
+
+def run_stats(summary: RunSummary, usage_by_role: dict[str, Usage]) -> RunStats:
+    """The report's numbers of a run from its summary; :class:`ReportError` if the stats do not
+    know the run. `usage_by_role` is every attempt's use, completed or not, as the per-stage
+    totals count it."""
+    if summary.status is None and not summary.stages:
+        raise ReportError(f"run {summary.run_id!r} is not in the stats database")
     return RunStats(
-        run_id=run_id,
-        status=summary["status"],
-        started_at=summary["started_at"],
-        finished_at=summary["finished_at"],
-        stages=stages,
-        usage_by_role=_usage_by_role(db, run_id),
-        calls_by_recipe={recipe: (int(v["accepted"]), int(v["llm_calls"]))
-                         for recipe, v in summary.get("per_accepted", {}).get("by_recipe", {}).items()},
+        run_id=summary.run_id,
+        status=summary.status,
+        started_at=summary.started_at,
+        finished_at=summary.finished_at,
+        stages=tuple(_stage(item) for item in summary.stages),
+        usage_by_role=usage_by_role,
+        calls_by_recipe={recipe: (v.accepted, v.llm_calls) for recipe, v in summary.per_accepted.by_recipe.items()},
     )
 
 
-def _stage(item: dict[str, Any]) -> StageNumbers:
+def _stage(item: StageSummary) -> StageNumbers:
     return StageNumbers(
-        stage=str(item["stage"]),
-        shards_total=int(item["shards_total"]),
-        shards_completed=int(item["shards_completed"]),
-        shards_failed=int(item["shards_failed"]),
-        items_in=int(item["items_in"]),
-        items_out=int(item["items_out"]),
-        rejected=int(item["rejected"]),
-        pass_rate=item["pass_rate"],
-        rejections=dict(item["rejections"]),
-        layers=tuple(Layer(name, v["in"], v["passed"]) for name, v in item["layers"].items()),
-        profile=item["profile"],
-        usage=Usage(int(item["llm_calls"]), int(item["cache_hits"]),
-                    int(item["prompt_tokens"]), int(item["completion_tokens"]), int(item.get("cached_prompt_tokens") or 0)),
-        failed=tuple((int(f["shard"]), str(f["status"]), str(f["error"] or "")) for f in item.get("failed_shards", [])),
+        stage=item.stage,
+        shards_total=item.shards_total,
+        shards_completed=item.shards_completed,
+        shards_failed=item.shards_failed,
+        items_in=item.items_in,
+        items_out=item.items_out,
+        rejected=item.rejected,
+        pass_rate=item.pass_rate,
+        rejections=dict(item.rejections),
+        layers=tuple(Layer(name, v.items_in, v.passed) for name, v in item.layers.items()),
+        profile=item.profile,
+        usage=Usage(item.llm_calls, item.cache_hits, item.prompt_tokens, item.completion_tokens, item.cached_prompt_tokens),
+        failed=tuple((f.shard, f.status, f.error or "") for f in item.failed_shards),
     )
-
-
-def _usage_by_role(db: StatsDB, run_id: str) -> dict[str, Usage]:
-    # Every attempt's use, completed or not, as the per-stage totals of `stage_metrics` count it.
-    # (StatsDB has no public reader for roles yet; its connection waits out the flow's writes.)
-    with db._connect(read_only=True) as con:
-        rows = con.execute(
-            """SELECT role, sum(calls), sum(cache_hits), sum(prompt_tokens), sum(completion_tokens),
-                      sum(coalesce(cached_prompt_tokens, 0))
-               FROM llm_usage WHERE run_id = ? GROUP BY role ORDER BY role""",
-            [run_id],
-        ).fetchall()
-    return {str(role): Usage(int(c or 0), int(h or 0), int(p or 0), int(o or 0), int(k or 0)) for role, c, h, p, o, k in rows}
 
 
 @dataclass

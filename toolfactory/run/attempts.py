@@ -29,6 +29,7 @@ from toolfactory.config import LLMConfig
 from toolfactory.errors import DriverGone
 from toolfactory.llm.cost import priced_usage, total_cost
 from toolfactory.llm.usage import UsageMeter
+from toolfactory.run.metrics import AttemptUsage
 from toolfactory.storage.shards import ShardPaths
 from toolfactory.storage import ObjectStore
 
@@ -115,10 +116,11 @@ class AttemptLog:
         self.flush(outcome)
 
 
-def attempt_usage(store: ObjectStore, run_id: str, stage: str) -> Iterator[dict[str, Any]]:
+def attempt_usage(store: ObjectStore, run_id: str, stage: str) -> Iterator[AttemptUsage]:
     """Every attempt file of a stage; an attempt still `running` in storage never finished. A file
-    that cannot be read (empty, truncated) stops nothing: its attempt is counted with the outcome
-    `unreadable` and no usage (what it spent is lost), and a warning names the file."""
+    that cannot be read (empty, truncated, a field that does not fit) stops nothing: its attempt is
+    counted with the outcome `unreadable` and no usage (what it spent is lost), and a warning names
+    the file."""
     name = re.compile(rf"runs/{re.escape(run_id)}/{re.escape(stage)}/_usage/part-(\d+)/([0-9a-f]+)\.json")
     for path in store.list(f"runs/{run_id}/{stage}/_usage/"):
         if (match := name.fullmatch(path)) and (data := store.read_bytes_or_none(path)) is not None:
@@ -126,11 +128,9 @@ def attempt_usage(store: ObjectStore, run_id: str, stage: str) -> Iterator[dict[
                 record = json.loads(data)
                 if not isinstance(record, dict) or not isinstance(record.get("outcome"), str):
                     raise ValueError("not an attempt record")
-            except ValueError as exc:  # a JSONDecodeError or a UnicodeDecodeError too
+                attempt = AttemptUsage.from_dict(record)
+            except ValueError as exc:  # a JSONDecodeError, a UnicodeDecodeError, a ValidationError too
                 log.warning("%s: %s: %s", UNREADABLE, store.uri(path), " ".join(str(exc).split())[:200])
-                yield {"attempt_id": match[2], "run_id": run_id, "stage": stage, "shard": int(match[1]),
-                       "outcome": UNREADABLE, "started_at": None, "finished_at": None, "llm": {}, "llm_by_role": {}}
+                yield AttemptUsage(attempt_id=match[2], run_id=run_id, stage=stage, shard=int(match[1]), outcome=UNREADABLE)
                 continue
-            if record["outcome"] == RUNNING:
-                record["outcome"] = INTERRUPTED
-            yield record
+            yield attempt.model_copy(update={"outcome": INTERRUPTED}) if attempt.outcome == RUNNING else attempt

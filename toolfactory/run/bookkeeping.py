@@ -16,18 +16,20 @@ from datetime import datetime, timezone
 from typing import Any
 
 from toolfactory.run.attempts import attempt_usage
-from toolfactory.run.fan_in import FAN_IN, available, grown, reselection, supplements
+from toolfactory.run.fan_in import available, decides_again, fan_in_upstream, grown, reselection, supplements
 from toolfactory.run.floors import below_floors
 from toolfactory.run.integrity import check_run, pool_advice, shards_to_rebuild, uncommit
 from toolfactory.run.manifest import Manifest, write_manifest
+from toolfactory.run.metrics import AttemptUsage, ShardMetrics, stored_metrics
 from toolfactory.run.outcome import budget_message, failure_message, rerun_command, with_larger_budget
 from toolfactory.run.pool import publish, publish_dialogues
 from toolfactory.run.record import publish_run_record
 from toolfactory.run.stats import StatsDB
 from toolfactory.run.stats_sync import sync_stats
+from toolfactory.run.summary import RunSummary
 from toolfactory.stages import DATASET_STAGE, STAGE_NAMES, ShardSpec
 from toolfactory.storage import ObjectStore
-from toolfactory.storage.shards import ShardPaths, read_metrics
+from toolfactory.storage.shards import ShardPaths
 
 
 def now() -> str:
@@ -40,14 +42,16 @@ class ShardBook:
     def __init__(self, stats: StatsDB) -> None:
         self.stats = stats
 
-    def committed(self, metrics: dict[str, Any]) -> None:
+    def committed(self, metrics: ShardMetrics) -> None:
         """A committed shard, from the metrics its task returned or its sidecar holds."""
-        self.stats.record_shard(metrics, metrics.get("attempts", 1))
+        self.stats.record_shard(metrics, metrics.attempts or 1)
 
     def failed(self, run_id: str, spec: ShardSpec, attempts: int, error: str, metrics: dict[str, Any] | None) -> None:
-        """A shard that failed, with its error, its attempts and what it spent (if it says)."""
+        """A shard that failed, with its error, its attempts and what it spent (if its error says:
+        the plain data of :class:`~toolfactory.run.metrics.ShardMetrics` an exception carries)."""
+        spent = ShardMetrics.from_dict(metrics) if metrics is not None else None
         self.stats.record_shard_status(run_id, spec.stage, spec.index, "failed", attempts, error, spec.fingerprint(),
-                                       metrics=metrics)
+                                       metrics=spent)
 
     def blocked(self, run_id: str, spec: ShardSpec, missing: list[str]) -> None:
         """A shard that cannot start: these inputs are missing (their shards failed)."""
@@ -103,8 +107,8 @@ class RunBook:
         grow the plan by supplement shards first, or have the selection made again (both kept in
         the manifest before they run); shards already committed are recorded from their metrics
         sidecar."""
-        if stage == "select":
-            self._select_again()
+        if decides_again(stage):
+            self._select_again(stage)
         added = supplements(stage, self.plan, self.store, self.run_id)
         if added:
             self.plan[stage] = grown(self.plan[stage], added)
@@ -113,7 +117,7 @@ class RunBook:
         pending = []
         for spec in self.plan[stage]:
             paths = ShardPaths(self.run_id, spec.stage, spec.index)
-            metrics = read_metrics(self.store, paths) if self.store.exists(paths.main) else None
+            metrics = stored_metrics(self.store, paths) if self.store.exists(paths.main) else None
             if metrics is None:
                 pending.append(spec)
             else:
@@ -126,7 +130,7 @@ class RunBook:
         runnable = []
         for spec in specs:
             missing = [path for path in spec.inputs if not self.store.exists(path)]
-            if missing and proceed and spec.stage in FAN_IN and (partial := available(spec, self.store)) is not None:
+            if missing and proceed and fan_in_upstream(spec.stage) and (partial := available(spec, self.store)) is not None:
                 self.log.warning("%s shard %d proceeds without %d missing input(s): %s", spec.stage, spec.index,
                                  len(missing), ", ".join(missing))
                 runnable.append(partial)
@@ -150,7 +154,7 @@ class RunBook:
         ]
         if entries:
             self._write_manifest({"partial": [*self.manifest.partial, *entries]})
-        usage = {stage: list(attempt_usage(self.store, self.run_id, stage)) for stage in stages}
+        usage: dict[str, list[AttemptUsage]] = {stage: list(attempt_usage(self.store, self.run_id, stage)) for stage in stages}
         with self.stats.burst():
             for stage in stages:
                 self.stats.record_attempts(usage[stage])
@@ -171,7 +175,7 @@ class RunBook:
                                           ShardPaths(run_id, "measure", spec.index))
                 self.log.info("pool: signatures of %d dialogues published", count)
 
-    def finish(self, stopped: str | None, stop: str | None) -> dict[str, Any]:
+    def finish(self, stopped: str | None, stop: str | None) -> RunSummary:
         """Record how the run ended and return its summary (see :meth:`StatsDB.run_summary`):
         `stopped` says why it stopped early (an endpoint's repeated refusals), `stop` that the
         budget is spent. A run with shards not committed gets the command that finishes it."""
@@ -186,23 +190,22 @@ class RunBook:
             if failed:
                 rerun = rerun_command(run_id, self.store, config.storage.endpoint_url, config.storage.region)
                 if stop is not None:
-                    summary["rerun"] = with_larger_budget(rerun, config.llm.budget)
-                    summary["message"] = budget_message(summary, stop, summary["rerun"])
+                    rerun = with_larger_budget(rerun, config.llm.budget)
+                    summary = summary.ended(rerun, budget_message(summary, stop, rerun))
                 else:
-                    summary["rerun"] = rerun
-                    summary["message"] = failure_message(summary, rerun)
-                self.stats.record_message(run_id, summary["message"])
+                    summary = summary.ended(rerun, failure_message(summary, rerun))
+                self.stats.record_message(run_id, summary.message)
             self.publish_record()
         return summary
 
-    def _select_again(self) -> None:
-        """Plan the run's selection over every measure part, and make the selection it replaces
-        not done, with the dataset parts it decided (see :func:`~toolfactory.run.fan_in.reselection`)."""
-        redo = reselection(self.plan, self.store, self.run_id, self.config.run.fan_in == "proceed")
+    def _select_again(self, stage: str) -> None:
+        """Plan the run's selection (`stage`) over every part it reads, and make the selection it
+        replaces not done, with the dataset parts it decided (see :func:`~toolfactory.run.fan_in.reselection`)."""
+        redo = reselection(stage, self.plan, self.store, self.run_id, self.config.run.fan_in == "proceed")
         if redo is None:
             return
-        left = [spec for spec in self.plan["select"] if spec.index != redo.select.index]
-        self.plan["select"] = [redo.select]
+        left = [spec for spec in self.plan[stage] if spec.index != redo.select.index]
+        self.plan[stage] = [redo.select]
         self._write_plan()
         uncommit(self.store, self.run_id, redo.stale)
         for spec in left:  # a selection of an older plan that completed another: no longer the run's
@@ -211,8 +214,9 @@ class RunBook:
                 self.store.delete(path)
         if redo.stale:
             curated = sum(spec.stage == DATASET_STAGE for spec in redo.stale)
-            self.log.info("select: decided again over %d measure part(s), replacing the selection made without some of "
-                          "them; the %d dataset part(s) it decided are made again", len(redo.select.inputs), curated)
+            self.log.info("%s: decided again over %d %s part(s), replacing the selection made without some of "
+                          "them; the %d dataset part(s) it decided are made again", stage, len(redo.select.inputs),
+                          fan_in_upstream(stage), curated)
 
     def _write_plan(self) -> None:
         self._write_manifest({"plan": {name: [spec.to_dict() for spec in specs] for name, specs in self.plan.items()}})

@@ -22,7 +22,8 @@ from toolfactory.llm import LLMGateway, RequestCache, resolve_endpoint
 from toolfactory.llm.cost import priced_usage, total_cost
 from toolfactory.llm.limits import SharedLimit
 from toolfactory.llm.usage import UsageMeter
-from toolfactory.storage.shards import ShardPaths, commit_shard, encode_records, read_metrics, read_records
+from toolfactory.run.metrics import ShardMetrics, stored_metrics
+from toolfactory.storage.shards import ShardPaths, commit_shard, encode_records, read_records
 from toolfactory.stages import ShardContext, ShardSpec, stage_named
 from toolfactory.storage import ObjectStore
 
@@ -55,17 +56,17 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def run_shard(job: ShardJob, node: str | None = None) -> dict[str, Any]:
+def run_shard(job: ShardJob, node: str | None = None) -> ShardMetrics:
     """Run `job` to completion and return its metrics. `node` names the cluster node running it,
     given by the executor that knows it (on one host, the host name cannot tell nodes apart)."""
     store = ObjectStore.open(job.config.storage)
-    done = read_metrics(store, job.paths) if store.exists(job.paths.main) else None
+    done = stored_metrics(store, job.paths) if store.exists(job.paths.main) else None
     if done is not None:
         return done
     return asyncio.run(_run(job, store, node))
 
 
-async def _run(job: ShardJob, store: ObjectStore, node: str | None) -> dict[str, Any]:
+async def _run(job: ShardJob, store: ObjectStore, node: str | None) -> ShardMetrics:
     started_at, started = _now(), time.perf_counter()
     attempt_id, meter = uuid.uuid4().hex, UsageMeter()
     # The attempt's usage reaches storage as it goes, so a killed attempt is still counted.
@@ -76,7 +77,7 @@ async def _run(job: ShardJob, store: ObjectStore, node: str | None) -> dict[str,
 
 
 async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: UsageMeter, started_at: str,
-                   started: float, node: str | None) -> dict[str, Any]:
+                   started: float, node: str | None) -> ShardMetrics:
     stage = stage_named(job.spec.stage)
     streams = getattr(stage, "streams_inputs", False)
     inputs = [] if streams else [record for path in job.spec.inputs for record in read_records(store, path)]
@@ -89,12 +90,13 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
     except BudgetExhausted as exc:
         # The shard's work is not done (not rejected): it fails, and a re-run with a larger budget redoes it.
         stopped = BudgetExhausted(f"{job.spec.stage} shard {job.spec.index}: {exc}")
-        stopped.metrics = {**_facts(job, attempt_id, started_at, started, meter, node), "items_in": len(inputs), "items_out": 0,
-                           "rejected": 0}
+        # An exception's attributes travel as plain data (errors.py); the flow reads them back as ShardMetrics.
+        stopped.metrics = ShardMetrics.from_dict({**_facts(job, attempt_id, started_at, started, meter, node),
+                                                  "items_in": len(inputs), "items_out": 0, "rejected": 0}).to_dict()
         raise stopped from None
     rows, unstorable = encode_records(output.records, job.spec.stage)
     output.rejected.extend(unstorable)
-    metrics = {
+    metrics = ShardMetrics.from_dict({
         **_facts(job, attempt_id, started_at, started, meter, node),
         "inputs": list(job.spec.inputs),  # what it read: a fan-in shard may run on some (fan_in.py)
         "missing_inputs": list(job.spec.params.get("missing_inputs", [])),
@@ -104,7 +106,7 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
         "rejections": dict(output.rejections()),
         "layers": {layer: list(counts) for layer, counts in output.layers.items()},
         "profile": {dimension: dict(counts) for dimension, counts in output.profile.items()},
-    }
+    })
     failed = sum(output.transient_failures.values())
     if failed > job.config.run.tolerate_transient_failures * max(output.items_in, 1):
         reasons = ", ".join(f"{code}: {n}" for code, n in sorted(output.transient_failures.items()))
@@ -115,19 +117,20 @@ async def _attempt(job: ShardJob, store: ObjectStore, attempt_id: str, meter: Us
             f"transient LLM errors ({reasons}" + (f"; first: {_one_line(said)}" if said else "")
             + "); answers obtained so far are cached, a re-run completes it"
         )
-        incomplete.metrics = metrics  # what the attempt spent, for the stats
+        incomplete.metrics = metrics.to_dict()  # what the attempt spent, for the stats
         raise incomplete
     if job.driver is not None and job.driver.gone():
         # Its driver was killed: the run is resumed by `rerun`, which runs this shard again
         # from the cache; a commit now would race with that re-run.
         raise DriverGone(f"{job.spec.stage} shard {job.spec.index}: its driver (pid {job.driver.pid}) is gone; not committed")
-    commit_shard(store, job.paths, rows, output.rejected, metrics)
+    commit_shard(store, job.paths, rows, output.rejected, metrics.to_dict())  # the sidecar: its JSON
     return metrics
 
 
 def _facts(job: ShardJob, attempt_id: str, started_at: str, started: float, meter: UsageMeter,
            node: str | None) -> dict[str, Any]:
-    """The metrics of any attempt, finished or not: who it was, where, when, and what its LLM use cost."""
+    """The metrics of any attempt, finished or not: who it was, where, when, and what its LLM use
+    cost (the fields of :class:`ShardMetrics` every attempt has; `node` only where one is known)."""
     by_role = priced_usage(job.config.llm, meter.to_dict())
     return {
         "attempt_id": attempt_id,

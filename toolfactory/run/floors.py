@@ -12,26 +12,26 @@ met its floors (`toolfactory export RUN` still writes one on demand).
 
 from __future__ import annotations
 
-from typing import Any
-
 from toolfactory.config import RunConfig, VerifyConfig
+from toolfactory.run.summary import RunSummary
 from toolfactory.stages import DATASET_STAGE
 from toolfactory.stages.verify.referee import REFEREE, below_agreement
 
 
-def below_floors(run: RunConfig, summary: dict[str, Any], verify: VerifyConfig | None = None) -> list[str]:
-    """One sentence per floor the run's `summary` (see StatsDB.run_summary) is below."""
-    stages = {stage["stage"]: stage for stage in summary["stages"]}
+def below_floors(run: RunConfig, summary: RunSummary, verify: VerifyConfig | None = None) -> list[str]:
+    """One sentence per floor the run's `summary` is below."""
     reasons = []
-    accepted = int(stages.get(DATASET_STAGE, {}).get("items_out") or 0)
+    dataset = summary.stage(DATASET_STAGE)
+    accepted = dataset.items_out if dataset is not None else 0
     if accepted < run.min_accepted:
         reasons.append(f"run.min_accepted: the dataset holds {accepted} accepted dialogue(s), fewer than {run.min_accepted}")
     for stage, floor in run.min_pass_rate.items():
-        rate = stages.get(stage, {}).get("pass_rate")
+        rate = numbers.pass_rate if (numbers := summary.stage(stage)) is not None else None
         if rate is not None and rate < floor:
             reasons.append(f"run.min_pass_rate.{stage}: the {stage} stage kept {rate:.1%} of its records, below {floor:.1%}")
     if verify is not None and verify.judge_min_agreement is not None and verify.judges:
-        refereed = stages.get("verify", {}).get("profile", {}).get(REFEREE, {})
+        verified = summary.stage("verify")
+        refereed = verified.profile.get(REFEREE, {}) if verified is not None else {}
         if (reason := below_agreement(verify.judge_min_agreement, refereed)) is not None:
             reasons.append(reason)
     return reasons

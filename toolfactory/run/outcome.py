@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING
 
 from toolfactory.config import BudgetConfig
 from toolfactory.storage import ObjectStore
+
+if TYPE_CHECKING:  # read by attribute only: the command line imports this module without the stages
+    from toolfactory.run.summary import RunSummary
 
 _SHOWN = 8  # failed shards listed by name; the rest are counted
 # How DuckDB names the file it could not write (its messages wrap the OSError's in their own).
@@ -41,41 +44,41 @@ def damage_advice(run_id: str, store: ObjectStore, endpoint_url: str | None = No
             f"`{rerun_command(run_id, store, endpoint_url, region)}` builds them again")
 
 
-def unfinished_shards(summary: dict[str, Any]) -> list[str]:
+def unfinished_shards(summary: RunSummary) -> list[str]:
     """`stage/part-NNNNN (status)` for every shard of the run that is not committed."""
     return [
-        f"{stage['stage']}/part-{failure['shard']:05d} ({failure['status']})"
-        for stage in summary["stages"]
-        for failure in stage["failed_shards"]
+        f"{stage.stage}/part-{failure.shard:05d} ({failure.status})"
+        for stage in summary.stages
+        for failure in stage.failed_shards
     ]
 
 
-def failure_message(summary: dict[str, Any], rerun: str) -> str:
+def failure_message(summary: RunSummary, rerun: str) -> str:
     """One paragraph: why the run failed — an endpoint refusal or a floor not reached (its
     `reason`), shards that did not complete — and how to finish it when a re-run can."""
     shards = unfinished_shards(summary)
-    reason = summary.get("reason")
+    reason = summary.reason
     if reason and not rerun:  # every shard committed: a floor, which a re-run would not change
-        return f"run {summary['run_id']} failed: {reason}"
+        return f"run {summary.run_id} failed: {reason}"
     shown = ", ".join(shards[:_SHOWN]) + (f" and {len(shards) - _SHOWN} more" if len(shards) > _SHOWN else "")
     cause = first_error(summary)
     return (
-        (f"run {summary['run_id']} failed: {reason}. " if reason else f"run {summary['run_id']}: ")
+        (f"run {summary.run_id} failed: {reason}. " if reason else f"run {summary.run_id}: ")
         + f"{len(shards)} shard(s) did not complete: {shown or 'none recorded'}. "
         + (f"First error: {cause}. " if cause else "")
         + f"Finish the run with: {rerun}"
     )
 
 
-def first_error(summary: dict[str, Any], limit: int = 400) -> str | None:
+def first_error(summary: RunSummary, limit: int = 400) -> str | None:
     """`stage/part-NNNNN: <its error>` for the first shard that failed (not one blocked by it), on
     one line: the cause of a failed night, in the endpoint's own words where it gave some."""
-    for stage in summary["stages"]:
-        for failure in stage["failed_shards"]:
-            if failure["status"] == "failed" and failure.get("error"):
-                error = " ".join(str(failure["error"]).split())
+    for stage in summary.stages:
+        for failure in stage.failed_shards:
+            if failure.status == "failed" and failure.error:
+                error = " ".join(failure.error.split())
                 error = error if len(error) <= limit else error[: limit - 1] + "…"
-                return f"{stage['stage']}/part-{failure['shard']:05d}: {error}"
+                return f"{stage.stage}/part-{failure.shard:05d}: {error}"
     return None
 
 
@@ -89,11 +92,11 @@ def with_larger_budget(rerun: str, budget: BudgetConfig) -> str:
     return " ".join([rerun, shlex.join(parts)]) if parts else rerun
 
 
-def budget_message(summary: dict[str, Any], reason: str, rerun: str) -> str:
+def budget_message(summary: RunSummary, reason: str, rerun: str) -> str:
     """One paragraph: the run stopped at its budget, what is not done, and how to finish it."""
     shards = unfinished_shards(summary)
     return (
-        f"run {summary['run_id']} stopped: {reason}; {len(shards)} shard(s) not done. "
+        f"run {summary.run_id} stopped: {reason}; {len(shards)} shard(s) not done. "
         f"Finish the run with a larger budget: {rerun}"
     )
 

@@ -23,7 +23,8 @@ from toolfactory.run.stats import StatsDB
 from toolfactory.storage import ObjectStore
 
 FORMAT = 1
-# The numbers of a stage the trend across runs shows, as `StatsDB.run_summary` sums them.
+# The numbers of a stage the trend across runs shows: fields of its
+# :class:`~toolfactory.run.summary.StageSummary`, and the keys of a record's `stages`.
 STAGE_TOTALS = ("shards_total", "shards_failed", "items_in", "items_out", "rejected", "llm_calls", "prompt_tokens",
                 "completion_tokens", "cost_usd")
 # What a record must hold to be applied; the rest has defaults.
@@ -40,7 +41,7 @@ def run_record(db: StatsDB, run_id: str, stage_order: Sequence[str]) -> dict[str
     if run is None:
         return None
     summary = db.run_summary(run_id, tuple(stage_order))
-    stages = [{"stage": s["stage"], **{name: s[name] for name in STAGE_TOTALS}} for s in summary["stages"]]
+    stages = [{"stage": s.stage, **{name: getattr(s, name) for name in STAGE_TOTALS}} for s in summary.stages]
     return {"format": FORMAT, **run, "shards": shards, "stages": stages,
             "written_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds")}
 

@@ -34,9 +34,12 @@ import duckdb
 
 from toolfactory.run.attempts import INTERRUPTED, RUNNING
 from toolfactory.run.manifest import manifest_path
+from toolfactory.run.metrics import AttemptUsage, ShardMetrics
 from toolfactory.run.record import REQUIRED, STAGE_TOTALS, record_path, replace_stages
 from toolfactory.stages import STAGE_NAMES
-from toolfactory.run.stats import StatsDB, _timestamp
+from toolfactory.run.stats import StatsDB
+from toolfactory.run.stats.schema import timestamp as _timestamp
+from toolfactory.errors import ToolfactoryError
 from toolfactory.storage import ObjectStore
 
 T = TypeVar("T")
@@ -66,7 +69,7 @@ class Synced:
     problems: tuple[Problem, ...]  # files skipped: the run's own, and run records of any run
 
 
-class Unreadable(ValueError):
+class Unreadable(ToolfactoryError, ValueError):
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(reason, detail)
         self.reason, self.detail = reason, detail
@@ -209,7 +212,7 @@ def _sync_detail(store: ObjectStore, db: StatsDB, run_id: str) -> None:
         if legacy is not None:
             _apply_record(con, legacy, store.url)
         _forget_uncommitted(con, run_id, committed)
-        usage_files: list[tuple[str, dict[str, Any]]] = []
+        usage_files: list[AttemptUsage] = []
         for path, data in zip(wanted, texts):
             kind = "usage" if usage.fullmatch(path) else "metrics"
             try:
@@ -217,15 +220,15 @@ def _sync_detail(store: ObjectStore, db: StatsDB, run_id: str) -> None:
             except Unreadable as exc:
                 _note_problem(con, path, run_id, exc, files[path])
                 continue
-            if kind == "metrics":
-                StatsDB.insert_shard(con, item, int(item.get("attempts", 1)))
+            if isinstance(item, ShardMetrics):
+                StatsDB.insert_shard(con, item, item.attempts or 1)
             else:
-                usage_files.append((path, item))
+                usage_files.append(item)
             _note_read(con, path, run_id, files[path])
-        for path, attempt in usage_files:  # after the sidecars: a completed attempt's own report wins
-            known = con.execute("SELECT outcome FROM shard_attempts WHERE attempt_id = ?", [attempt["attempt_id"]]).fetchone()
+        for attempt in usage_files:  # after the sidecars: a completed attempt's own report wins
+            known = con.execute("SELECT outcome FROM shard_attempts WHERE attempt_id = ?", [attempt.attempt_id]).fetchone()
             if known is None or known[0] != "completed":
-                StatsDB.insert_attempt(con, attempt, INTERRUPTED if attempt["outcome"] == RUNNING else attempt["outcome"])
+                StatsDB.insert_attempt(con, attempt, INTERRUPTED if attempt.outcome == RUNNING else attempt.outcome)
         version = state[0] if state is not None and state[0] is not None else None
         con.execute("""INSERT INTO storage_runs VALUES (?, ?, 'storage', ?) ON CONFLICT (run_id)
                        DO UPDATE SET detail_version = excluded.detail_version, source = 'storage'""",
@@ -261,8 +264,9 @@ def _legacy_run(store: ObjectStore, run_id: str, committed: set[tuple[str, int]]
     }
 
 
-def _checked_shard_file(item: dict[str, Any], kind: str) -> dict[str, Any]:
-    """A sidecar or usage file whose fields have the types the stats store (else Unreadable)."""
+def _checked_shard_file(item: dict[str, Any], kind: str) -> ShardMetrics | AttemptUsage:
+    """A sidecar (kind `metrics`) or usage file whose fields have the types the stats store, read
+    into its record (else Unreadable, naming the field)."""
     try:
         for name in ("shard", *(("items_in", "items_out", "rejected") if kind == "metrics" else ())):
             if not isinstance(item[name], int) or isinstance(item[name], bool):
@@ -283,9 +287,10 @@ def _checked_shard_file(item: dict[str, Any], kind: str) -> dict[str, Any]:
         for usage in item.get("llm_by_role", {}).values():
             for name in ("calls", "cache_hits", "retries", "reasks", "prompt_tokens", "completion_tokens", "latency_s", "failures"):
                 usage[name]
+        # a ValidationError is a ValueError: a field of a type the record does not take
+        return ShardMetrics.from_dict(item) if kind == "metrics" else AttemptUsage.from_dict(item)
     except (KeyError, TypeError, ValueError) as exc:
-        raise Unreadable(f"{kind}_invalid_fields", f"{type(exc).__name__}: {exc}") from None
-    return item
+        raise Unreadable(f"{kind}_invalid_fields", f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
 
 
 # --- reading files ------------------------------------------------------------------------

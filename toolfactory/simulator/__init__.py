@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .app import create_app, serve
     from .cli import main, settings_from_cli_args
-    from .process import SimulatorNotStarted, SimulatorProcess, free_port, start_simulator
+    from .process import SimulatorNotStarted, SimulatorProcess, SimulatorSettingsRefused, free_port, start_simulator
     from .schema_instance import instance_for
     from .settings import SimulatorSettings
 
-# Imported when first asked for: the config names SimulatorSettings, so every command and every
-# Ray worker that reads a config imports this package, and the server (FastAPI, the chat model)
-# is needed only by what starts or serves a simulator.
+# Imported when first asked for: the server (Starlette, the chat model) is needed only by what
+# serves a simulator, and the launcher only by what starts one.
 _MODULES = {
-    "SimulatorNotStarted": ".process", "SimulatorProcess": ".process", "free_port": ".process", "SimulatorSettings": ".settings", "create_app": ".app", "instance_for": ".schema_instance",
+    "SimulatorNotStarted": ".process", "SimulatorProcess": ".process", "SimulatorSettingsRefused": ".process", "free_port": ".process", "SimulatorSettings": ".settings", "create_app": ".app", "instance_for": ".schema_instance",
     "main": ".cli", "serve": ".app", "settings_from_cli_args": ".cli", "start_simulator": ".process",
 }
 
@@ -45,6 +44,7 @@ __all__ = [
     "SimulatorNotStarted",
     "SimulatorProcess",
     "SimulatorSettings",
+    "SimulatorSettingsRefused",
     "create_app",
     "free_port",
     "instance_for",

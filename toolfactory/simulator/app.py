@@ -35,7 +35,7 @@ from .state import RequestKind, SimulatorState
 
 MODELS = ("sim-small", "sim-large", "sim-embedding")
 OWNER = "toolfactory-simulator"  # how it identifies itself in its model list (toolfactory/llm/identity.py)
-PID_HEADER = "x-simulator-pid"
+PID_HEADER = "x-simulator-pid"  # readiness of this process (toolfactory/llm/simulator_process.py waits for it)
 
 Builder = Callable[[dict[str, Any], SimulatorSettings, str], dict[str, Any]]
 

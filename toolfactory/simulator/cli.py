@@ -1,13 +1,19 @@
 """Command line: `python -m toolfactory.simulator serve --port P [--rate-429 0.1 ...]`.
 
 There is one flag per :class:`SimulatorSettings` field, generated from the pydantic model
-(name, type, description, default) so the CLI can never drift from the settings. The project
-CLI wraps this through :func:`main` / :func:`settings_from_cli_args`.
+(name, type, description, default) so the CLI can never drift from the settings. A program that
+starts the simulator with settings of its own config passes them whole as `--settings-json`
+(flags given as well win), and names where its config holds them with `--settings-name`: a
+refused value then exits with status 2 and `error: invalid config: <name>.<field>: …`, the field
+as its user wrote it. The project's `toolfactory simulator` command runs this program, and names
+itself in its help and errors with the leading `--prog NAME` (and ends the help of `serve` with
+`--epilog TEXT`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import typing
 from collections.abc import Sequence
@@ -15,8 +21,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
 
-from .app import serve
-from .settings import SimulatorSettings
+from .settings import SettingsRefused, SimulatorSettings, settings_from_mapping
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8800
@@ -73,17 +78,52 @@ def _serve_parser(prog: str = f"{PROG} serve") -> argparse.ArgumentParser:
         prog=prog, description="Run the offline OpenAI-compatible LLM simulator."
     )
     add_settings_arguments(parser)
+    _add_settings_json(parser)
     return parser
+
+
+def _add_settings_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--settings-json", default=None, metavar="JSON",
+                        help="Settings as one JSON object (a run config's llm.simulator); flags given as well win.")
+    parser.add_argument("--settings-name", default="", metavar="NAME",
+                        help="Where the caller's config holds --settings-json (e.g. llm.simulator): a refused "
+                             "value is named NAME.FIELD.")
+
+
+def _given_settings(namespace: argparse.Namespace) -> dict[str, Any]:
+    """The --settings-json object, validated on its own so that a refused value is named as its
+    config names it; exits with status 2 and one line otherwise."""
+    text = getattr(namespace, "settings_json", None)
+    if text is None:
+        return {}
+    name = namespace.settings_name
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _refuse(f"invalid config: {name or 'settings'}: not a JSON object ({exc.msg})")
+    if not isinstance(values, dict):
+        _refuse(f"invalid config: {name or 'settings'}: must be a mapping, not {type(values).__name__}")
+    try:
+        settings_from_mapping(values, name)
+    except SettingsRefused as exc:
+        _refuse(str(exc))
+    return values
+
+
+def _refuse(message: str) -> typing.NoReturn:
+    sys.stderr.write(f"error: {' '.join(message.split())}\n")
+    raise SystemExit(2)
 
 
 def _settings_from_namespace(
     namespace: argparse.Namespace, parser: argparse.ArgumentParser
 ) -> SimulatorSettings:
-    values = {
+    values = _given_settings(namespace)
+    values.update({
         name: getattr(namespace, name)
         for name in SimulatorSettings.model_fields
         if getattr(namespace, name, None) is not None
-    }
+    })
     try:
         return SimulatorSettings(**values)
     except ValidationError as exc:
@@ -120,11 +160,22 @@ def settings_to_cli_args(settings: SimulatorSettings) -> list[str]:
     return args
 
 
+def _leading_options(args: list[str], prog: str, epilog: str | None) -> tuple[list[str], str, str | None]:
+    """`--prog NAME` and `--epilog TEXT` given before the command (see the module doc)."""
+    while len(args) >= 2 and args[0] in ("--prog", "--epilog"):
+        if args[0] == "--prog":
+            prog = args[1]
+        else:
+            epilog = args[1]
+        args = args[2:]
+    return args, prog, epilog
+
+
 def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None = None) -> None:
     """Entry point: `serve [flags]` runs the simulator in the foreground. `prog` is the command
     that runs it, as its help and errors name it (`toolfactory simulator` from the project's
-    CLI); `epilog` ends the help of `serve` (what that command adds to the flags)."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    CLI, which passes it as a leading `--prog`); `epilog` ends the help of `serve`."""
+    args, prog, epilog = _leading_options(list(sys.argv[1:] if argv is None else argv), prog, epilog)
     parser = _Parser(
         prog=prog, description="Offline OpenAI-compatible LLM simulator."
     )
@@ -136,7 +187,20 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG, epilog: str | None
         epilog=epilog,
     )
     add_settings_arguments(serve_parser)
+    _add_settings_json(serve_parser)
+    check_parser = commands.add_parser(
+        "check",
+        help="Check settings and exit: status 0, or 2 and one line naming the refused field.",
+        description="Check the simulator's settings without serving (a run checks its config this way "
+                    "before it starts anything).",
+    )
+    _add_settings_json(check_parser)
     namespace = parser.parse_args(args)
+    if namespace.command == "check":
+        _settings_from_namespace(namespace, check_parser)
+        return
     settings = _settings_from_namespace(namespace, serve_parser)
+
+    from .app import serve  # the server (Starlette, the chat model) only once the settings are good
 
     serve(settings, host=namespace.host, port=namespace.port)

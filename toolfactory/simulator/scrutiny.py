@@ -23,6 +23,8 @@ import json
 import re
 from typing import Any
 
+from toolfactory.stages import prompt_markers as said
+
 _LINE = re.compile(r"^\[(?P<speaker>[^\]]+)\]\s?(?P<text>.*)$")
 _CALL = re.compile(r"(?P<name>[\w.\-]+)\((?P<arguments>\{.*?\})\)(?:;\s*|$)")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
@@ -77,7 +79,7 @@ def passes(material: str) -> bool:
     entries = _entries(material)
     seen = ""
     for speaker, text in entries:
-        if speaker == "assistant calls":
+        if speaker == said.TRANSCRIPT_CALLS:
             numbers = _numbers(seen)
             for call in _CALL.finditer(text):
                 try:

@@ -6,9 +6,17 @@ from this model) and Python callers all share a single validated definition that
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolfactory.errors import ConfigError
+
+class SettingsRefused(ConfigError, ValueError):
+    """Settings given as a mapping (a run config's `llm.simulator`) that the model refuses; the
+    message names every wrong field as the caller's config names it."""
+
 
 Profile = Literal["openai", "vllm-hermes", "vllm-no-tool-parser", "reasoning", "plain-text"]
 
@@ -193,3 +201,26 @@ class SimulatorSettings(BaseModel):
         description="Mixed into every request hash: another seed gives another (still "
         "deterministic) simulator.",
     )
+
+
+def settings_from_mapping(values: Mapping[str, Any], name: str = "") -> SimulatorSettings:
+    """The settings of `values`, or :class:`SettingsRefused` naming each wrong field as
+    ``<name>.<field>`` (`name`: where the caller's config holds them, e.g. `llm.simulator`)."""
+    try:
+        return SimulatorSettings(**values)
+    except ValidationError as exc:
+        raise SettingsRefused(describe(exc, name)) from None
+
+
+def describe(exc: ValidationError, name: str = "") -> str:
+    """One line for a validation error: `invalid config: <name>.<field>: <what is wrong>; …`."""
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"]) or "settings"
+        where = f"{name}.{field}" if name else field
+        if error["type"] == "extra_forbidden":
+            problems.append(f"{where}: unknown field (allowed: {', '.join(sorted(SimulatorSettings.model_fields))})")
+        else:
+            got = error.get("input")
+            problems.append(f"{where}: {error['msg']}" + ("" if isinstance(got, dict) else f" (got {got!r})"))
+    return "invalid config: " + "; ".join(problems)

@@ -37,6 +37,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from toolfactory.stages import prompt_markers as said
+
 from .documented import documented_format
 from .schema_instance import instance_for, is_valid_instance
 from .text import content_words, identifier_words
@@ -45,14 +47,14 @@ VALUES_OPENING = "The details:"
 _FUNCTION_LINE = re.compile(r"^\s*-\s*(?:API\s+)?([A-Za-z_][\w.-]*):\s*(.*?)\s*Parameters:\s*", re.M)
 _REQUIRED = re.compile(r"\s*Required:\s*\[([^\]]*)\]")
 _DECODER = json.JSONDecoder()
-_ASKS = re.compile(r"concrete values|every value a call needs", re.I)
+_ASKS = re.compile(f"{re.escape(said.ASKS_CONCRETE_VALUES)}|{re.escape(said.ASKS_EVERY_VALUE)}", re.I)
 # A prompt that has the model write requests together with their calls (a task's ground truth,
 # APIGen-MT's blueprints) and asks each request to say what its calls need.
-_ASKS_FOR_CALLS = re.compile(r"everything its calls need|every value its calls need", re.I)
+_ASKS_FOR_CALLS = re.compile(f"{re.escape(said.ASKS_FOR_CALLS)}|every value its calls need", re.I)
 
 
 # The section of a prompt that lists what exists in the tool's environment, and its lines.
-_FACTS_HEADING = re.compile(r"^What exists in a fresh environment\b.*$", re.M)
+_FACTS_HEADING = re.compile(rf"^{re.escape(said.FACTS_HEADING)}\b.*$", re.M)
 _FACT_LINE = re.compile(r'^\s*-\s*([^:\n]{1,80}):\s*(".*)$')
 # What a function that makes something new says it does: its values are new names.
 _CREATES = re.compile(r"\b(create|creates|make|makes|new|add|adds|register|registers)\b", re.I)
@@ -256,7 +258,7 @@ def _named_after(name: str, schema: Any, earlier: str) -> bool:
     return len(words) > 1 and words[-1] == "id" and words[-2].removesuffix("s") in subjects
 
 
-_LINK = re.compile(r"([A-Za-z_][\w.-]*)'s result gives the ([\w.-]+) that ([A-Za-z_][\w.-]*) needs")
+_LINK = re.compile(rf"([A-Za-z_][\w.-]*){re.escape(said.LINK_GIVES)} ([\w.-]+) that ([A-Za-z_][\w.-]*){re.escape(said.LINK_NEEDS)}")
 
 
 def stated_links(prompt: str) -> list[tuple[str, str, str]]:

@@ -16,11 +16,12 @@ from typing import Any
 from toolfactory.models import ToolCall
 from toolfactory.render import PARSABLE_TOOL_FORMATS, RenderError, parse_system_prompt, parse_turn, render_turn
 from toolfactory.render.dialogue import CALL_FORMAT_STATEMENTS, RESULT_WRAPPERS
+from toolfactory.stages import prompt_markers as said
 
 from .functions import FunctionSpec
 from .seeding import sub_hash
 
-_DECLARATION = "Function call format: "
+_DECLARATION = said.CALL_FORMAT_DECLARATION
 
 
 def declared_format(body: dict[str, Any]) -> str | None:
@@ -75,7 +76,7 @@ def structured_body(body: dict[str, Any], fmt: str) -> dict[str, Any] | None:
 
 
 _ASKS_USER = re.compile(r"\bask(s|ing)?\b.*\buser\b", re.IGNORECASE | re.DOTALL)
-_FINAL = "Final Answer"
+_FINAL = said.REACT_FINAL_ANSWER
 
 
 def system_text(body: dict[str, Any]) -> str:

@@ -20,12 +20,14 @@ import hashlib
 import re
 from typing import Any
 
+from toolfactory.stages import prompt_markers as said
+
 from .scrutiny import passes
 from .seeding import unit_draw
 from .settings import SimulatorSettings
 from .text import message_text
 
-_QUESTIONS = re.compile(r"\n\s*\nQuestions?:\s*", re.I)
+_QUESTIONS = re.compile(rf"\n\s*\n(?:{re.escape(said.JUDGE_QUESTIONS)}|{re.escape(said.JUDGE_QUESTION)})\s*", re.I)
 
 
 def _asking(messages: list[dict[str, Any]]) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Protocol
+from typing import Any, ClassVar, Iterator, Literal, Protocol
 
 from toolfactory.config import Config
 from toolfactory.llm import LLMGateway
@@ -130,12 +130,58 @@ class Planning:
         return tuple(ShardPaths(self.run_id, stage, spec.index).main for spec in self.plans.get(stage, []))
 
 
+# How a stage's shards read the stage before it (docs/architecture.md §2, the shapes table).
+ONE_TO_ONE = "one_to_one"  # shard i reads shard i of the upstream stage
+FAN_IN = "fan_in"  # one shard reads every shard of the upstream stage
+FAN_OUT = "fan_out"  # every shard reads every upstream shard and works on a part of it (`part` of `parts`)
+DECIDED = "decided"  # shard i reads shard i of each stage in `per`, and the upstream stage's decision
+SOURCES = "sources"  # shards read the run's stored inputs (or nothing), no stage's output
+Shape = Literal["one_to_one", "fan_in", "fan_out", "decided", "sources"]
+# What a fan-in stage does when upstream shards it ran without commit later (§4, rule 8): its
+# output is shared with later runs and may not change, so it grows by a supplement shard over the
+# late parts (the pool); or its decisions are relative to the whole input, so it decides again over
+# all of it (the selection).
+GROW = "grow"
+DECIDE_AGAIN = "decide_again"
+Late = Literal["grow", "decide_again"]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a stage's shards read of the stages before it: the stage graph's one source. Each
+    stage's `plan` builds its shards' inputs from it, and the run's fan-in and catch-up
+    (:mod:`toolfactory.run.fan_in`), the stages that run at once (:func:`toolfactory.run.fan_in.chains`)
+    and the stats are derived from it."""
+
+    upstream: str | None  # the stage whose output the shards read; None: the run's stored inputs
+    shape: Shape
+    late: Late | None = None  # a fan-in stage's answer to upstream shards committed after it ran
+    per: tuple[str, ...] = ()  # a decided stage: the stages whose shard i its shard i reads
+
+    def __post_init__(self) -> None:
+        if (self.shape == FAN_IN) != (self.late is not None):
+            raise ValueError(f"Inputs.late: a fan-in stage, and only one, says what late inputs do (shape {self.shape!r})")
+        if (self.shape == DECIDED) != bool(self.per):
+            raise ValueError(f"Inputs.per: a decided stage, and only one, names the stages it follows (shape {self.shape!r})")
+
+
+def decided_inputs(inputs: Inputs, run_id: str, index: int, decision: str) -> tuple[str, ...]:
+    """What shard `index` of a decided stage reads: shard `index` of each stage of `inputs.per`,
+    then `decision`, the upstream shard that decided on them."""
+    from toolfactory.storage.shards import ShardPaths
+
+    return (*(ShardPaths(run_id, stage, index).main for stage in inputs.per), decision)
+
+
 class Stage(Protocol):
     """A stage may also set ``streams_inputs: ClassVar[bool] = True``: its `run` then gets no
     records and reads the spec's inputs itself, record by record (a fan-in stage whose inputs
-    together would not fit in memory; see :meth:`ShardContext.iter`)."""
+    together would not fit in memory; see :meth:`ShardContext.iter`).
+
+    `inputs` declares what its shards read (:class:`Inputs`); `plan` follows it."""
 
     name: ClassVar[str]
+    inputs: ClassVar[Inputs]
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
         """This stage's shards (deterministic in the planning)."""
@@ -154,3 +200,10 @@ def one_to_one(stage: str, planning: Planning, upstream: str) -> list[ShardSpec]
         ShardSpec(stage, spec.index, (ShardPaths(planning.run_id, spec.stage, spec.index).main,))
         for spec in planning.plans[upstream]
     ]
+
+
+def upstream_of(inputs: Inputs) -> str:
+    """The stage a stage reads, for a stage that reads one (every shape but `sources`)."""
+    if inputs.upstream is None:
+        raise ValueError(f"Inputs.upstream: a {inputs.shape} stage reads a stage's output; none is named")
+    return inputs.upstream

@@ -87,7 +87,7 @@ def encode_records(records: Iterable[Record], stage: str) -> tuple[list[tuple[st
     rows: list[tuple[str, str]] = []
     unstorable: list[Rejected] = []
     for record in records:
-        record_id = str(getattr(record, "id"))
+        record_id = str(record.id)
         try:
             rows.append((record_id, record.to_json()))
         except ValueError as exc:  # pydantic's serialization error is a ValueError

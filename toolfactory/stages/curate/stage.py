@@ -29,8 +29,7 @@ from toolfactory.curation.measures import Measure
 from toolfactory.curation.selection import Selection, Verdict, curation_of
 from toolfactory.executable.counts import count_executed
 from toolfactory.models import Dialogue
-from toolfactory.storage.shards import ShardPaths
-from toolfactory.stages.base import RECIPES, Planning, ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.base import DECIDED, RECIPES, Inputs, Planning, ShardContext, ShardSpec, StageOutput, decided_inputs, upstream_of
 from toolfactory.stages.select.stage import record_key
 
 __all__ = ["CurateStage", "dataset_inputs", "record_key"]
@@ -38,19 +37,21 @@ __all__ = ["CurateStage", "dataset_inputs", "record_key"]
 
 def dataset_inputs(run_id: str, index: int, selection: str) -> tuple[str, str, str]:
     """What dataset shard `index` reads: its verify and measure shards and the selection that decided on them."""
-    return (ShardPaths(run_id, "verify", index).main, ShardPaths(run_id, "measure", index).main, selection)
+    verify, measure, decision = decided_inputs(CurateStage.inputs, run_id, index, selection)
+    return verify, measure, decision
 
 
 class CurateStage:
     name: ClassVar[str] = "curate"
     streams_inputs: ClassVar[bool] = True
+    inputs: ClassVar[Inputs] = Inputs("select", DECIDED, per=("verify", "measure"))
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
-        [selection] = planning.outputs("select") or [None]
+        [selection] = planning.outputs(upstream_of(self.inputs)) or [None]
         if selection is None:
             return []
-        return [ShardSpec(self.name, spec.index, dataset_inputs(planning.run_id, spec.index, selection))
-                for spec in planning.plans["measure"]]
+        return [ShardSpec(self.name, spec.index, decided_inputs(self.inputs, planning.run_id, spec.index, selection))
+                for spec in planning.plans[self.inputs.per[-1]]]
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
         *parts, selected = shard.inputs

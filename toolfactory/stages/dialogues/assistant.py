@@ -49,8 +49,9 @@ def thinking_schema(names: list[str]) -> dict[str, Any]:
 class Disagreement(LLMFailure):
     """No two samples of an assistant decision agreed (self-consistency).
 
-    `llm_calls` is what the samples took; the dialogue adds what it spent before the turn, and
-    `messages` the dialogue so far, so the rejected record shows what it cost."""
+    `llm_calls` is what the dialogue spent up to and including the samples, and `messages` the
+    dialogue so far, so the rejected record shows what it cost (both set by the driver's
+    :func:`~.drivers.play`)."""
 
     def __init__(self, samples: int, llm_calls: int = 0) -> None:
         super().__init__("dialogue_inconsistent_decision", f"no two of {samples} samples of an assistant turn agreed", transient=False)
@@ -61,7 +62,6 @@ class Disagreement(LLMFailure):
 @dataclass
 class Action:
     message: Message
-    llm_calls: int
     missing_values: list[str] = field(default_factory=list)  # what the chosen sample's thinking found missing
     samples: int = 1  # decisions sampled (fewer than asked when agreement came early)
     outvoted: list[Message] = field(default_factory=list)  # samples the majority overruled: rejected alternatives
@@ -95,7 +95,6 @@ class _Sample:
     reply: dict[str, Any]
     reasoning: str | None
     missing_values: list[str]
-    llm_calls: int
 
 
 async def _think(messages: list[Message], offered: list[dict[str, Any]], ctx: ShardContext, sample: int) -> dict[str, Any]:
@@ -111,10 +110,9 @@ async def _think(messages: list[Message], offered: list[dict[str, Any]], ctx: Sh
 
 async def _sample(messages: list[Message], offered: list[dict[str, Any]], ctx: ShardContext, *, think: bool, k: int) -> _Sample:
     """One independent decision: its own formal thinking (when on), then the action."""
-    context, reasoning, missing, calls = wire(messages), None, [], 0
+    context, reasoning, missing = wire(messages), None, []
     if think:
         thought = await _think(messages, offered, ctx, k)
-        calls += 1
         missing = [str(v) for v in thought["missing_values"]]
         reasoning = (f"Request: {thought['request']} Functions needed: {', '.join(thought['functions_needed']) or 'none'}. "
                      f"Missing values: {', '.join(missing) or 'none'}.")
@@ -124,7 +122,7 @@ async def _sample(messages: list[Message], offered: list[dict[str, Any]], ctx: S
         noted = {**system, "content": f"{system['content']}\n\nYour analysis of the current state: {reasoning}".strip()}
         context = [noted, *(context[1:] if context and context[0]["role"] == "system" else context)]
     reply = await ctx.gateway.chat("assistant", context, tools=offered, tool_choice="auto", sample=k)
-    return _Sample(reply, reasoning, missing, calls + 1)
+    return _Sample(reply, reasoning, missing)
 
 
 async def act(messages: list[Message], offered: list[dict[str, Any]], ctx: ShardContext, *, think: bool, samples: int) -> Action:
@@ -141,7 +139,6 @@ async def act(messages: list[Message], offered: list[dict[str, Any]], ctx: Shard
         for item in got:
             drawn.append(item)
             tally.add(decision_key(_calls(item.reply)))
-    calls = sum(item.llm_calls for item in drawn)
     chosen, masked = 0, None
     if samples > 1:
         winner = tally.winner()
@@ -150,7 +147,7 @@ async def act(messages: list[Message], offered: list[dict[str, Any]], ctx: Shard
         elif settings.on_disagreement == "mask":
             masked = True
         else:
-            raise Disagreement(samples, calls)
+            raise Disagreement(samples)
     pick = drawn[chosen]
     outvoted = [Message(role="assistant", content=item.reply.get("content") or None, tool_calls=_calls(item.reply) or None)
                 for item, key in zip(drawn, tally.keys) if masked is None and key != tally.keys[chosen]]
@@ -160,4 +157,4 @@ async def act(messages: list[Message], offered: list[dict[str, Any]], ctx: Shard
     reasoning = "\n".join(part for part in (pick.reasoning, pick.reply.get("reasoning")) if part) or None
     message = Message(role="assistant", content=pick.reply.get("content") or None, reasoning=reasoning,
                       tool_calls=tool_calls or None, masked=masked)
-    return Action(message, calls, pick.missing_values, len(drawn), outvoted)
+    return Action(message, pick.missing_values, len(drawn), outvoted)

@@ -45,9 +45,10 @@ MODE_MISMATCH = "dialogue_mode_mismatch"
 
 
 class RejectedEarly(ToolfactoryError):
-    """The dialogue so far already fails the rule layer: the verdicts that reject it."""
+    """The dialogue so far already fails the rule layer: the verdicts that reject it. `llm_calls`
+    is what the dialogue spent so far, set by :func:`~.drivers.play`, which counts it."""
 
-    def __init__(self, verdicts: list[Verdict], messages: list[Message], llm_calls: int) -> None:
+    def __init__(self, verdicts: list[Verdict], messages: list[Message], llm_calls: int = 0) -> None:
         super().__init__(verdicts, messages, llm_calls)
         self.verdicts = verdicts
         self.messages = messages
@@ -79,11 +80,11 @@ class EarlyCheck:
         will (the replay of executable tools and the judges come after it there)."""
         return errors(check(dialogue, self.disabled, self.limits, self.policy))
 
-    def raise_if_rejected(self, tools: list[Function], messages: list[Message], llm_calls: int) -> None:
+    def raise_if_rejected(self, tools: list[Function], messages: list[Message]) -> None:
         """:class:`RejectedEarly` when the dialogue so far is already rejected."""
         found = self.findings(tools, messages)
         if found:
-            raise RejectedEarly(found, list(messages), llm_calls)
+            raise RejectedEarly(found, list(messages))
 
     def findings(self, tools: list[Function], messages: list[Message]) -> list[Verdict]:
         """The faults of the dialogue so far that reject it whatever comes next."""

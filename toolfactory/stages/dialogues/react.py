@@ -21,6 +21,8 @@ What is stored is the canonical record, the same as with native calling
   the assistant asks in text. A question followed by the user's answer is how the record already
   shows "ask for the missing value" (the dialogue's ``missing_params`` mode); rendering the record
   back to ReAct for ToolAlpaca's format is the exporter's concern.
+
+:class:`ReactDialogue` is this shape's driver in the simulation (:mod:`.simulation`).
 """
 
 from __future__ import annotations
@@ -30,9 +32,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toolfactory.models import Function, Message, ToolCall
+from toolfactory.models import Function, Message, Task, ToolCall
 from toolfactory.stages.base import ShardContext
+from toolfactory.stages.dialogues.agents import user_details
 from toolfactory.stages.dialogues.assistant import wire
+from toolfactory.stages.dialogues.drivers import DialogueResult
+from toolfactory.stages.dialogues.execution import DialogueExecution
+from toolfactory.stages.dialogues.simulation import Simulation
 
 ASK_USER = "getDetails"
 ASK_USER_FUNCTION = Function(
@@ -66,11 +72,10 @@ _THOUGHT = re.compile(r"^[ \t]*Thought[ \t]*:[ \t]*")
 
 @dataclass
 class ReactStep:
-    """One assistant step: its canonical message, the LLM calls it took, and the question it
-    asks the user through getDetails (None when it does not)."""
+    """One assistant step: its canonical message, and the question it asks the user through
+    getDetails (None when it does not)."""
 
     message: Message
-    llm_calls: int
     asks: str | None = None
 
 
@@ -103,11 +108,11 @@ async def react_step(messages: list[Message], functions: list[Function], ctx: Sh
     if asked:
         # The model asks before acting: the other Actions of the turn wait for the answer.
         question = _question(asked[0].arguments) or thought or "Could you give me the details I need?"
-        return ReactStep(Message(role="assistant", content=question, reasoning=thought), 1, asks=question)
+        return ReactStep(Message(role="assistant", content=question, reasoning=thought), asks=question)
     if calls:
-        return ReactStep(Message(role="assistant", content=thought, tool_calls=calls), 1)
+        return ReactStep(Message(role="assistant", content=thought, tool_calls=calls))
     reasoning, answer = split_final(text)
-    return ReactStep(Message(role="assistant", content=answer or None, reasoning=reasoning), 1)
+    return ReactStep(Message(role="assistant", content=answer or None, reasoning=reasoning))
 
 
 def _question(arguments: str) -> str | None:
@@ -119,3 +124,32 @@ def _question(arguments: str) -> str | None:
         texts = [str(v) for v in values.values() if isinstance(v, str) and v.strip()]
         return texts[0] if texts else None
     return None
+
+
+class ReactDialogue:
+    """The ReAct shape of the simulation (toolalpaca's default, ``dialogues.assistant_format:
+    react``): per user turn, Action steps answered by the tool executor until a Final Answer; a
+    ``getDetails`` question is answered by the user agent once per user turn (a second one ends
+    the turn)."""
+
+    async def play(self, task: Task, ctx: ShardContext, live: DialogueExecution | None) -> DialogueResult:
+        return await Simulation(task, ctx, live).run(self._user_turn)
+
+    @staticmethod
+    async def _user_turn(dialogue: Simulation) -> bool:
+        asked = False
+        for _ in range(dialogue.settings.max_steps):
+            step = await react_step(dialogue.messages, dialogue.functions, dialogue.ctx)
+            dialogue.messages.append(step.message)
+            if step.asks is not None:
+                if asked:
+                    break
+                dialogue.notes.asked(len(dialogue.messages) - 1)
+                # getDetails: the user agent answers the question (Fig. 9).
+                dialogue.messages.append(Message(role="user", content=await user_details(dialogue.messages, dialogue.ctx)))
+                asked = True
+                continue
+            if not step.message.tool_calls:
+                break  # the Final Answer
+            await dialogue.answer(step.message)
+        return False

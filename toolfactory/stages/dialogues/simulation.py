@@ -1,38 +1,35 @@
 """Multi-agent simulation of one task (ToolAlpaca §3.2; ToolACE §2.2 Algorithm 1).
 
-The user agent opens with the task's instruction. The assistant acts: for toolalpaca, by default,
-the paper's ReAct agent (:mod:`.react`), whose ``getDetails`` question the user agent answers
-(Fig. 9) and whose Final Answer ends the user turn; otherwise native function calls (with formal
-thinking and self-consistency for toolace); each call is answered by the tool
-executor, the response compressed when it is long (a tool of an executable source: run for real,
-its result kept verbatim, :mod:`.execution`); the assistant goes on until it answers in
-text. When that text comes before any call, the user agent reads it (a structured
-classification: asks for a missing value, declines, answers) and answers a question with
-concrete values (once per user turn); the index of a turn that asked is kept in the record's
-`generation.clarification_turns`, which is what the dialogue's mode is read from, with the
-missing values the assistant's formal thinking named (`generation.missing_values`); tool
-responses that are errors are counted in `generation.error_responses`. A task made
-for ``insufficient_info`` (ToolACE §2.2.1: "the information is not enough to call a tool", one
-of its two non-tool cases) ends at the assistant's question: asking is the turn's action. When
-the task has more user turns, the user agent asks a follow-up request (a blueprint task's
-follow-ups are its own requests, :mod:`toolfactory.stages.tasks.blueprints`; the assistant never
-sees the blueprint's calls). `dialogues.max_steps`
-bounds the assistant turns per user turn.
+The user agent opens with the task's instruction. The assistant acts, in one of two shapes, each
+a driver of its own: the paper's ReAct agent for toolalpaca by default
+(:class:`~.react.ReactDialogue`), whose ``getDetails`` question the user agent answers (Fig. 9)
+and whose Final Answer ends the user turn; otherwise native function calls
+(:class:`~.native.NativeDialogue`, with formal thinking and self-consistency for toolace). What
+the shapes share is here (:class:`Simulation`): each call is answered by the tool executor, the
+response compressed when it is long (a tool of an executable source: run for real, its result
+kept verbatim, :mod:`.execution`); the index of a turn that asked the user is kept in the
+record's `generation.clarification_turns`, which is what the dialogue's mode is read from, with
+the missing values the assistant's formal thinking named (`generation.missing_values`); tool
+responses that are errors are counted in `generation.error_responses`. When the task has more
+user turns, the user agent asks a follow-up request (a blueprint task's follow-ups are its own
+requests, :mod:`toolfactory.stages.tasks.blueprints`; the assistant never sees the blueprint's
+calls). `dialogues.max_steps` bounds the assistant turns per user turn.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
 
 from toolfactory.models import Message, Task, ToolCall
+from toolfactory.recipes import recipe_named
 from toolfactory.stages.base import ShardContext
-from toolfactory.stages.dialogues.agents import execute, read_turn, user_details, user_follow_up
-from toolfactory.stages.dialogues.execution import DialogueExecution
-from toolfactory.stages.dialogues.assistant import Action, Disagreement, act
-from toolfactory.stages.dialogues.react import react_step
+from toolfactory.stages.dialogues.agents import execute, user_follow_up
 from toolfactory.stages.dialogues.compression import compress_response
+from toolfactory.stages.dialogues.drivers import DialogueResult, play
 from toolfactory.stages.dialogues.early import EarlyCheck
+from toolfactory.stages.dialogues.execution import DialogueExecution
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant that can use the functions provided. Call a function when it "
@@ -42,111 +39,96 @@ SYSTEM_PROMPT = (
 )
 
 
-async def simulate(task: Task, ctx: ShardContext, live: DialogueExecution | None = None) -> tuple[list[Message], int, dict[str, Any]]:
-    """The dialogue's messages, the LLM calls they took and what happened (compressions, …).
-    Calls to tools of executable sources run on `live` (:mod:`.execution`).
+@dataclass
+class SimulationNotes:
+    """What happened in a simulated dialogue, as its record's ``generation`` keeps it."""
 
-    Raises :class:`~toolfactory.stages.dialogues.early.RejectedEarly` as soon as a turn makes
-    the record one the verify stage must reject (``dialogues.reject_early``), and
-    :class:`~toolfactory.stages.dialogues.assistant.Disagreement`, with the calls spent and the
-    messages so far, when no two samples of a decision agree under ``on_disagreement: drop``."""
-    early = EarlyCheck.for_task(task, ctx.config)
-    settings = ctx.config.dialogues
-    toolace = task.recipe == "toolace"
-    functions = [fn for tool in task.tools for fn in tool.functions]
-    by_name = {fn.name: fn for fn in functions}
-    offered = [fn.openai_tool() for fn in functions]
-    messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task.instruction)]
-    calls, user_turns = 0, 1
-    notes: dict[str, Any] = {"compressed_responses": 0, "clarifications": 0, "clarification_turns": [], "error_responses": 0,
-                             "missing_values": {}, "decision_samples": 0, "decision_samples_planned": 0}
-    react = task.recipe == "toolalpaca" and settings.assistant_format == "react"
+    compressed_responses: int = 0
+    """Tool responses shortened to `dialogues.response_budget_tokens`."""
+    clarification_turns: list[int] = field(default_factory=list)
+    """Indexes of the assistant turns that asked the user for a missing value."""
+    error_responses: int = 0
+    """Tool responses that are errors (the pipeline's 400, the API's error, a failed real call)."""
+    missing_values: dict[str, list[str]] = field(default_factory=dict)
+    """Per asking turn (its index as text), the missing values the formal thinking named."""
+    decision_samples: int = 0
+    """Self-consistency: assistant decisions sampled (fewer than planned when agreement came early)."""
+    decision_samples_planned: int = 0
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
+    """Samples the majority overruled, each at the index of the turn it competed for."""
 
-    async def respond(call: ToolCall) -> tuple[str, bool, int]:
-        """The tool message's content, whether it is an error, and the LLM calls it took."""
-        function, tool = by_name.get(call.name), task.tool_for(call.name)
-        if live is not None and tool is not None and live.runs(tool):
-            result = await live.respond(tool, function, call)
-            return result.content, result.is_error, 0  # verbatim: the tool's own answer, or the 400
-        body, used = await execute(function, call, ctx, tool, api_errors=task.recipe in settings.api_errors)
-        compressed = compress_response(body, function.returns if function else {}, within="response",
-                                       budget_tokens=settings.response_budget_tokens)
-        notes["compressed_responses"] += compressed.compressed
-        return compressed.text, int(body.get("status_code") or 0) >= 400, used
+    def asked(self, turn: int) -> None:
+        self.clarification_turns.append(turn)
 
-    samples = settings.self_consistency if toolace else 1
-    while True:
-        called = asked = False
-        for _ in range(settings.max_steps):
-            if react:
-                step = await react_step(messages, functions, ctx)
-                calls += step.llm_calls
-                messages.append(step.message)
-                if step.asks is not None:
-                    # getDetails: the user agent answers the question (Fig. 9), once per user turn.
-                    if asked:
-                        break
-                    notes["clarification_turns"].append(len(messages) - 1)
-                    messages.append(Message(role="user", content=await user_details(messages, ctx)))
-                    calls += 1
-                    asked = True
-                    notes["clarifications"] += 1
-                    continue
-                action = Action(step.message, step.llm_calls)
+    def generation(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "compressed_responses": self.compressed_responses, "clarifications": len(self.clarification_turns),
+            "clarification_turns": list(self.clarification_turns), "error_responses": self.error_responses,
+            "missing_values": dict(self.missing_values), "decision_samples": self.decision_samples,
+            "decision_samples_planned": self.decision_samples_planned,
+        }
+        if self.alternatives:
+            out["alternatives"] = list(self.alternatives)
+        return out
+
+
+class Simulation:
+    """One simulated dialogue in progress: its messages and notes, the tool turns and the user's
+    follow-ups. A driver plays each user turn's assistant part (:meth:`run`'s `user_turn`)."""
+
+    def __init__(self, task: Task, ctx: ShardContext, live: DialogueExecution | None) -> None:
+        self.task, self.ctx, self.live = task, ctx, live
+        self.settings = ctx.config.dialogues
+        self.early = EarlyCheck.for_task(task, ctx.config)
+        self.functions = [fn for tool in task.tools for fn in tool.functions]
+        self.messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task.instruction)]
+        self.notes = SimulationNotes()
+        self._by_name = {fn.name: fn for fn in self.functions}
+        self._api_errors = task.recipe in self.settings.api_errors
+
+    async def run(self, user_turn: Callable[[Simulation], Awaitable[bool]]) -> DialogueResult:
+        """The dialogue: each user turn's assistant part by `user_turn` (True: the dialogue ends
+        there), then the next request, until the task's turns are done."""
+        turns = 1
+        while not await user_turn(self) and turns < self.task.turns:
+            blueprint = self.task.blueprint
+            if blueprint is not None and turns < len(blueprint.turns):
+                # A blueprint's follow-up was written with the task: its request, never its calls.
+                request = blueprint.turns[turns].request
             else:
-                try:
-                    action = await act(messages, offered, ctx, think=toolace and settings.formal_thinking, samples=samples)
-                except Disagreement as failed:  # the record is lost: it still shows what it cost
-                    failed.llm_calls += calls
-                    failed.messages = list(messages)
-                    raise
-                calls += action.llm_calls
-                notes["decision_samples"] += action.samples
-                notes["decision_samples_planned"] += samples
-                messages.append(action.message)
-                for other in action.outvoted:  # a sample the majority overruled: the rejected side of a step pair
-                    notes.setdefault("alternatives", []).append(
-                        {"at": len(messages) - 1, "kind": "outvoted", "message": other.model_dump(exclude_none=True)})
-            if react and not action.message.tool_calls:
-                break
-            if not action.message.tool_calls:
-                if called or asked:
-                    break
-                kind, reply = await read_turn(messages, ctx)
-                calls += 1
-                if kind != "asks_for_missing_value":
-                    break
-                turn = len(messages) - 1
-                notes["clarification_turns"].append(turn)
-                notes["clarifications"] += 1
-                if action.missing_values:
-                    notes["missing_values"][str(turn)] = action.missing_values
-                if task.mode == "insufficient_info":
-                    return messages, calls, notes  # the question is the dialogue's last turn
-                if not reply.strip():
-                    break
-                messages.append(Message(role="user", content=reply))
-                asked = True
-                continue
-            called = True
-            if live is not None:  # near-miss types coerced before anything checks or runs the calls
-                action.message.tool_calls = live.well_typed(action.message.tool_calls)
-            if early is not None:  # before the tool executor answers calls of a lost record
-                early.raise_if_rejected(functions, messages, calls)
-            # The calls of one turn (parallel calls) are answered together, recorded in order.
-            answers = await asyncio.gather(*(respond(call) for call in action.message.tool_calls))
-            for call, (text, failed, used) in zip(action.message.tool_calls, answers):
-                calls += used
-                notes["error_responses"] += failed
-                messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=text))
-            if early is not None:
-                early.raise_if_rejected(functions, messages, calls)
-        if user_turns >= task.turns:
-            return messages, calls, notes
-        if task.blueprint is not None and user_turns < len(task.blueprint.turns):
-            # A blueprint's follow-up was written with the task: its request, never its calls.
-            messages.append(Message(role="user", content=task.blueprint.turns[user_turns].request))
-        else:
-            messages.append(Message(role="user", content=await user_follow_up(messages, ctx)))
-            calls += 1
-        user_turns += 1
+                request = await user_follow_up(self.messages, self.ctx)
+            self.messages.append(Message(role="user", content=request))
+            turns += 1
+        return DialogueResult(self.messages, self.notes)
+
+    async def answer(self, turn: Message) -> None:
+        """The tool turn after the assistant `turn` that calls: its calls answered together
+        (parallel calls), recorded in order; checked before and after when rejecting early."""
+        if self.live is not None:  # near-miss types coerced before anything checks or runs the calls
+            turn.tool_calls = self.live.well_typed(turn.tool_calls or [])
+        if self.early is not None:  # before the tool executor answers calls of a lost record
+            self.early.raise_if_rejected(self.functions, self.messages)
+        calls = turn.tool_calls or []
+        answers = await asyncio.gather(*(self._respond(call) for call in calls))
+        for call, (text, failed) in zip(calls, answers):
+            self.notes.error_responses += failed
+            self.messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=text))
+        if self.early is not None:
+            self.early.raise_if_rejected(self.functions, self.messages)
+
+    async def _respond(self, call: ToolCall) -> tuple[str, bool]:
+        """The tool message's content, and whether it is an error."""
+        function, tool = self._by_name.get(call.name), self.task.tool_for(call.name)
+        if self.live is not None and tool is not None and self.live.runs(tool):
+            result = await self.live.respond(tool, function, call)
+            return result.content, result.is_error  # verbatim: the tool's own answer, or the 400
+        body, _ = await execute(function, call, self.ctx, tool, api_errors=self._api_errors)
+        compressed = compress_response(body, function.returns if function else {}, within="response",
+                                       budget_tokens=self.settings.response_budget_tokens)
+        self.notes.compressed_responses += compressed.compressed
+        return compressed.text, int(body.get("status_code") or 0) >= 400
+
+
+async def simulate(task: Task, ctx: ShardContext, live: DialogueExecution | None = None) -> DialogueResult:
+    """`task`'s dialogue as its recipe's driver plays it, with the LLM requests it took."""
+    return await play(recipe_named(task.recipe).driver(ctx), task, ctx, live)

@@ -19,7 +19,7 @@ import random
 from typing import Any, ClassVar
 
 from toolfactory.models import DomainNode
-from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.base import SOURCES, Inputs, Planning, ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.domains.tree import DEPTH, ContextTree
 from toolfactory.definitions.convert import MalformedTool, convert
 from toolfactory.stages.tools.sources import SourceItem
@@ -102,6 +102,7 @@ def _nodes_schema(count: int) -> dict[str, Any]:
 
 class DomainsStage:
     name: ClassVar[str] = "domains"
+    inputs: ClassVar[Inputs] = Inputs(None, SOURCES)  # every `sources` and `documents` part
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
         if planning.config.tools.synthesis.count == 0:

@@ -15,14 +15,15 @@ from typing import Any, ClassVar
 from toolfactory.curation.contamination import contamination_index
 from toolfactory.curation.measures import measure
 from toolfactory.models import Dialogue
-from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput, one_to_one
+from toolfactory.stages.base import ONE_TO_ONE, Inputs, Planning, ShardContext, ShardSpec, StageOutput, one_to_one, upstream_of
 
 
 class MeasureStage:
     name: ClassVar[str] = "measure"
+    inputs: ClassVar[Inputs] = Inputs("verify", ONE_TO_ONE)
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
-        return one_to_one(self.name, planning, "verify")
+        return one_to_one(self.name, planning, upstream_of(self.inputs))
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
         dialogues = [Dialogue.model_validate(r) for r in inputs]

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from toolfactory.executable.session import executable_source
 from toolfactory.models import Tool
-from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.base import FAN_IN, GROW, Inputs, Planning, ShardContext, ShardSpec, StageOutput, upstream_of
 from toolfactory.stages.pool.collections import DERIVED, derive_collections
 from toolfactory.stages.pool.dedup import NearDuplicates, signature
 from toolfactory.stages.tools.fields import nesting_depth, parameter_types
@@ -38,9 +38,11 @@ EXECUTABLE = "executable"
 
 class PoolStage:
     name: ClassVar[str] = "pool"
+    # Shared with later runs, which may have planned on it: late tools grow it by a supplement.
+    inputs: ClassVar[Inputs] = Inputs("tools", FAN_IN, late=GROW)
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
-        tools = planning.outputs("tools")
+        tools = planning.outputs(upstream_of(self.inputs))
         return [ShardSpec(self.name, 0, tools, {"pool_tools": list(planning.pool_tools)})] if tools else []
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:

@@ -41,7 +41,7 @@ from toolfactory.curation.measures import Measure
 from toolfactory.curation.pool_clusters import assign_clusters, function_texts, pool_centroids
 from toolfactory.curation.selection import Selection, Verdict, cut_ranks, record_clusters
 from toolfactory.models import Tool
-from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.base import DECIDE_AGAIN, FAN_IN, Inputs, Planning, ShardContext, ShardSpec, StageOutput, upstream_of
 
 _BATCH = 5_000
 log = logging.getLogger(__name__)
@@ -123,9 +123,11 @@ class _MeasureTable:
 class SelectStage:
     name: ClassVar[str] = "select"
     streams_inputs: ClassVar[bool] = True
+    # Its decisions are relative to the whole dataset: late measures have it decide again.
+    inputs: ClassVar[Inputs] = Inputs("measure", FAN_IN, late=DECIDE_AGAIN)
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
-        measured = planning.outputs("measure")
+        measured = planning.outputs(upstream_of(self.inputs))
         # The whole pool's tools: earlier runs' files and this run's pool shard.
         pool_tools = [*planning.pool_tools, *planning.outputs("pool")]
         params = {"pool_dialogues": list(planning.pool_dialogues), "pool_tools": pool_tools}

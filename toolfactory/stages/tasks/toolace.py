@@ -138,7 +138,8 @@ def _first_links(flow: list[Link]) -> list[Link]:
 
 
 async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng: random.Random, ctx: ShardContext,
-                        guide: Complexity | None = None, explorer: Explorer | None = None) -> list[Task]:
+                        guide: Complexity | None = None, explorer: Explorer | None = None, *, recipe: str) -> list[Task]:
+    """`count` requests in one target mode over same-domain APIs, made for `recipe`."""
     settings = ctx.config.tasks
     mode = weighted(rng, _guided_modes(settings.modes, guide.calls) if guide else settings.modes)
     turns = rng.randint(2, 3) if rng.random() < settings.multi_turn else 1
@@ -174,13 +175,13 @@ async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng:
     answer = await ctx.gateway.structured("user", [{"role": "user", "content": prompt}], _schema(count, names), name="requests")
     return [
         Task(
-            id=stable_id("toolace", anchor.id, str(ctx.config.run.seed), str(k)),
+            id=stable_id(recipe, anchor.id, str(ctx.config.run.seed), str(k)),
             tools=offered,
             instruction=item["request"],
             relevant_functions=[] if mode == "non_tool" else list(item["functions"]),
             scenario="same_domain",
             mode=mode,
-            recipe="toolace",
+            recipe=recipe,
             turns=turns,
             style=style,
         )

@@ -71,7 +71,9 @@ def instruction_schema(tool: Tool, count: int) -> dict[str, Any]:
     }
 
 
-async def toolalpaca_tasks(tool: Tool, count: int, ctx: ShardContext, explorer: Explorer | None = None) -> list[Task]:
+async def toolalpaca_tasks(tool: Tool, count: int, ctx: ShardContext, explorer: Explorer | None = None, *,
+                           recipe: str) -> list[Task]:
+    """`count` instructions the user agent writes for `tool`, made for `recipe`."""
     prompt = USER_AGENT_PROMPT.format(
         count=count, name=tool.name, description=tool.description or tool.introduction, functions=describe_functions(tool),
     )
@@ -85,7 +87,7 @@ async def toolalpaca_tasks(tool: Tool, count: int, ctx: ShardContext, explorer: 
             tools=[tool],
             instruction=item["instruction"],
             relevant_functions=list(dict.fromkeys(item["functions"])),
-            recipe="toolalpaca",
+            recipe=recipe,
             mode=OPEN_MODE,
         )
         for k, item in enumerate(answer["instructions"])

@@ -79,12 +79,14 @@ def _apis_text(tool_set: ToolSet) -> str:
 
 
 async def toolllm_tasks(tool_set: ToolSet, count: int, rng: random.Random, ctx: ShardContext, out: StageOutput,
-                        api_filter: ApiFilter | None = None, explorer: Explorer | None = None) -> list[Task | Rejected]:
+                        api_filter: ApiFilter | None = None, explorer: Explorer | None = None, *,
+                        recipe: str) -> list[Task | Rejected]:
+    """`count` instructions with their relevant APIs over `tool_set`, made for `recipe`."""
     if api_filter is not None:
         working = await api_filter.working(tool_set.tools)
         if not working:
             anchor = tool_set.tools[0]
-            return [Rejected(id=stable_id("toolllm", anchor.id, str(ctx.config.run.seed), "no_working_api"), stage="tasks",
+            return [Rejected(id=stable_id(recipe, anchor.id, str(ctx.config.run.seed), "no_working_api"), stage="tasks",
                              reasons=["task_no_working_api"], record={"tools": [t.model_dump() for t in tool_set.tools]},
                              detail="every API of the sampled tool set failed its probe (ToolLLM A.1)")]
         if working != tool_set.tools:
@@ -114,12 +116,12 @@ async def toolllm_tasks(tool_set: ToolSet, count: int, rng: random.Random, ctx: 
     anchor = tool_set.tools[0]
     results: list[Task | Rejected] = []
     for k, item in enumerate(answer["queries"]):
-        task_id = stable_id("toolllm", anchor.id, str(ctx.config.run.seed), str(k))
+        task_id = stable_id(recipe, anchor.id, str(ctx.config.run.seed), str(k))
         relevant: list[str] = []
         for api in item["relevant_apis"]:
             name = offered.get((api["tool"].casefold(), api["api"].casefold()))
             if name is None:
-                out.count("hallucinated_relevant_apis", "toolllm")
+                out.count("hallucinated_relevant_apis", recipe)
             elif name not in relevant:
                 relevant.append(name)
         if not relevant:
@@ -128,6 +130,6 @@ async def toolllm_tasks(tool_set: ToolSet, count: int, rng: random.Random, ctx: 
             continue
         results.append(Task(
             id=task_id, tools=tool_set.tools, instruction=item["query"], relevant_functions=relevant,
-            scenario=tool_set.scenario, mode=OPEN_MODE, recipe="toolllm",
+            scenario=tool_set.scenario, mode=OPEN_MODE, recipe=recipe,
         ))
     return results

@@ -83,7 +83,7 @@ async def _vetted(tool: Tool, settings: ExecutableSourceSettings, environment: E
     """The functions of `tool` that work here (its provenance gets the card); the others are
     rejected with their class's code. None when the source could not be vetted (rejected whole)."""
     from toolfactory.executable.vetting import (
-        CARDS, PROVENANCE, REJECTION, card_from, card_key, provenance, source_version, vet,
+        CARDS, PROVENANCE, REJECTION, WORKS, card_from, card_key, provenance, source_version, vet,
     )
 
     restricted = _Restricted(environment, tool)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from toolfactory.config import executable_source_lists
-from toolfactory.stages.base import Planning, ShardContext, ShardSpec, StageOutput
+from toolfactory.stages.base import SOURCES, Inputs, Planning, ShardContext, ShardSpec, StageOutput
 from toolfactory.stages.records import map_records
 from toolfactory.definitions.validity import definition_problems
 from toolfactory.stages.tools.executable import import_executable
@@ -29,6 +29,8 @@ GENERATED_FORMATS = frozenset({"introductions"})
 
 class ToolsStage:
     name: ClassVar[str] = "tools"
+    # `sources` part i; its synthesis shards read the domains output, which they run after
+    inputs: ClassVar[Inputs] = Inputs(None, SOURCES)
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
         sources = planning.plans["sources"]

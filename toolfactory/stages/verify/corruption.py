@@ -13,9 +13,9 @@ kept only if it fails exactly the targeted keyword(s), e.g. a wrong type on a pr
 has an ``enum`` would fail both and is not used. Those faults also record the exact path the
 verdict must point to (``messages[i].tool_calls[j].arguments/prop/...``).
 
-``CO_OCCURRENCES`` lists, per kind, the other codes that legitimately fire with the fault.
-:func:`evaluate` scores the rules (precision and recall per code) on valid dialogues plus their
-corruptions.
+The product synthesizes preference pairs with them (toolfactory.export.pairs);
+``benchmarks.rule_scores`` scores the rules (precision and recall per code) on valid dialogues
+plus their corruptions.
 """
 
 from __future__ import annotations
@@ -24,16 +24,15 @@ import json
 import math
 import random
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, NamedTuple
 
 from jsonschema import Draft202012Validator
 
-from toolfactory.models import Dialogue, Function, Message, ToolCall, Verdict, canonical_json
+from toolfactory.models import Dialogue, Function, Message, ToolCall, canonical_json
 from toolfactory.stages.dialogues.modes import shown_mode
 from toolfactory.definitions.finish import FINISH_GAVE_UP
-from toolfactory.stages.verify.rules import RULES, check, record_rules
+from toolfactory.stages.verify.rules import RULES
 from toolfactory.stages.verify.rules.dialogue import MAX_ANSWER_CHARS
 from toolfactory.stages.verify.rules.filters import FINISH, MAX_STEPS
 from toolfactory.stages.verify.rules.consistency import declared_format
@@ -60,17 +59,6 @@ class Corruption(NamedTuple):
 Injector = Callable[[Dialogue, random.Random], "tuple[Dialogue, str] | tuple[Dialogue, str, str] | None"]
 KINDS: dict[str, tuple[str, Injector]] = {}
 
-# Other codes that legitimately fire with a kind of fault (so they are not false positives).
-CO_OCCURRENCES: dict[str, frozenset[str]] = {
-    # A ToolLLM path stripped of every call has lost its Finish call too.
-    "no_function_call": frozenset({"filter_search_not_finished"}),
-    # A changed or added argument value is one nobody gave.
-    **{name: frozenset({"arg_value_ungrounded", "arg_text_ungrounded"}) for name in (
-        "wrong_type", "bool_as_number", "enum_violation", "pattern_violation", "format_violation", "out_of_range",
-        "duplicate_item", "nested_wrong_type", "nested_out_of_range", "unknown_argument", "duplicate_argument")},
-    # A blanked message may be the one that gave the values.
-    "missing_field": frozenset({"arg_value_ungrounded", "arg_text_ungrounded"}),
-}
 
 
 def kind(name: str, code: str) -> Callable[[Injector], Injector]:
@@ -769,72 +757,7 @@ def _not_finished(d: Dialogue, rng: random.Random) -> tuple[Dialogue, str] | Non
     return d, "Finish call removed"
 
 
-# -- evaluation ------------------------------------------------------------------------------
-
-@dataclass
-class CodeScore:
-    code: str
-    severity: str
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-    co_occurring: int = 0
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else float("nan")
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
-
-
-@dataclass
-class Evaluation:
-    scores: dict[str, CodeScore]
-    valid: int
-    corrupted: int
-    by_kind: dict[str, int] = field(default_factory=dict)
-    false_positives: list[tuple[str, str, Verdict]] = field(default_factory=list)  # (dialogue id, kind or "valid", verdict)
-    misses: list[tuple[str, str]] = field(default_factory=list)  # (dialogue id, expected code)
-    wrong_paths: list[tuple[str, str, list[str]]] = field(default_factory=list)  # (dialogue id, expected path, paths)
-
-
-def evaluate(valid: Sequence[Dialogue], corrupted: Sequence[Corruption]) -> Evaluation:
-    """Precision and recall per rule code on `valid` (no code expected) plus `corrupted`.
-
-    A verdict is a true positive when its code is the corruption's expected code, a false
-    positive when its code is neither expected nor a documented co-occurrence of that kind of
-    fault. Warnings count like errors here.
-    """
-    scores = {code: CodeScore(code, registered.severity) for code, registered in record_rules().items()}
-    result = Evaluation(scores, len(valid), len(corrupted))
-    samples: list[tuple[Dialogue, str | None, str, str | None]] = [(d, None, "valid", None) for d in valid]
-    samples += [(c.dialogue, c.code, c.kind, c.path) for c in corrupted]
-    for dialogue, expected, kind_name, path in samples:
-        verdicts = check(dialogue)
-        fired = {v.code for v in verdicts}
-        allowed = CO_OCCURRENCES.get(kind_name, frozenset())
-        if expected is not None:
-            result.by_kind[kind_name] = result.by_kind.get(kind_name, 0) + 1
-            if expected in fired:
-                scores[expected].tp += 1
-                paths = [v.path for v in verdicts if v.code == expected]
-                if path is not None and path not in paths:
-                    result.wrong_paths.append((dialogue.id, path, paths))
-            else:
-                scores[expected].fn += 1
-                result.misses.append((dialogue.id, expected))
-        for code in fired - {expected}:
-            if code in allowed:
-                scores[code].co_occurring += 1
-            else:
-                scores[code].fp += 1
-                result.false_positives.extend((dialogue.id, kind_name, v) for v in verdicts if v.code == code)
-    return result
-
-
-__all__ = ["CO_OCCURRENCES", "KINDS", "CodeScore", "Corruption", "Evaluation", "corrupt", "corruptions", "evaluate"]
+__all__ = ["KINDS", "Corruption", "corrupt", "corruptions"]
 
 
 # -- API definition clarity ------------------------------------------------------------------

@@ -26,8 +26,11 @@ factory's verify stage applies the policy of each dialogue's recipe (:func:`for_
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
+
+from toolfactory.config.recipes import recipe_names
 
 if TYPE_CHECKING:
     from toolfactory.stages.verify.rules.registry import Sample
@@ -48,13 +51,29 @@ class Policy:
 
 
 DEFAULT = Policy()
-# Per recipe: ToolAlpaca's five-step cap and its error-and-recovery dialogues; ToolLLM's paths
-# are bounded by the search's own max_depth; ToolACE states no step limit.
-POLICIES: dict[str, Policy] = {
-    "toolalpaca": Policy("toolalpaca", max_steps=5, keep_error_recovery=True, builtin_functions=frozenset({ASK_USER})),
-    "toolllm": Policy("toolllm", max_steps=None, keep_error_recovery=False),
-    "toolace": Policy("toolace", max_steps=None, keep_error_recovery=False),
-}
+
+
+class _RecipePolicies(Mapping[str, Policy]):
+    """Each recipe's policy, as its recipe declares it (:attr:`toolfactory.recipes.base.Recipe.policy`:
+    ToolAlpaca's five-step cap and its error-and-recovery dialogues; ToolLLM's paths bounded by
+    the search's own max_depth; ToolACE states no step limit). A recipe's module is imported when
+    its policy is first asked for."""
+
+    def __getitem__(self, name: str) -> Policy:
+        from toolfactory.recipes import recipe_named  # the recipes are made of the stages' parts, this module's too
+
+        if name not in recipe_names():
+            raise KeyError(name)
+        return recipe_named(name).policy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(recipe_names())
+
+    def __len__(self) -> int:
+        return len(recipe_names())
+
+
+POLICIES: Mapping[str, Policy] = _RecipePolicies()
 
 
 def for_recipe(recipe: str, max_steps: dict[str, int] | None = None, keep_error_recovery: list[str] | None = None,

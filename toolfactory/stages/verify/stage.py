@@ -31,7 +31,7 @@ from toolfactory.errors import ConfigError, LLMFailure
 from toolfactory.formats.base import INVALID_RECORD, RECORD_UNREADABLE, exception_line, validation_message
 from toolfactory.executable.registry import environments, source_settings
 from toolfactory.models import Dialogue, Judgement, Record, Rejected
-from toolfactory.stages.base import CALLS_BY_RECIPE, RECIPES, Planning, ShardContext, ShardSpec, StageOutput, one_to_one
+from toolfactory.stages.base import CALLS_BY_RECIPE, ONE_TO_ONE, RECIPES, Inputs, Planning, ShardContext, ShardSpec, StageOutput, one_to_one, upstream_of
 from toolfactory.stages.records import map_records
 from toolfactory.executable.counts import SESSIONS_REUSED, SESSIONS_STARTED
 from toolfactory.stages.verify.execution import EXECUTION, ExecutionLayer, applies
@@ -44,12 +44,19 @@ from toolfactory.stages.verify.rules import RULES, check, errors
 
 #: Dialogues the execution layer replayed (the others passed it untouched), counted even when 0.
 REPLAYED = "execution_replayed"
+#: Per source: records replayed live, records checked from the record because a source could not
+#: start (``verify.execution_unavailable: record``), and records whose live replay found the
+#: source drifted (``exec_source_drifted``).
+REPLAYED_LIVE = "execution_replayed_live"
+CHECKED_FROM_RECORD = "execution_checked_from_record"
+SOURCE_DRIFTED = "execution_source_drifted"
 #: Refereed records the judges did not answer (an LLM failure), by reason: left out of the figures.
 REFEREE_UNANSWERED = "referee_unanswered"
 
 
 class VerifyStage:
     name: ClassVar[str] = "verify"
+    inputs: ClassVar[Inputs] = Inputs("dialogues", ONE_TO_ONE)
 
     def plan(self, planning: Planning) -> list[ShardSpec]:
         unknown = sorted(set(planning.config.verify.disabled_rules) - set(RULES))
@@ -59,7 +66,7 @@ class VerifyStage:
         unknown = sorted(set(planning.config.verify.rejecting_warnings) - set(warnings))
         if unknown:
             raise ConfigError(f"verify.rejecting_warnings: {unknown} are not warning rules (allowed: {', '.join(warnings)})")
-        return one_to_one(self.name, planning, "dialogues")
+        return one_to_one(self.name, planning, upstream_of(self.inputs))
 
     async def run(self, shard: ShardSpec, inputs: list[dict[str, Any]], ctx: ShardContext) -> StageOutput:
         settings = ctx.config.verify
@@ -77,7 +84,7 @@ class VerifyStage:
         if settings.execution:
             built = environments(ctx.config.tools)
             layer = ExecutionLayer({name: (built[name], s) for name, s in source_settings(ctx.config.tools).items()
-                                    if name in built}, disabled)
+                                    if name in built}, disabled, unavailable=settings.execution_unavailable)
         opening = first_wave(votes) if aspects and ctx.gateway.groups_samples("judge") else 1
 
         async def verify(dialogue: Dialogue) -> list[Record | Rejected]:
@@ -129,6 +136,10 @@ class VerifyStage:
             out.count(REPLAYED, "dialogues", passed["replayed"])
             for (source, began), n in sorted(layer.sessions.items()):
                 out.count(SESSIONS_REUSED if began == "reused" else SESSIONS_STARTED, source, n)
+            for name, counts in ((REPLAYED_LIVE, layer.tally.live), (CHECKED_FROM_RECORD, layer.tally.from_record),
+                                 (SOURCE_DRIFTED, layer.tally.drifted)):
+                for source, n in sorted(counts.items()):
+                    out.count(name, source, n)
         if aspects:
             out.layers["model"] = (passed["execution"], passed["model"])
             for verdict, n in sorted(alone.items()):
