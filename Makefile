@@ -65,12 +65,20 @@ MCP_SERVERS := build/mcp-servers
 MCP_NPM     := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-everything@2026.8.31 \
 	@modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-sequential-thinking@2026.8.31 \
 	@coo-quack/calc-mcp@2.1.1
+# A PyPI server built on the 1.x MCP SDK (the factory's is 2.x) goes into a venv of its own,
+# build/mcp-servers/py/<program>, as uvx or pipx would put it (with the factory's uv when it is there).
+MCP_SQLITE  := mcp-server-sqlite==2025.4.25 mcp==1.30.0
 
 mcp-servers:
 	@if grep -qxF "$(MCP_NPM)" $(MCP_SERVERS)/.installed 2>/dev/null; then :; \
 	elif command -v npm >/dev/null 2>&1; then \
 		npm install --prefix $(MCP_SERVERS) --no-audit --no-fund --loglevel=error $(MCP_NPM) && echo "$(MCP_NPM)" > $(MCP_SERVERS)/.installed; \
 	else echo "npm not found: the tests of MCP servers from npm will skip"; fi
+	@venv=$(MCP_SERVERS)/py/mcp-server-sqlite; \
+	if grep -qxF "$(MCP_SQLITE)" $$venv/.installed 2>/dev/null; then :; \
+	else rm -rf $$venv && $(PYTHON) -m venv $$venv && \
+		if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install --quiet --python $$venv/bin/python $(MCP_SQLITE); \
+		else $$venv/bin/pip install --quiet $(MCP_SQLITE); fi && echo "$(MCP_SQLITE)" > $$venv/.installed; fi
 
 # Two workers (pytest-xdist) share every test; the 25 slowest are listed at the end. When some
 # fail, their ids are printed last (processes a test started may print after pytest's summary).

@@ -4,9 +4,9 @@ rest does not.
 Every source of the catalog (docs/tools/catalog.md: the MCP presets, over stdio and streamable
 HTTP, and BFCL's eight Python environments), plus published servers that are not in it because
 they need the network or a key (`mcp-server-fetch`, `@modelcontextprotocol/server-github`,
-`@modelcontextprotocol/server-brave-search`) or do not start with this machine's SDK or node
-(`mcp-server-sqlite`, `@bytebase/dbhub`). Those are installed into a temporary folder (a venv of
-their own for PyPI, `npm install --prefix` for npm); what could not be installed is said.
+`@modelcontextprotocol/server-brave-search`) or do not start with this machine's node
+(`@bytebase/dbhub`). Those are installed into a temporary folder (a venv of their own for PyPI,
+`npm install --prefix` for npm); what could not be installed is said.
 
 Each source is vetted as `toolfactory tools vet` does (confined, no network). Reported per
 source: transport, tools listed, admitted, the tools of each vetting class, session start and
@@ -55,7 +55,6 @@ class Extra:
 
 EXTRAS = (
     Extra("fetch", "pypi", "mcp-server-fetch==2026.10.24", "mcp-server-fetch"),
-    Extra("sqlite", "pypi", "mcp-server-sqlite==2025.4.25", "mcp-server-sqlite", ("--db-path", "${TOOLFACTORY_WORKDIR}/db.sqlite")),
     Extra("github", "npm", "@modelcontextprotocol/server-github@2025.4.8", "mcp-server-github"),
     Extra("brave-search", "npm", "@modelcontextprotocol/server-brave-search@0.6.2", "mcp-server-brave-search"),
     # The same with a key that is not one: it starts, and its calls find no network.

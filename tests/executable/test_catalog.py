@@ -154,3 +154,85 @@ def test_a_preset_whose_program_is_absent_says_how_to_install_it_when_a_session_
         settings.resolved_args(str(tmp_path))
     assert "tools.mcp[notes].preset: memory needs mcp-server-memory" in str(error.value)
     assert PRESETS["memory"].install in str(error.value)
+
+
+# --- the SQL database: mcp-server-sqlite on shop.db, made anew for every session ----------------
+
+SHOP_TABLES = "[{'name': 'customers'}, {'name': 'products'}, {'name': 'orders'}]"
+NEW_CUSTOMER = "INSERT INTO customers (name, city, email) VALUES ('Edsger Dijkstra', 'Austin', 'edsger@example.com')"
+
+
+def sqlite_environment() -> McpEnvironment:
+    entry = PRESETS["sqlite"]
+    if find_executable(entry.executable) is None:
+        missing(f"{entry.executable} is not installed (make mcp-servers): {entry.install}")
+    return McpEnvironment(McpSourceSettings(name="shop", preset="sqlite"))
+
+
+def test_the_sql_database_is_vetted_deterministic_reproducible_and_resettable() -> None:
+    card = vetted(sqlite_environment())
+    tools = {tool.name: tool for tool in card.tools}
+    assert set(tools) == {"read_query", "write_query", "create_table", "list_tables", "describe_table", "append_insight"}
+    assert tools["list_tables"].answer == SHOP_TABLES  # the initial database's tables
+    assert all(tool.deterministic for tool in card.tools), [t.name for t in card.tools if not t.deterministic]
+    assert tools["list_tables"].changes_state is False and tools["read_query"].changes_state is False
+    assert card.state_reproducible is True, "two fresh sessions that made the same calls left different databases"
+    assert card.warm is True, "a reset session did not start from the initial database"
+
+
+def test_a_write_changes_the_databases_state_and_a_read_does_not() -> None:
+    async def run() -> None:
+        async with sqlite_environment().session() as session:
+            initial = await session.state()
+            assert list(initial["files"]) == ["shop.db"] and initial["files"]["shop.db"].startswith("sqlite:")
+            read = await session.call("read_query", {"query": "SELECT name FROM customers WHERE city = 'London'"})
+            assert read.content == "[{'name': 'Ada Lovelace'}]" and await session.state() == initial
+            written = await session.call("write_query", {"query": NEW_CUSTOMER})
+            assert written.content == "[{'affected_rows': 1}]" and await session.state() != initial
+
+    asyncio.run(run())
+
+
+def test_a_row_written_in_one_session_is_not_in_the_next_one_after_a_reset_or_a_fresh_start() -> None:
+    environment = sqlite_environment()
+    count = {"query": "SELECT count(*) AS n FROM customers"}
+
+    async def run() -> None:
+        async with environment.session() as session:
+            initial = await session.state()
+            await session.call("write_query", {"query": NEW_CUSTOMER})
+            await session.call("create_table", {"query": "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)"})
+            assert (await session.call("read_query", count)).content == "[{'n': 5}]"
+            await session.reset()  # what the pool does between two dialogues on one process
+            assert (await session.call("read_query", count)).content == "[{'n': 4}]"
+            assert (await session.call("list_tables", {})).content == SHOP_TABLES
+            assert await session.state() == initial
+        async with environment.session() as fresh:
+            assert (await fresh.call("read_query", count)).content == "[{'n': 4}]"
+            assert await fresh.state() == initial
+
+    asyncio.run(run())
+
+
+def test_two_sessions_that_make_the_same_calls_end_in_the_same_state_by_content() -> None:
+    environment = sqlite_environment()
+    calls = [("create_table", {"query": "CREATE TABLE visits (customer_id INTEGER, day TEXT)"}),
+             ("write_query", {"query": "INSERT INTO visits VALUES (1, '2024-04-01'), (3, '2024-04-02')"}),
+             ("write_query", {"query": "UPDATE products SET stock = stock - 1 WHERE id = 2"}),
+             ("write_query", {"query": "DELETE FROM orders WHERE id = 5"})]
+
+    async def final_state() -> object:
+        async with environment.session() as session:
+            for name, arguments in calls:
+                assert not (await session.call(name, arguments)).content.startswith(("Error", "Database error"))
+            return await session.state()
+
+    first, second = asyncio.run(final_state()), asyncio.run(final_state())
+    assert first == second and first["files"]["shop.db"].startswith("sqlite:")  # type: ignore[index]
+
+
+def test_the_make_target_installs_the_sql_database_with_the_presets_pins() -> None:
+    entry = PRESETS["sqlite"]
+    pins = f"{entry.package.split()[1]}=={entry.version} {' '.join(entry.venv_with)}"
+    assert f"MCP_SQLITE  := {pins}" in (REPO / "Makefile").read_text()
+    assert entry.install.endswith(f"bin/pip install {pins}") and "build/mcp-servers/py/mcp-server-sqlite" in entry.install

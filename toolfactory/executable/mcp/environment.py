@@ -101,6 +101,7 @@ class McpSession:
         if self.broken is not None:
             raise self.broken
         empty_folder(self.workdir)
+        _prepare(self.settings, self.workdir)
         timeout = self.settings.start_timeout_seconds
         try:
             with anyio.fail_after(timeout):
@@ -210,6 +211,7 @@ class McpEnvironment:
             from_body: list[BaseException] = []
             started = False
             try:
+                _prepare(self.settings, workdir)
                 async with AsyncExitStack() as stack:
                     client, link = await self._connect(stack, workdir, deadline)
                     started = True
@@ -283,6 +285,13 @@ class McpEnvironment:
             self._slots = (loop, asyncio.Semaphore(self.settings.max_sessions))
         async with self._slots[1]:
             yield
+
+
+def _prepare(settings: McpSourceSettings, workdir: Path) -> None:
+    """What the preset's sessions start with (an initial database), put in the working folder."""
+    preset = settings.preset_entry()
+    if preset is not None and settings.transport == "stdio":
+        preset.prepare(workdir)
 
 
 def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:

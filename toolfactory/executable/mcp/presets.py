@@ -6,6 +6,10 @@ to start, its arguments, where it keeps its data (in the session's own folder, s
 stay apart), and which state setting shows what a call changed. The settings class
 (:mod:`toolfactory.executable.mcp.settings`) fills an entry's unset fields from its preset.
 
+A preset may give each session's folder something to start with (:class:`InitialDatabase`): it
+is made when the session starts and again when a warm session is reset, so that every dialogue
+starts from the same files.
+
 A server over streamable HTTP is not started by the factory: its preset gives the default
 endpoint, and :meth:`McpPreset.serve_argv` the command line that serves it there.
 """
@@ -14,13 +18,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import sys
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 #: Where `make mcp-servers` installs the npm servers (relative to the current directory).
 NPM_BIN = Path("build") / "mcp-servers" / "node_modules" / ".bin"
+#: Where `make mcp-servers` puts a PyPI server that needs releases of its own (the 1.x MCP SDK):
+#: a venv per server, named after its program, as uvx or pipx would.
+PY_VENVS = Path("build") / "mcp-servers" / "py"
+#: The SQL scripts of the presets' initial databases.
+SEEDS = Path(__file__).parent / "seeds"
 WORKDIR_REF = "${TOOLFACTORY_WORKDIR}"
 
 # mcp-server-git serves one repository: the session's folder is made one (with an empty first
@@ -30,6 +41,22 @@ _GIT_REPOSITORY = ('git init -q -b main && git commit -q --allow-empty -m "Initi
                    '&& exec "$0" --repository .')
 _GIT_IDENTITY = {"GIT_AUTHOR_NAME": "toolfactory", "GIT_AUTHOR_EMAIL": "toolfactory@localhost",
                  "GIT_COMMITTER_NAME": "toolfactory", "GIT_COMMITTER_EMAIL": "toolfactory@localhost"}
+
+
+@dataclass(frozen=True)
+class InitialDatabase:
+    """An SQLite database that each session's folder starts with, made from an SQL script
+    shipped with the factory (a script rather than a database file: it can be read and
+    reviewed, and it makes the same content every time)."""
+
+    file: str
+    """Its name in the session's folder."""
+    script: str
+    """The script's name in :data:`SEEDS`."""
+
+    def make(self, folder: Path) -> None:
+        with closing(sqlite3.connect(folder / self.file)) as conn:
+            conn.executescript((SEEDS / self.script).read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)
@@ -60,6 +87,11 @@ class McpPreset:
     serve: tuple[str, ...] = ()
     """Over HTTP: the program's arguments that serve it; `{port}` and `{folder}` are filled in."""
     serve_env: dict[str, str] = field(default_factory=dict)
+    venv_with: tuple[str, ...] = ()
+    """Releases the server needs that the factory's own venv cannot hold (`mcp==1.30.0` for a
+    server built on the 1.x SDK): it is installed with them into a venv of its own."""
+    initial_database: InitialDatabase | None = None
+    """What each session's folder starts with (see :meth:`prepare`)."""
 
     @property
     def install(self) -> str:
@@ -67,7 +99,16 @@ class McpPreset:
         registry, name = self.package.split(" ", 1)
         if registry == "npm":
             return f"npm install --prefix build/mcp-servers {name}@{self.version}"
+        if self.venv_with:
+            venv = (PY_VENVS / self.executable).as_posix()
+            return f"python -m venv {venv} && {venv}/bin/pip install {name}=={self.version} {' '.join(self.venv_with)}"
         return f"pip install {name}=={self.version}"
+
+    def prepare(self, folder: Path) -> None:
+        """Put what a session starts with into its (empty) working folder: when the session
+        starts, and again after a reset has emptied it."""
+        if self.initial_database is not None and self.transport == "stdio":
+            self.initial_database.make(folder)
 
     @property
     def url(self) -> str | None:
@@ -93,12 +134,13 @@ class McpPreset:
 
 
 def find_executable(name: str) -> str | None:
-    """`name` when it is on PATH; else its path in `build/mcp-servers/node_modules/.bin` of the
-    current directory (`make mcp-servers`), or beside the factory's own interpreter (a PyPI
-    server installed with the factory into a venv that is not on PATH); None when absent."""
+    """`name` when it is on PATH; else its path in `build/mcp-servers` of the current directory
+    (`make mcp-servers`: `node_modules/.bin` for npm, `py/<name>/bin` for a PyPI server in a venv
+    of its own), or beside the factory's own interpreter (a PyPI server installed with the
+    factory into a venv that is not on PATH); None when absent."""
     if shutil.which(name):
         return name
-    for folder in (Path.cwd() / NPM_BIN, Path(sys.executable).parent):
+    for folder in (Path.cwd() / NPM_BIN, Path.cwd() / PY_VENVS / name / "bin", Path(sys.executable).parent):
         found = shutil.which(name, path=str(folder))
         if found:
             return os.path.abspath(found)
@@ -144,4 +186,12 @@ PRESETS: dict[str, McpPreset] = {
         "excel-mcp-server in its streamable HTTP mode, its workbooks in one folder.",
         "PyPI excel-mcp-server", "2.2.2", "excel-mcp-server",
         transport="http", port=8017, serve=("streamable-http", "--port", "{port}", "--allow-dir", "{folder}")),
+    # Built on the 1.x MCP SDK: installed with it into a venv of its own. It answers a refused or
+    # failing query as text (`Error: …`, `Database error: …`), not as an MCP error.
+    "sqlite": McpPreset(
+        "An SQLite database (shop.db in the session's folder, with customers, products and orders): "
+        "SELECT, INSERT/UPDATE/DELETE, CREATE TABLE, list and describe tables.",
+        "PyPI mcp-server-sqlite", "2025.4.25", "mcp-server-sqlite",
+        args=("--db-path", f"{WORKDIR_REF}/shop.db"), state_files=True, venv_with=("mcp==1.30.0",),
+        initial_database=InitialDatabase("shop.db", "shop.sql")),
 }
