@@ -16,7 +16,11 @@ seed, the same in all but the variant's settings:
 Read from the run's stats (its DuckDB file, through the run's summary): blueprints written (kept
 and rejected by the tasks stage), kept, dropped by reason; and from the stored records, the same
 per source (a blueprint over two sources is counted under both, joined by `+`), the blueprints
-kept after a repair, the dialogues made from blueprints and accepted into the dataset. The
+kept after a repair and how many of the kept are distinct (the same prompt asked again may get
+the same blueprint), the dialogues made from blueprints and accepted into the dataset; and what
+became of each dialogue played for a kept blueprint: passed the verifier (its replay reached the
+blueprint's state and no rule failed), or rejected by the dialogues stage or the verifier, with
+its reasons. The
 simulator follows the prompts (`llm.simulator.obedience` 1.0, as in `benchmarks.executable_runs`).
 """
 
@@ -107,6 +111,21 @@ def _sources_of(tools: list[dict[str, Any]]) -> str:
     return "+".join(sorted(dict.fromkeys(names)))
 
 
+def blueprint_dialogues(root: Path, kept_tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """What became of the dialogues played for kept blueprints: passed verify, or the reasons
+    (joined by `+`) the dialogues stage or the verifier rejected each with."""
+    ids = {task["id"] for task in kept_tasks}
+    rejected: Counter[str] = Counter()
+    for stage in ("dialogues", "verify"):
+        for row in _rows(root, stage, rejected=True):
+            inner = row["record"]
+            task_id = inner.get("task_id") or (inner.get("task") or {}).get("id")
+            if task_id in ids:
+                rejected[f"{stage}: {'+'.join(map(str, row['reasons']))}"] += 1
+    passed = sum(1 for d in _rows(root, "verify") if d.get("task_id") in ids)
+    return {"made": passed + sum(rejected.values()), "passed_verify": passed, "rejected": dict(rejected.most_common())}
+
+
 def measure(summary: dict[str, Any], root: Path) -> dict[str, Any]:
     stages = {s["stage"]: s for s in summary.get("stages", [])}
     tasks_stage = stages.get("tasks", {})
@@ -131,9 +150,11 @@ def measure(summary: dict[str, Any], root: Path) -> dict[str, Any]:
         "kept_share": round(kept / (kept + sum(dropped.values())), 3) if kept + sum(dropped.values()) else None,
         "dropped": dropped,
         "repaired": sum(1 for t in kept_tasks if (t["blueprint"].get("repairs") or 0) > 0),
+        "distinct": len({json.dumps(t["blueprint"]["turns"], sort_keys=True) for t in kept_tasks}),
         "two_sources": sum(1 for t in kept_tasks if len(t.get("tools") or []) > 1),
         "per_source": {name: dict(counts) for name, counts in sorted(per_source.items())},
         "blueprint_dialogues": sum((dialogues.get("blueprint_dialogues") or {}).values()),
+        "dialogues_of_kept": blueprint_dialogues(root, kept_tasks),
         "accepted": stages.get(DATASET_STAGE, {}).get("items_out", 0),
         "rejections": {s: dict(list(v.get("rejections", {}).items())[:5]) for s, v in stages.items()
                        if v.get("rejections") and s != "tasks"},
@@ -177,11 +198,15 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{variant} seed {seed}: {row['status']}, {row['kept']}/{row['written']} kept, dropped {row['dropped']}",
                       flush=True)
                 write_json(args.out, {**data, "machine": machine_info()})
-    keys = ["variant", "seed", "status", "written", "kept", "kept_share", "repaired", "two_sources",
-            "blueprint_dialogues", "accepted", "wall_s"]
-    print(table(keys, [[row[k] for k in keys] for row in rows]))
+    keys = ["variant", "seed", "status", "written", "kept", "distinct", "kept_share", "repaired", "two_sources",
+            "blueprint_dialogues", "passed_verify", "accepted", "wall_s"]
+    print(table(keys, [[row["dialogues_of_kept"]["passed_verify"] if k == "passed_verify" else row[k] for k in keys]
+                       for row in rows]))
     for row in rows:
         print(f"\n{row['variant']} seed {row['seed']}: dropped by reason {row['dropped']}")
+        made = row["dialogues_of_kept"]
+        print(f"dialogues of kept blueprints: {made['passed_verify']} of {made['made']} passed the verifier; "
+              f"the rest {made['rejected']}")
         print(table(["source", "kept", "dropped"], [
             [name, counts.get("kept", 0), ", ".join(f"{r} {n}" for r, n in counts.items() if r != "kept")]
             for name, counts in row["per_source"].items()]))

@@ -96,3 +96,33 @@ def test_a_request_written_with_its_calls_says_what_they_do_and_the_values_they_
     step = {"touch": "Create a new file in the current directory.", "ls": "List the current directory."}[call["name"]]
     assert step in turn["request"] and preamble not in turn["request"]
     assert all(f"{' '.join(k.split('_'))} {v}" in turn["request"] for k, v in call["arguments"].items())
+
+
+def test_a_request_written_with_its_calls_states_the_values_inside_their_objects(
+        configure: Callable[..., Any], client: openai.OpenAI) -> None:
+    # The memory MCP server's create_entities takes a list of objects: a request that gave only
+    # the top-level values would leave the assistant to invent every name it creates.
+    from toolfactory.models import Function, Tool
+    from toolfactory.models import BlueprintCall
+    from toolfactory.stages.tasks.blueprints import DESIGNER_PROMPT, blueprint_schema, unstated_value
+    from toolfactory.stages.tasks.toolalpaca import describe_functions
+
+    entity = {"type": "object", "properties": {"name": {"type": "string"}, "entityType": {"type": "string"},
+                                               "observations": {"type": "array", "items": {"type": "string"}}},
+              "required": ["name", "entityType", "observations"]}
+    create = Function(name="create_entities", description="Create multiple new entities in the knowledge graph.",
+                      parameters={"type": "object", "properties": {"entities": {"type": "array", "items": entity, "minItems": 1}},
+                                  "required": ["entities"]})
+    tool = Tool(name="memory", description="A knowledge graph.", functions=[create])
+    prompt = DESIGNER_PROMPT.format(turns=1, max_calls=1, name=tool.name, description=tool.description,
+                                    functions=describe_functions(tool), state="{}")
+    configure(obedience=1.0)
+    reply = client.chat.completions.create(
+        model="sim-small", messages=[{"role": "user", "content": prompt}],
+        response_format={"type": "json_schema", "json_schema": {"name": "b", "schema": blueprint_schema(tool, 1, 1)}})
+    [turn] = json.loads(reply.choices[0].message.content or "")["turns"]
+    [call] = turn["calls"]
+    assert call["arguments"]["entities"]
+    for made in call["arguments"]["entities"]:
+        assert f"name {made['name']}" in turn["request"] and f"entity type {made['entityType']}" in turn["request"]
+    assert unstated_value(BlueprintCall(**call), create, turn["request"]) is None

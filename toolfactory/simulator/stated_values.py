@@ -10,7 +10,8 @@ JSON is a parameters schema or a map of properties; a function whose required pa
 prompt does not say gets no values.
 
 A request written together with its own calls (a task's ground truth) states those calls'
-values instead, when the prompt asks it to say "everything its calls need".
+values instead, when the prompt asks it to say "everything its calls need": every one, those
+inside an object argument too (the things a call creates, each with its fields).
 
 A prompt may list what exists in the tool's environment (a section opened by "What exists in a
 fresh environment", one line per field: ``- label: "value", "value"``), asking to name only
@@ -146,6 +147,20 @@ def fitting_fact(name: str, schema: Any, facts: list[tuple[str, str]], rng: rand
     return rng.choice(sorted(set(best))) if best else None
 
 
+def _stated(name: str, value: Any) -> list[str]:
+    """"name value" for `value` as a user states it: an object's (or a list of objects') values
+    each under its own field's name ("name Ada, entity type person"), as a user describes the
+    things to make rather than quoting their JSON."""
+    said = _spoken(value)
+    if said is not None:
+        return [f"{' '.join(identifier_words(name)) or name} {said}"]
+    if isinstance(value, dict):
+        return [part for key, item in value.items() for part in _stated(str(key), item)]
+    if isinstance(value, list):
+        return [part for item in value for part in _stated(name, item)]
+    return []
+
+
 def calls_sentence(calls: list[Any]) -> str | None:
     """A sentence giving the values of `calls` (``[{"name", "arguments"}]``, as a request written
     with its calls holds them) the way a user states them; None if they take none."""
@@ -153,9 +168,7 @@ def calls_sentence(calls: list[Any]) -> str | None:
     for call in calls:
         arguments = call.get("arguments") if isinstance(call, dict) else None
         for name, value in (arguments or {}).items() if isinstance(arguments, dict) else []:
-            said = _spoken(value)
-            if said is not None:
-                named.append(f"{' '.join(identifier_words(str(name))) or name} {said}")
+            named += _stated(str(name), value)
     return f"{VALUES_OPENING} {', '.join(named)}." if named else None
 
 

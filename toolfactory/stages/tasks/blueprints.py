@@ -13,9 +13,11 @@ from the pool's other executable sources (APIGen-MT's tasks that read in one pla
 another: a file's content filed as a ticket). Each call goes to the source of its function.
 
 The calls then run, in order, on fresh sessions of their sources. The blueprint is kept only if
-every call succeeds (``blueprint_call_failed`` otherwise: an error result, an answer with a
-non-empty error field, or a failure of the environment itself) and the calls change some
-source's state. Calls that only read (functions vetting found to change nothing) give
+each call takes only values the user states (``blueprint_value_unstated`` otherwise: a value in
+neither the requests so far nor an earlier call's answer, since the dialogue's user turns are the
+requests word for word and the assistant can take a value from nowhere else), every call succeeds
+(``blueprint_call_failed`` otherwise: an error result, an answer with a non-empty error field, or
+a failure of the environment itself) and the calls change some source's state. Calls that only read (functions vetting found to change nothing) give
 ``blueprint_read_only``: the verifier checks a dialogue by the state it reaches, and a read
 leaves it as it was, so any dialogue would pass. Calls that should have changed it but did not
 give ``blueprint_state_unchanged``. Every call is to a function its source declares read-only
@@ -37,6 +39,7 @@ import random
 import re
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any, Sequence
 
 from toolfactory.config import BlueprintsConfig
@@ -53,6 +56,7 @@ from toolfactory.models import (
     Blueprint,
     BlueprintCall,
     BlueprintTurn,
+    Function,
     Rejected,
     Task,
     Tool,
@@ -69,6 +73,7 @@ STAGE = "tasks"
 CALL_FAILED = "blueprint_call_failed"
 STATE_UNCHANGED = "blueprint_state_unchanged"
 READ_ONLY = "blueprint_read_only"
+VALUE_UNSTATED = "blueprint_value_unstated"
 #: The scenario of a task whose blueprint's calls use two sources.
 TWO_SOURCES = "two_sources"
 #: The starting state shown to the designer is cut here (a file system can be large).
@@ -121,7 +126,8 @@ What its calls answered, in order:
 {trace}
 Write the whole blueprint again, in the same form, so that every call succeeds from the starting
 state and the calls change the state: a call that needs a login or an id first gets the call that
-provides it before it, and a call names only what exists or what an earlier call made."""
+provides it before it, a call names only what exists or what an earlier call made, and each
+request states every value its calls take that no earlier call's answer gives."""
 
 # BFCL's docs give a parameter's allowed values in its description: `... [Enum]: ["engage", "release"]`.
 _DOCUMENTED_ENUM = re.compile(r"\[Enum\]:\s*(\[[^\]]*\])")
@@ -196,6 +202,49 @@ def blueprint_schema(tools: Tool | Sequence[Tool], turns: int, max_calls: int) -
         },
         "required": ["turns"],
     }
+
+
+def _leaves(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """(path, value) of each scalar inside an argument's `value` (``entities[0].name``)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _leaves(item, f"{path}[{index}]")
+    else:
+        yield path, value
+
+
+def _spellings(value: Any) -> list[str]:
+    """How a user may write `value` in a request (none for a flag or a null: a request says
+    "unlock the doors", not "true")."""
+    if value is None or isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [str(value)]
+    if isinstance(value, float):
+        return list(dict.fromkeys([repr(value), f"{value:g}", *([str(int(value))] if value.is_integer() else [])]))
+    text = " ".join(str(value).split())
+    return [text] if text else []
+
+
+def unstated_value(call: BlueprintCall, function: Function | None, said: str) -> tuple[str, Any] | None:
+    """The first value of `call` (its path and value) that `said` (the requests so far and the
+    earlier calls' answers) does not hold, ignoring case and spacing; None when all are there. A
+    value a parameter takes by default needs no saying: an assistant that leaves it out sends
+    the same call."""
+    said = " ".join(said.split()).casefold()
+    properties = (function.parameters.get("properties") or {}) if function is not None else {}
+    for name, value in call.arguments.items():
+        schema = properties.get(name)
+        if isinstance(schema, dict) and "default" in schema and canonical_json(schema["default"]) == canonical_json(value):
+            continue
+        for path, leaf in _leaves(value, name):
+            spellings = _spellings(leaf)
+            if spellings and not any(spelling.casefold() in said for spelling in spellings):
+                return path, leaf
+    return None
 
 
 def read_only(tool: Tool, function: str) -> bool:
@@ -329,10 +378,19 @@ class Blueprints:
                 for name in names:
                     await stack.enter_async_context(self._slots[name])
                 sessions = {name: await stack.enter_async_context(self._environments[name].session()) for name in names}
+                answers: list[str] = []  # what the calls answered so far: the assistant sees it too
                 for n, turn in enumerate(plan):
                     for m, call in enumerate(turn.calls):
                         where = f"turns[{n}].calls[{m}] {call.name}"
+                        said = "\n".join([*(t.request for t in plan[:n + 1]), *answers])
+                        missing = unstated_value(call, tool_of[call.name].function(call.name), said)
+                        if missing is not None:
+                            out.reason = VALUE_UNSTATED
+                            out.detail = (f"{where}: {missing[0]} {json.dumps(missing[1], ensure_ascii=False)[:ANSWER_CHARS]} "
+                                          f"is in neither the request{'s' if n else ''} nor an earlier call's answer")
+                            return out
                         result = await sessions[source_of[call.name]].call(call.name, call.arguments)
+                        answers.append(result.content)
                         out.trace.append(f"- {where}({json.dumps(call.arguments, ensure_ascii=False)}): "
                                          f"{result.content[:ANSWER_CHARS]}")
                         refused = None if result.is_error else refusal(answer_value(result.structured, result.content))
