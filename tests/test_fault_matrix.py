@@ -31,9 +31,12 @@ TOOLFACTORY = str(Path(sys.executable).with_name("toolfactory"))
 def test_progress_counts_shards_and_writes_plain_lines_without_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     """Case 9: per-stage counts as shards finish (the same line goes to the Prefect log)."""
     from flows.progress import StageProgress
+    from toolfactory.run.metrics import ShardMetrics
 
+    done = ShardMetrics.from_dict({"attempt_id": "a", "run_id": "r", "stage": "verify", "shard": 0, "started_at": "",
+                                   "finished_at": "", "items_in": 8, "items_out": 6, "rejected": 2, "llm": {"calls": 12}})
     with StageProgress("verify", 3) as progress:
-        progress.shard_done({"items_in": 8, "items_out": 6, "rejected": 2, "llm": {"calls": 12}})
+        progress.shard_done(done)
         progress.shard_done(None)
     assert progress.line() == "in 8 · out 6 · pass 75% · 12 LLM calls · 1 failed"
     # stderr is not a terminal here: no bar drawn, the stage's final line only.

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from toolfactory.errors import ConfigError, PreflightFailed, TerminalError, ToolfactoryError
+from toolfactory.errors import ConfigError, PreflightFailed, TerminalError
 from toolfactory.formats import FORMATS, named
 
 if TYPE_CHECKING:
@@ -320,7 +320,7 @@ def run(
             from toolfactory.llm.simulator_process import check_simulator_settings
 
             check_simulator_settings(resolved.llm.simulator, "llm.simulator", resolved.orchestration.simulator_start_timeout_s)
-    except ToolfactoryError as exc:  # a ConfigError, or a simulator that could not check its settings
+    except ConfigError as exc:
         _error(exc)
         raise typer.Exit(2) from None
     for line in skipped:
