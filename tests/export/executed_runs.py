@@ -72,6 +72,7 @@ def executed_dialogue(cfg: Config, tools: Sequence[Tool], turns: Sequence[Turn],
                 await execution.respond(tool, tool.function(name), ToolCall(id=f"unseen_{n}", name=name, arguments=json.dumps(arguments)))
             for t, (text, calls) in enumerate(turns):
                 messages.append(Message(role="user", content=text))
+                await execution.user_turn(t)  # as the dialogues stage's drivers say it
                 for n, (name, arguments) in enumerate(calls):
                     call = ToolCall(id=f"call_{t}_{n}", name=name, arguments=json.dumps(arguments))
                     tool = task.tool_for(name)
@@ -80,7 +81,7 @@ def executed_dialogue(cfg: Config, tools: Sequence[Tool], turns: Sequence[Turn],
                     messages += [Message(role="assistant", tool_calls=[call]),
                                  Message(role="tool", content=result.content, tool_call_id=call.id, name=name)]
                 messages.append(Message(role="assistant", content="Done."))
-            return messages, await execution.metadata()
+            return messages, await execution.metadata(messages)
 
     messages, metadata = asyncio.run(run())
     return Dialogue(

@@ -54,6 +54,9 @@ class Execution:
     """The state each session was left in, by source name."""
     sources: list[str]
     """The executable sources the record's tools come from, in name order."""
+    turn_states: list[dict[str, Any]] | None = None
+    """The state after the calls that answer each user message, by source (None: the record
+    keeps the final state alone)."""
 
 
 def function_sources(dialogue: Dialogue, tools: Mapping[str, Tool]) -> dict[str, str]:
@@ -94,7 +97,12 @@ def executed(dialogue: Dialogue, tools: Mapping[str, Tool]) -> Execution:
     calls = [ExecutedCall(c.turn, c.source, c.name, c.arguments, bool(entry.get("is_error")),
                           entry.get("deterministic") if isinstance(entry.get("deterministic"), bool) else None)
              for c, entry in zip(calls, entries)]
-    return Execution(turns, calls, dict(record["states"]), sorted(set(owners.values())))
+    # The states after each turn as recorded, else (BFCL's imported trajectories) their ground
+    # truth's; only one per user message, else the final state alone is the target.
+    per_turn = next((found for found in (record.get("turn_states"), record.get("target_turn_states"))
+                     if isinstance(found, list) and len(found) == len(turns) and all(isinstance(s, dict) for s in found)), None)
+    return Execution(turns, calls, dict(record["states"]), sorted(set(owners.values())),
+                     [dict(states) for states in per_turn] if per_turn is not None else None)
 
 
 def public_settings(settings: ExecutableSourceSettings) -> dict[str, Any]:

@@ -8,7 +8,8 @@ really ran, one JSON object a line in ``<split>.jsonl``::
      "initial_state": {<source>: <state>},                        # a Python environment's; null for an MCP server
      "ground_truth": [{"turn": 0, "source": ..., "name": ..., "arguments": {...}, "is_error": false,
                        "deterministic": true}, ...],                # a replay must give its result again
-     "target_state": {<source>: <state>}}                         # generation.execution.states, of the sources called
+     "target_state": {<source>: <state>},                         # generation.execution.states, of the sources called
+     "target_turn_states": [{<source>: <state>}, ...]}            # after each user turn, where the record keeps them
 
 ``config`` is the source's entry of ``tools.environments`` or ``tools.mcp`` without secrets
 (:func:`~toolfactory.export.executed.public_settings`). With ``initial_state`` put back for a
@@ -16,7 +17,12 @@ Python environment, or the variables and headers that ``env_names`` and ``header
 provided for an MCP server, it configures the same source again. A fresh session of it, given
 the ground-truth calls in order, is left in ``target_state`` (for tools whose results depend on
 nothing but their arguments and the state). ``ground_truth`` holds every call that ran, a call that raised included (marked
-``is_error``: it ran, and the state after it is part of the target).
+``is_error``: it ran, and the state after it is part of the target). A record that keeps the
+state after each user turn (``generation.execution.turn_states``, a dialogue of several user
+messages) gives it as ``target_turn_states``: the ground truth's calls of turns ``0..n`` leave
+entry ``n`` (of the sources open by then), as BFCL checks after every turn; the last entry is
+``target_state`` less the sources with nothing observable. A record made before records kept
+them has no such field.
 
 Only records whose calls really ran (``not_executed``), whose executed calls are the
 dialogue's calls (``execution_not_replayable``), that call no tool an LLM played
@@ -63,4 +69,6 @@ class TasksExporter(JsonlExporter):
             # A source the dialogue was offered but never called is left out: its session was never
             # opened, and a fresh one ends as it starts, which is nothing to compare.
             "target_state": {name: run.states[name] for name in run.sources if name in run.states},
+            **({"target_turn_states": [{name: states[name] for name in run.sources if name in states} for states in run.turn_states]}
+               if run.turn_states is not None else {}),
         }

@@ -15,7 +15,13 @@ What happened is kept in the dialogue's ``generation["execution"]``: each execut
 source, name, arguments as run, whether it was an error and whether the output cap cut it; for a
 coerced call also ``sent_arguments``, the model's text, and its ``coercions``, each a ``kind`` and
 the ``path`` of the value as a JSON Pointer) and, when the dialogue ends, the state each session
-was left in, which the verifier's replay compares against.
+was left in, which the verifier's replay compares against. A dialogue of more than one user
+message also keeps ``turn_states``: for each user message in order, the state of each session
+open by then after the calls that answer it (BFCL checks the state after every turn: a booking
+made, changed and cancelled ends where the task does, but not through its states). The driver
+says when the calls of a later user message begin (:meth:`DialogueExecution.user_turn`), and the
+states are taken then, so a dialogue costs one state read per source and turn; a source whose
+state is ``None`` (nothing observable) is left out, and the last entry is the final ``states``.
 
 A failure of the environment itself (:class:`~toolfactory.executable.session.ExecutionFailed`)
 rejects the dialogue with its reason code; the shard goes on. At most ``max_sessions`` sessions of
@@ -29,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +54,7 @@ from toolfactory.executable.session import (
 from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.executable.pool import open_session, warm
 from toolfactory.executable.vetting import vetted_function, vetted_warm
-from toolfactory.models import Function, Task, Tool, ToolCall, canonical_json
+from toolfactory.models import Function, Message, Task, Tool, ToolCall, canonical_json
 from toolfactory.stages.dialogues.agents import call_error, unsendable
 from toolfactory.stages.verify.from_record import RESULT_DIGEST, result_digest
 
@@ -102,6 +109,7 @@ class DialogueExecution:
         self._lock = asyncio.Lock()  # calls run one at a time, in the order they were made
         self.calls: list[dict[str, Any]] = []
         self.warm: dict[str, bool] = {}  # the sources whose session came from the warm pool
+        self._turn_states: list[dict[str, Any]] = []  # after each user message whose calls are done
 
     async def __aenter__(self) -> DialogueExecution:
         await self._stack.__aenter__()
@@ -151,6 +159,20 @@ class DialogueExecution:
         if error is not None:
             return CallResult(content=json.dumps({"status_code": 400, "error": error}, ensure_ascii=False), is_error=True)
         return await self.call(tool, call, json.loads(call.arguments or "{}"))
+
+    async def user_turn(self, turn: int) -> None:
+        """The calls that follow answer user message `turn` (0 for the first): the states the
+        earlier user messages' calls left are taken now, before any of these runs."""
+        if not self._names:
+            return  # nothing here runs for real
+        async with self._lock:
+            while len(self._turn_states) < turn:
+                self._turn_states.append(await self._observed())
+
+    async def _observed(self) -> dict[str, Any]:
+        """The state of each open session that has an observable one (the lock held)."""
+        states = {name: await session.state() for name, session in sorted(self._sessions.items())}
+        return {name: state for name, state in states.items() if state is not None}
 
     async def call(self, tool: Tool, call: ToolCall, arguments: dict[str, Any]) -> CallResult:
         """Run `call` on the session of `tool`'s source (opened at its first call)."""
@@ -218,17 +240,25 @@ class DialogueExecution:
         self._stack.push_async_callback(close)
         return await ready
 
-    async def metadata(self) -> dict[str, Any] | None:
-        """What was executed and the state each session was left in (None when nothing ran)."""
+    async def metadata(self, messages: Sequence[Message] = ()) -> dict[str, Any] | None:
+        """What was executed and the state each session was left in (None when nothing ran);
+        with the dialogue's `messages`, the states after each user message too (when it has more
+        than one, see the module doc)."""
         if not self._sessions:
             return None
         async with self._lock:
             states = {name: await session.state() for name, session in sorted(self._sessions.items())}
+        users = sum(message.role == "user" for message in messages)
+        observed = {name: state for name, state in states.items() if state is not None}
+        # The user messages after the last one whose calls ran left the final state.
+        turn_states = [*self._turn_states[:users], *[observed] * max(users - len(self._turn_states), 0)]
         # How each session began: a process started for it, or a warm one reset (the verifier's
         # replay opens its sessions the same way).
         began = {name: "reused" if getattr(session, "reused", False) else "started" for name, session in sorted(self._sessions.items())}
         out = {"calls": self.calls, "states": states, "sessions": began,
                "warm": {name: self.warm.get(name, False) for name in sorted(self._sessions)}}
+        if users > 1 and observed:
+            out["turn_states"] = turn_states
         versions = {name: self._versions[name] for name in sorted(self._sessions) if self._versions.get(name)}
         if versions:
             out["versions"] = versions  # what ran, by source: a replay on another version may drift

@@ -109,6 +109,8 @@ class Simulation:
         if self.early is not None:  # before the tool executor answers calls of a lost record
             self.early.raise_if_rejected(self.functions, self.messages)
         calls = turn.tool_calls or []
+        if self.live is not None:  # the states the earlier user turns left are taken before these run
+            await self.live.user_turn(sum(m.role == "user" for m in self.messages) - 1)
         answers = await asyncio.gather(*(self._respond(call) for call in calls))
         for call, (text, failed) in zip(calls, answers):
             self.notes.error_responses += failed

@@ -105,7 +105,7 @@ class DialoguesStage:
                     return [Rejected(id=rejected_id, stage=self.name, reasons=[result.lost.reason], detail=result.lost.detail,
                                      record={"task": task.model_dump(), "generation": result.generation,
                                              "llm_calls": result.llm_calls})]
-                executed = await live.metadata()
+                executed = await live.metadata(result.messages)
         except ExecutionFailed as failed:
             # The environment failed (hung, crashed, flooded, forked): this dialogue only.
             return [Rejected(id=rejected_id, stage=self.name, reasons=[failed.reason], detail=failed.message,

@@ -11,7 +11,10 @@ the ``exec_*`` rules (:mod:`toolfactory.stages.verify.rules.execution`).
 
 The state the replay must reach is the task's ``target_state`` when the dialogue carries one
 (``generation["execution"]["target_state"]``: a blueprint's, or BFCL's ground truth's), else the
-``states`` the dialogue recorded, which the replay must reproduce. A session that also ran calls
+``states`` the dialogue recorded, which the replay must reproduce. So too after each user turn:
+the task's ``target_turn_states`` where it has them, else the ``turn_states`` the dialogue
+recorded (the dialogues stage keeps them for a dialogue of more than one user message; a record
+made before it did is held to its final state alone). A session that also ran calls
 that are not on the dialogue's final path (ToolLLM's search abandons branches, but their calls
 changed the one session's state) recorded a state that no replay of the path can give: such a
 dialogue is compared with its target state only, and its deterministic results must still match.
@@ -41,7 +44,7 @@ from collections import Counter
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import ValidationError
 
@@ -120,8 +123,9 @@ class Replay:
     """How each source's session began: ``started`` (a new process) or ``reused`` (a warm one)."""
     expected_turns: list[dict[str, Any]] | None = None
     """The states the task requires after the calls that answer each user message, in order
-    (``target_turn_states``: BFCL checks the state after every turn), by source; None: the final
-    state alone is compared."""
+    (``target_turn_states``: BFCL checks the state after every turn; else the dialogue's recorded
+    ``turn_states``), by source; None: the final state alone is compared."""
+    expected_turns_kind: Literal["target", "recorded"] = "target"
     live: bool = True
     """Whether the calls ran again (False: the record was checked against itself, nothing ran)."""
 
@@ -198,6 +202,11 @@ def path_calls(dialogue: Dialogue, settings: Mapping[str, ExecutableSourceSettin
     return found
 
 
+def _turn_list(value: Any) -> TypeGuard[list[dict[str, Any]]]:
+    """Whether `value` is a list of states by source, one per user turn."""
+    return isinstance(value, list) and all(isinstance(states, dict) for states in value)
+
+
 def _ran_at(recorded: list[dict[str, Any]], start: int, name: str, arguments: str) -> int | None:
     """The index, from `start` on, of the session's call of `name` with exactly `arguments`; None
     when the record does not say it ran (or keeps no arguments to tell)."""
@@ -233,8 +242,15 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
     if out.expected is not None and out.expected_kind == "recorded" and unreproducible:
         out.expected = {name: state for name, state in out.expected.items() if name not in unreproducible}
     per_turn = executed.get("target_turn_states")
-    if isinstance(per_turn, list) and all(isinstance(states, dict) for states in per_turn):
+    recorded_turns = executed.get("turn_states")
+    if _turn_list(per_turn):
         out.expected_turns = per_turn
+    elif complete and _turn_list(recorded_turns):
+        # As the final state: a recorded state is the dialogue's own only if the session ran
+        # exactly the path's calls, and an unreproducible source's is not held to.
+        out.expected_turns = [{name: state for name, state in states.items() if name not in unreproducible}
+                              for states in recorded_turns]
+        out.expected_turns_kind = "recorded"
     turn_sources = {name for states in out.expected_turns or [] for name in states}
     needed = sorted({call.source for call in calls} | set(out.expected or {}) | turn_sources)
     missing = [name for name in needed if name not in sources]
@@ -314,6 +330,12 @@ def from_record(dialogue: Dialogue, settings: Mapping[str, ExecutableSourceSetti
     if isinstance(target, dict) and _same_path(calls, recorded) and None not in where:
         out.expected = {name: state for name, state in target.items() if name in states}
         out.expected_kind = "target"
+        # Likewise after each turn, where the record keeps its states and the task its targets.
+        recorded_turns, per_turn = executed.get("turn_states"), executed.get("target_turn_states")
+        if _turn_list(recorded_turns) and _turn_list(per_turn):
+            out.turn_states = list(recorded_turns)
+            out.expected_turns = [{name: state for name, state in states.items() if name in recorded_turns[turn]}
+                                  for turn, states in enumerate(per_turn[:len(recorded_turns)])]
     return out, findings
 
 

@@ -22,17 +22,20 @@ What the record can prove:
   convention (``error_keys``: BFCL's ``{"error": …}``) must be recorded as one, and a Python
   environment's recorded error must be an exception's ``Name: message`` or such an answer.
 * **The states hold together.** Each source a recorded call ran on has its final state recorded;
-  where the task has a target state and the record's calls are exactly the dialogue's, the
-  recorded final state must be the target (``exec_state_mismatch``, as a replay would find if the
-  record is honest); and an error no later call recovers is ``exec_error_unrecovered`` as in a
-  replay (it is judged on the recorded error flags in both).
+  where the record keeps the state after each user turn (``turn_states``), it keeps one entry
+  per user message, each source that has a state is in the entry of every turn from its first
+  call on, and the last entry is the final state; where the task has a target state and the
+  record's calls are exactly the dialogue's, the recorded final state must be the target, and
+  the recorded state after each turn the task's for that turn (``exec_state_mismatch``, as a
+  replay would find if the record is honest); and an error no later call recovers is
+  ``exec_error_unrecovered`` as in a replay (it is judged on the recorded error flags in both).
 
 What it cannot prove: that the source *would* answer so (a result recorded consistently but
 never produced: only a replay finds ``exec_result_mismatch`` or ``exec_source_drifted``); a state
-recorded consistently but wrong; the state after each user turn (the record keeps the final
-state only, so ``target_turn_states`` need a replay); a record without result digests (earlier
-runs, BFCL's imported trajectories) beyond its calls and states. ``benchmarks/replay_agreement.py``
-measures how often the two verdicts differ.
+recorded consistently but wrong; the state after each user turn of a record that keeps the final
+state only (made before records kept ``turn_states``: then ``target_turn_states`` need a replay);
+a record without result digests (earlier runs, BFCL's imported trajectories) beyond its calls and
+states. ``benchmarks/replay_agreement.py`` measures how often the two verdicts differ.
 
 Every finding of the record against itself is ``exec_record_inconsistent``
 (:mod:`.rules.execution`).
@@ -56,6 +59,7 @@ RESULT_DIGEST = "result_sha256"
 SEARCH_RECIPE = "toolllm"
 # How a Python environment's runner reports an exception: ``f"{type(exc).__name__}: {exc}"``.
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:( |$)")
+_MESSAGE_INDEX = re.compile(r"^messages\[(\d+)\]")
 
 Finding = tuple[str, str]  # (path, message), as the rules yield them
 
@@ -148,7 +152,44 @@ def inconsistencies(dialogue: Dialogue, path: list[tuple[str, str, str, str, str
     for source in sorted(ran):
         if not isinstance(states, dict) or source not in states:
             findings.append(("generation.execution.states", f"{source} ran calls of the dialogue, but its final state is not recorded"))
+    if "turn_states" in executed and isinstance(states, dict):
+        first_turn: dict[str, int] = {}
+        for (at, source, *_), index in zip(path, where):
+            if index is not None:
+                first_turn.setdefault(source, _turn_of(dialogue, at))
+        findings += turn_inconsistencies(dialogue, executed["turn_states"], states, first_turn)
     return findings
 
 
-__all__ = ["RESULT_DIGEST", "aligned", "error_by_convention", "inconsistencies", "result_digest"]
+def _turn_of(dialogue: Dialogue, at: str) -> int:
+    """The user turn (0 for the first) the message at path `at` (``messages[i]…``) answers."""
+    found = _MESSAGE_INDEX.match(at)
+    upto = int(found.group(1)) if found else len(dialogue.messages)
+    return max(sum(m.role == "user" for m in dialogue.messages[: upto + 1]) - 1, 0)
+
+
+def turn_inconsistencies(dialogue: Dialogue, turn_states: Any, states: Mapping[str, Any],
+                         first_turn: Mapping[str, int]) -> list[Finding]:
+    """What the recorded states after each user turn say against the dialogue and the final
+    states (see the module doc). `first_turn`: the user turn of each source's first call."""
+    at = "generation.execution.turn_states"
+    users = sum(m.role == "user" for m in dialogue.messages)
+    if not isinstance(turn_states, list) or not all(isinstance(entry, dict) for entry in turn_states):
+        return [(at, "the states after each user turn are not a list of states by source")]
+    if len(turn_states) != users:
+        return [(at, f"the record keeps the states after {len(turn_states)} user turns, but the dialogue has {users}")]
+    findings: list[Finding] = []
+    for source, turn in sorted(first_turn.items()):
+        if states.get(source) is None:
+            continue  # nothing observable: never in the turn states
+        missing = [n for n in range(turn, users) if source not in turn_states[n]]
+        if missing:
+            findings.append((f"{at}.{missing[0]}", f"{source} ran calls in user turn {turn + 1}, but its state after "
+                                                   f"user turn {missing[0] + 1} is not recorded"))
+    final = {name: state for name, state in states.items() if state is not None}
+    if turn_states and turn_states[-1] != final:
+        findings.append((f"{at}.{users - 1}", "the state recorded after the last user turn is not the recorded final state"))
+    return findings
+
+
+__all__ = ["RESULT_DIGEST", "aligned", "error_by_convention", "inconsistencies", "result_digest", "turn_inconsistencies"]

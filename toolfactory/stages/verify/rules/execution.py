@@ -11,6 +11,7 @@ the rules that need answers given again find nothing, the others judge what the 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -116,13 +117,17 @@ def state_mismatch(sample: Sample) -> Iterator[Finding]:
             return
     # BFCL checks the state after every user turn: a booking changed and then cancelled ends
     # where the task does, but not through the states it asks for. The first turn that differs.
+    kind = replay.expected_turns_kind
+    key = "target_turn_states" if kind == "target" else "turn_states"
     for turn, (found_states, expected_states) in enumerate(zip(replay.turn_states, replay.expected_turns or [])):
         for source, expected in sorted(expected_states.items()):
-            where = first_difference(found_states.get(source), expected)
-            if where is not None:
-                yield f"generation.execution.target_turn_states.{turn}.{source}", (
-                    f"after user turn {turn + 1}, {source} is in another state than the target's "
-                    f"(first difference at {where or '/'})")
+            differs = difference(found_states.get(source), expected)
+            if differs is not None:
+                where, got, wanted = differs
+                has = "has" if replay.live else "is recorded to have"
+                yield f"generation.execution.{key}.{turn}.{source}", (
+                    f"after user turn {turn + 1}, {source} is in another state than the {kind} one "
+                    f"(first difference at {where or '/'}: the replay {has} {_value(got)}, the {kind} one {_value(wanted)})")
                 return
 
 
@@ -162,20 +167,33 @@ def start_failed(sample: Sample) -> Iterator[Finding]:
     yield from _failed(sample, EXEC_START_FAILED)
 
 
+_ABSENT = object()  # what a missing key or list item holds, in :func:`difference`
+
+
 def first_difference(found: object, expected: object, path: str = "") -> str | None:
     """The JSON path of the first place where `found` differs from `expected`, or None when equal."""
+    differs = difference(found, expected, path)
+    return None if differs is None else differs[0]
+
+
+def difference(found: object, expected: object, path: str = "") -> tuple[str, object, object] | None:
+    """The first place where `found` differs from `expected` (its JSON path, and the value each
+    holds there: :data:`_ABSENT` where one has nothing), or None when equal."""
     if isinstance(found, dict) and isinstance(expected, dict):
         for key in sorted(set(found) | set(expected), key=str):
-            if key not in found or key not in expected:
-                return f"{path}/{key}"
-            inner = first_difference(found[key], expected[key], f"{path}/{key}")
+            inner = difference(found.get(key, _ABSENT), expected.get(key, _ABSENT), f"{path}/{key}")
             if inner is not None:
                 return inner
         return None
     if isinstance(found, list) and isinstance(expected, list):
-        for i, (a, b) in enumerate(zip(found, expected)):
-            inner = first_difference(a, b, f"{path}/{i}")
+        for i in range(max(len(found), len(expected))):
+            inner = difference(found[i] if i < len(found) else _ABSENT, expected[i] if i < len(expected) else _ABSENT, f"{path}/{i}")
             if inner is not None:
                 return inner
-        return None if len(found) == len(expected) else f"{path}/{min(len(found), len(expected))}"
-    return None if found == expected and type(found) is type(expected) else path
+        return None
+    return None if found == expected and type(found) is type(expected) else (path, found, expected)
+
+
+def _value(value: object) -> str:
+    """A state's value as a message quotes it."""
+    return "nothing" if value is _ABSENT else _short(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
