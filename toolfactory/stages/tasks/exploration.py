@@ -30,6 +30,7 @@ as without exploration, and the reason is counted in the stage's profile (``expl
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import logging
 import re
@@ -229,8 +230,17 @@ async def _call(session: Any, fn: Function, found: _Facts, result: Exploration, 
         refused = isinstance(value, dict) and (refusal(value) is not None or any(
             inner is False and re.search(r"(status|success|ok)$", str(key)) for key, inner in value.items()))
         if not answer.is_error and not refused:
-            found.add(facts_in(value, fn.name))
+            found.add([fact for fact in facts_in(value, fn.name) if not _of_today(fact.value)])
     return True
+
+
+def _of_today(text: str) -> bool:
+    """Whether `text` holds today's date (ISO, as UTC or this machine's zone has it): a value a
+    clock wrote (a time converted "today"), which a run on another day reads otherwise, so that
+    its prompts, and what the LLM cache holds for them, would differ. Two sessions of one vetting
+    run cannot tell such a function from a deterministic one."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return any(day in text for day in {now.date().isoformat(), now.astimezone().date().isoformat()})
 
 
 class Explorer:
