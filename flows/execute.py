@@ -25,7 +25,7 @@ from flows.full_disk import full_disk_state
 from flows.leftovers import take_over
 from flows.overlap import Group, Settled, StageFlows, StageWork, current_link
 from flows.progress import StageProgress, shared_display
-from flows.runtime import ray_session, run_ledger
+from flows.runtime import ray_session, run_ledger, session_hosts
 from flows.task_runner import KeptContextRayTaskRunner
 from tasks.shard import configured
 from toolfactory.config import Config
@@ -58,7 +58,8 @@ def execute_run(manifest: Manifest, store: ObjectStore, base_url: str | None, ch
     stop: str | None = None  # the budget is spent
     driver = Driver()
     take_over(run_id, FlowRunContext.get().flow_run, driver, get_run_logger())  # type: ignore[union-attr]
-    with (ray_session(config, warm=book.widest_stage()), run_ledger(config, run_id, book.stats) as ledger,
+    with (ray_session(config, warm=book.widest_stage()), session_hosts(config, run_id),
+          run_ledger(config, run_id, book.stats) as ledger,
           shared_display() as display, StageFlows() as flows):
         limits = ledger.ref if ledger is not None else None
         for stages in chains(STAGE_NAMES):  # a chain of one-to-one stages runs at once (flows/overlap.py)

@@ -302,6 +302,18 @@ def startup_failure(exc: StartupFailed) -> Any:
     return Failed(message=str(exc), data=exc)
 
 
+@contextmanager
+def session_hosts(config: Config, run_id: str) -> Iterator[None]:
+    """The run's session hosts (made by its shards, one per node that opened a warm session of an
+    executable source) are closed when its stages end, with the processes they kept."""
+    try:
+        yield
+    finally:
+        from toolfactory.executable.node_pool import close_hosts
+
+        close_hosts(run_id, config.orchestration.session_host_close_timeout_s)
+
+
 @dataclass(frozen=True)
 class RunLedger:
     """The run's ledger actor: `ref` goes to every shard job; the flow asks it why the run stopped."""

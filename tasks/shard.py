@@ -16,6 +16,7 @@ from prefect.states import State
 
 from toolfactory.config import Config
 from toolfactory.errors import ToolfactoryError, retryable
+from toolfactory.executable.node_pool import use_host
 from toolfactory.run.execution import ShardJob, run_shard
 from toolfactory.run.metrics import ShardMetrics
 
@@ -88,7 +89,14 @@ def _retry_transient(_task: Task[Any, Any], run: TaskRun, state: State[Any]) -> 
     retry_condition_fn=_retry_transient,
 )
 def shard_task(run_id: str, stage: str, index: int, job: ShardJob) -> ShardMetrics:
-    return run_shard(job, node=_ray_node()).with_attempts(int(task_run.run_count or 1))
+    # Warm sessions of executable sources come from the node's session host, shared by every
+    # worker of the node (toolfactory.executable.node_pool).
+    host = use_host(run_id)
+    try:
+        return run_shard(job, node=_ray_node()).with_attempts(int(task_run.run_count or 1))
+    finally:
+        if host is not None:
+            host.var.reset(host)
 
 
 def _ray_node() -> str | None:

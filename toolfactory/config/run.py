@@ -83,3 +83,7 @@ class OrchestrationConfig(Section):
     (GCS, raylet and agents) and the driver's connection to it."""
     simulator_start_timeout_s: float = Field(180.0, gt=0, le=3600)
     """How long to wait for the offline simulator (`llm.provider: simulator`) to answer."""
+    session_host_close_timeout_s: float = Field(60.0, gt=0, le=3600)
+    """How long the run waits, when its stages end, for each node's session host to stop the
+    executable sources' processes it kept warm (:mod:`toolfactory.executable.node_pool`); a host
+    still busy after that is killed, and its processes with it."""

@@ -1,7 +1,7 @@
 """Warm sessions: a source's processes kept between dialogues, each dialogue handed a fresh one.
 
 Starting a server or a runner process costs seconds on a loaded machine; a call costs
-milliseconds. So a worker process keeps the processes of a source it has started and hands the
+milliseconds. So a pool keeps the processes of a source it has started and hands the
 next dialogue one of them, reset (:meth:`PythonSession.reset`: the instance made anew from the
 initial state; :meth:`McpSession.reset`: the working folder emptied, and a ping). A process is
 started only when none is idle and fewer than ``max_sessions`` are alive; one whose session
@@ -12,6 +12,10 @@ Whether a source is reset this way is vetting's finding (a reset session answers
 a fresh one does: :func:`~toolfactory.executable.vetting.vet`) unless ``warm_sessions`` says so;
 otherwise every session is a new process, as without the pool. Sessions over HTTP are never
 pooled: the server is not ours, and a new MCP session costs a request.
+
+On Ray, the pools live in the node's session host, shared by every worker of the node
+(:mod:`toolfactory.executable.node_pool`, chosen by :func:`open_session`); the pools here are a
+worker process's own, used where a stage runs outside Ray.
 
 The processes outlive the event loop of a shard (each shard runs its own), so the pool runs them
 on an event loop of its own, in a daemon thread of the worker process; a session's calls are
@@ -279,5 +283,12 @@ def warm(settings: ExecutableSourceSettings, vetted: bool | None) -> bool:
 
 
 def open_session(environment: Environment, settings: ExecutableSourceSettings, warm: bool) -> AbstractAsyncContextManager[Session]:
-    """A fresh environment of `environment`: a reset warm process when `warm`, else a new process."""
-    return pools().session(environment, settings) if warm else environment.session()
+    """A fresh environment of `environment`: a reset warm process when `warm`, else a new process.
+    A warm one comes from the node's session host where the shard runs on Ray (shared by the
+    node's workers: :mod:`toolfactory.executable.node_pool`), else from this process's pools."""
+    if not warm:
+        return environment.session()
+    from toolfactory.executable.node_pool import current_host, hosted_session
+
+    host = current_host()
+    return hosted_session(host, environment, settings) if host is not None else pools().session(environment, settings)

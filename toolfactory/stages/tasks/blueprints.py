@@ -37,7 +37,7 @@ import asyncio
 import json
 import random
 import re
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from collections.abc import Iterator
 from typing import Any, Sequence
@@ -48,9 +48,11 @@ from toolfactory.executable.registry import environments, source_settings
 from toolfactory.executable.session import (
     Environment,
     ExecutionFailed,
+    Session,
     executable_source,
 )
-from toolfactory.executable.vetting import vetted_function
+from toolfactory.executable.pool import open_session, warm
+from toolfactory.executable.vetting import vetted_function, vetted_warm
 from toolfactory.models import (
     EMPTY_OBJECT_SCHEMA,
     Blueprint,
@@ -278,8 +280,10 @@ class Blueprints:
         self._explorer = explorer
         self._settings: BlueprintsConfig = ctx.config.tasks.blueprints
         self._environments: dict[str, Environment] = environments(ctx.config.tools)
-        self._slots = {name: asyncio.Semaphore(s.max_sessions) for name, s in source_settings(ctx.config.tools).items()}
+        self._source_settings = source_settings(ctx.config.tools)
+        self._slots = {name: asyncio.Semaphore(s.max_sessions) for name, s in self._source_settings.items()}
         self._starting: dict[str, asyncio.Future[Any]] = {}
+        self._warm: dict[str, bool | None] = {}  # what vetting found of each source's reset
 
     def applies(self, tool: Tool) -> bool:
         """Whether `tool`'s tasks are blueprints: blueprints are on and it runs on a configured source."""
@@ -292,6 +296,9 @@ class Blueprints:
         recipe = "toolace" if recipe == "toolace" else "toolalpaca"
         turns = [self._turns(rng) for _ in range(count)]
         designs = [[tool, *self._partner(tool, k)] for k in range(count)]
+        for design in designs:
+            for used in design:
+                self._warm.setdefault(str(executable_source(used)), vetted_warm(used))
         return list(await asyncio.gather(*(self._task(tools, k, n, recipe) for k, (tools, n) in enumerate(zip(designs, turns)))))
 
     def _turns(self, rng: random.Random) -> int:
@@ -317,8 +324,14 @@ class Blueprints:
         return await self._starting[source]
 
     async def _read_state(self, source: str) -> Any:
-        async with self._slots[source], self._environments[source].session() as session:
+        async with self._slots[source], self._session(source) as session:
             return await session.state()
+
+    def _session(self, source: str) -> AbstractAsyncContextManager[Session]:
+        """A fresh session of `source`: a warm process reset for it where vetting found the reset
+        keeps sessions apart, as the dialogues stage opens them (:mod:`toolfactory.executable.pool`)."""
+        settings = self._source_settings[source]
+        return open_session(self._environments[source], settings, warm(settings, self._warm.get(source)))
 
     def _prompt(self, tools: list[Tool], turns: int, initial: dict[str, Any]) -> str:
         def block(tool: Tool) -> dict[str, str]:
@@ -377,7 +390,7 @@ class Blueprints:
             async with AsyncExitStack() as stack:
                 for name in names:
                     await stack.enter_async_context(self._slots[name])
-                sessions = {name: await stack.enter_async_context(self._environments[name].session()) for name in names}
+                sessions = {name: await stack.enter_async_context(self._session(name)) for name in names}
                 answers: list[str] = []  # what the calls answered so far: the assistant sees it too
                 for n, turn in enumerate(plan):
                     for m, call in enumerate(turn.calls):

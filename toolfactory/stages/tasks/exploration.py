@@ -40,7 +40,8 @@ from typing import Any
 from toolfactory.executable.probes import probe_arguments
 from toolfactory.executable.registry import environments, source_settings
 from toolfactory.executable.session import Environment, ExecutionFailed, executable_source
-from toolfactory.executable.vetting import vetted_function
+from toolfactory.executable.pool import open_session, warm
+from toolfactory.executable.vetting import vetted_function, vetted_warm
 from toolfactory.models import Function, Tool
 from toolfactory.stages.base import ShardContext, StageOutput
 
@@ -188,7 +189,11 @@ async def explore(environment: Environment, tool: Tool) -> Exploration:
     Raises :class:`ExecutionFailed` when the environment fails; the caller bounds the time."""
     found = _Facts()
     result = Exploration(source=environment.name)
-    async with environment.session() as session:
+    settings = getattr(environment, "settings", None)
+    # A warm process reset for it where vetting found the reset keeps sessions apart (as the
+    # dialogues stage opens its sessions), else a new one.
+    fresh = open_session(environment, settings, warm(settings, vetted_warm(tool))) if settings is not None else environment.session()
+    async with fresh as session:
         initial = await session.state()
         # Only what a fresh environment holds every time: a clock's answer or a state with a
         # timestamp would make the request prompts differ from run to run, so a re-run could not
