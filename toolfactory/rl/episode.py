@@ -1,7 +1,10 @@
 """One rollout of a task: the policy's tool calls run on real sessions of the task's sources
 (:mod:`toolfactory.executable`), opened at a source's first call and closed with the episode,
 as the dialogues stage runs them. What ran is kept, in the shape the verifier's execution layer
-reads (``generation["execution"]["calls"]``), for :func:`toolfactory.rl.reward.score`.
+reads (``generation["execution"]["calls"]``), for :func:`toolfactory.rl.reward.score`, each call
+with the user turn it answers (:attr:`Episode.turn` when it ran; an environment moves the episode
+on with :meth:`Episode.next_turn` as it gives the policy the task's next user message), so that
+the state after every turn can be held to the task's ``target_turn_states``.
 
 A call to a function the task does not offer, or whose arguments are not a JSON object, is
 answered with an error and does not run. A failure of the source itself (it hung, crashed,
@@ -31,6 +34,8 @@ class Episode:
     calls: list[dict[str, Any]] = field(default_factory=list)
     failure: str | None = None
     """The reason code of a source failure that ended the episode."""
+    turn: int = 0
+    """The user turn the policy is answering (0 for the first)."""
 
     def __post_init__(self) -> None:
         self._sources: dict[str, tuple[Environment, ExecutableSourceSettings]] = self.task.sources()
@@ -49,6 +54,12 @@ class Episode:
     async def close(self) -> None:
         self._sessions.clear()
         await self._stack.aclose()
+
+    def next_turn(self) -> str | None:
+        """Move on to the task's next user turn: its message, or None when the last one was answered."""
+        turns = self.task.user_turns
+        self.turn = min(self.turn + 1, len(turns))
+        return turns[self.turn] if self.turn < len(turns) else None
 
     async def _owner(self, name: str) -> str | None:
         if name in self._owners:
@@ -79,6 +90,6 @@ class Episode:
             # A warm process, reset, where the source's settings ask for one (`warm_sessions`).
             self._sessions[source] = await self._stack.enter_async_context(open_session(environment, settings, warm(settings, None)))
         result = await self._sessions[source].call(name, parsed)
-        self.calls.append({"source": source, "name": name, "arguments": arguments, "is_error": result.is_error,
+        self.calls.append({"turn": self.turn, "source": source, "name": name, "arguments": arguments, "is_error": result.is_error,
                            "truncated": result.truncated, "deterministic": self.task.deterministic().get(name, False)})
         return result

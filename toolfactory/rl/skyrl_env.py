@@ -94,7 +94,6 @@ class TasksTextEnv(BaseTextEnv):
         self.task = Task.from_json(json.loads(raw) if isinstance(raw, str) else raw)
         self.max_turns = int(extras.get("max_turns") or (env_config or {}).get("max_turns") or 40)
         self.trajectory = Trajectory()
-        self.turn = 0
         self.score: Score | None = None
         self._loop = _Loop()
         self._episode = Episode(self.task)
@@ -117,7 +116,8 @@ class TasksTextEnv(BaseTextEnv):
     def _done(self) -> BaseTextEnvStepOutput:
         self.score = self._loop.run(score(self.task, self.trajectory))
         return BaseTextEnvStepOutput(observations=[], reward=self.score.reward, done=True,
-                                     metadata={"codes": self.score.codes, "calls": len(self._episode.calls)})
+                                     metadata={"codes": self.score.codes, "paths": self.score.paths,
+                                               "calls": len(self._episode.calls)})
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         self.turns += 1
@@ -131,10 +131,9 @@ class TasksTextEnv(BaseTextEnv):
                 return self._done()
             return BaseTextEnvStepOutput(observations=[{"role": "user", "content": "\n".join(responses)}],
                                          reward=0.0, done=False, metadata={})
-        self.turn += 1
-        if self.turn >= len(self.task.user_turns) or self.turns >= self.max_turns:
+        content = self._episode.next_turn()  # the calls from here on answer the next user turn
+        if content is None or self.turns >= self.max_turns:
             return self._done()
-        content = self.task.user_turns[self.turn]
         self.trajectory.user(content)
         return BaseTextEnvStepOutput(observations=[{"role": "user", "content": content}], reward=0.0, done=False, metadata={})
 
@@ -171,6 +170,8 @@ class Rollout:
     codes: list[str]
     steps: int
     calls: int
+    paths: list[str] = field(default_factory=list)
+    """Where the failed verdicts point (:attr:`toolfactory.rl.reward.Score.paths`)."""
     chat_history: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -210,6 +211,6 @@ def rollout(row: Mapping[str, Any], client: Any, model: str, max_turns: int = 40
             reward, done = float(output["reward"]), bool(output["done"])
         metadata = (output or {}).get("metadata") or {}
         return Rollout(reward=reward, codes=list(metadata.get("codes") or []), steps=steps,
-                       calls=int(metadata.get("calls") or 0), chat_history=chat_history)
+                       calls=int(metadata.get("calls") or 0), paths=list(metadata.get("paths") or []), chat_history=chat_history)
     finally:
         env.close()

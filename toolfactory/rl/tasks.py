@@ -4,7 +4,11 @@ environments (BFCL's multi-turn entries, :func:`task_of_record`).
 
 A :class:`Task` knows the sources its calls run on (:meth:`Task.sources`): the exported
 configuration with the initial state put back, and, for an MCP server, the variables that
-``env_names`` lists taken from this process's environment. Nothing here imports an RL library.
+``env_names`` lists taken from this process's environment. Its ``target_turn_states``, where it
+has them, are the states the ground truth leaves after each user turn: BFCL checks the state
+after every turn, and a policy that ends where the task does by another path (a file moved a
+turn late, a booking changed and then cancelled) must not score as if it had followed it.
+Nothing here imports an RL library.
 """
 
 from __future__ import annotations
@@ -38,20 +42,37 @@ class Task:
     initial_state: dict[str, Any]
     ground_truth: list[dict[str, Any]]
     target_state: dict[str, Any]
+    target_turn_states: list[dict[str, Any]] | None = None
+    """The state of each source after the calls that answer each user turn, one entry per turn
+    (None: a task whose record kept the final state alone is held to that only)."""
+
+    def __post_init__(self) -> None:
+        turns = self.target_turn_states
+        if turns is None:
+            return
+        if not isinstance(turns, list) or not all(isinstance(states, dict) for states in turns):
+            raise ValueError(f"task {self.id!r}: field 'target_turn_states' must be a list of {{source: state}} objects, "
+                             f"not {json.dumps(turns, default=str)[:80]}")
+        if len(turns) != len(self.prompt):
+            raise ValueError(f"task {self.id!r}: field 'target_turn_states' has {len(turns)} entries, "
+                             f"but the prompt has {len(self.prompt)} user turns")
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> Task:
         missing = [f for f in ("id", "prompt", "tools", "environments", "ground_truth", "target_state") if f not in row]
         if missing:
             raise ValueError(f"task {row.get('id')!r}: missing field {missing[0]!r}")
+        turns = row.get("target_turn_states")
         return cls(id=str(row["id"]), system=row.get("system"), prompt=list(row["prompt"]), tools=list(row["tools"]),
                    environments=list(row["environments"]), initial_state=dict(row.get("initial_state") or {}),
-                   ground_truth=list(row["ground_truth"]), target_state=dict(row["target_state"]))
+                   ground_truth=list(row["ground_truth"]), target_state=dict(row["target_state"]),
+                   target_turn_states=list(turns) if isinstance(turns, list) else turns)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "system": self.system, "prompt": self.prompt, "tools": self.tools,
                 "environments": self.environments, "initial_state": self.initial_state,
-                "ground_truth": self.ground_truth, "target_state": self.target_state}
+                "ground_truth": self.ground_truth, "target_state": self.target_state,
+                **({"target_turn_states": self.target_turn_states} if self.target_turn_states is not None else {})}
 
     @property
     def user_turns(self) -> list[str]:
@@ -117,7 +138,12 @@ def write_tasks(tasks: list[Task], path: str | Path) -> Path:
 
 def task_of_record(dialogue: Dialogue) -> Task:
     """The task of a record that names its own environments (BFCL's imported multi-turn entries:
-    a preset and its initial state per source), as the ``tasks`` export would write it."""
+    a preset and its initial state per source), as the ``tasks`` export would write it.
+
+    Its ``target_turn_states`` are the record's own: BFCL's reader keeps the state its ground
+    truth leaves after each user turn (``generation.execution.target_turn_states``), else the
+    ``turn_states`` the dialogues stage recorded where the record's calls are exactly the ones
+    that ran; as in the export, only one entry per user message makes a per-turn target."""
     executed = dialogue.generation.get(EXECUTION) or {}
     own = record_sources(dialogue)
     if not own:
@@ -125,16 +151,21 @@ def task_of_record(dialogue: Dialogue) -> Task:
     recorded = executed.get("calls") or []
     calls = path_calls(dialogue, own)
     errors = [bool(c.get("is_error")) for c in recorded] if len(recorded) == len(calls) else [False] * len(calls)
+    prompt = [{"role": "user", "content": m.content} for m in dialogue.messages if m.role == "user"]
+    ran_the_path = [(c.get("source"), c.get("name")) for c in recorded] == [(c.source, c.name) for c in calls]
+    per_turn = next((found for found in (executed.get("target_turn_states"), executed.get("turn_states") if ran_the_path else None)
+                     if isinstance(found, list) and len(found) == len(prompt) and all(isinstance(s, dict) for s in found)), None)
     return Task(
         id=dialogue.id,
         system=next((m.content for m in dialogue.messages if m.role == "system"), None),
-        prompt=[{"role": "user", "content": m.content} for m in dialogue.messages if m.role == "user"],
+        prompt=prompt,
         tools=[f.openai_tool() for f in dialogue.tools],
         environments=[{"name": name, "kind": "python", "env_names": [], "header_names": [],
                        "config": s.model_dump(mode="json", exclude_defaults=True, exclude={"initial_state"}) | {"name": name}}
                       for name, s in own.items()],
-        initial_state={name: s.initial_state for name, s in own.items()},  # type: ignore[union-attr]
+        initial_state={name: s.initial_state for name, s in own.items()},  # type: ignore[attr-defined]
         ground_truth=[{"turn": c.turn, "source": c.source, "name": c.name, "arguments": json.loads(c.arguments or "{}"),
                        "is_error": error, "deterministic": c.deterministic} for c, error in zip(calls, errors)],
         target_state=dict(executed.get("target_state") or executed.get("states") or {}),
+        target_turn_states=json.loads(json.dumps(per_turn)) if per_turn is not None else None,
     )

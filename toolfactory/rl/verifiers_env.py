@@ -55,6 +55,7 @@ async def execution_reward(state: vf.State, **_: Any) -> float:
     task: Task = state[EPISODE].task
     found = await score(task, trajectory_of(state))
     state["toolfactory_codes"] = found.codes
+    state["toolfactory_paths"] = found.paths
     return found.reward
 
 
@@ -87,8 +88,8 @@ class TasksEnv(vf.MultiTurnEnv):
         if not state["trajectory"] or state.get(EPISODE) is None:
             return False
         last = state["trajectory"][-1]["completion"][-1]
-        turns = len(state[EPISODE].task.user_turns)
-        return last.role == "assistant" and not last.tool_calls and state[TURN] + 1 >= turns
+        episode: Episode = state[EPISODE]
+        return last.role == "assistant" and not last.tool_calls and episode.turn + 1 >= len(episode.task.user_turns)
 
     async def env_response(self, messages: vf.Messages, state: vf.State, **kwargs: Any) -> vf.Messages:
         last = messages[-1]
@@ -99,8 +100,10 @@ class TasksEnv(vf.MultiTurnEnv):
                 result = await episode.call(call.name, call.arguments)
                 out.append(vf.ToolMessage(tool_call_id=call.id, content=result.content))
             return out
-        state[TURN] += 1  # answered without a call: the task's next user turn
-        return [vf.UserMessage(content=episode.task.user_turns[state[TURN]])]
+        # Answered without a call: the task's next user turn, which the calls from here on answer.
+        content = episode.next_turn()
+        state[TURN] = episode.turn
+        return [vf.UserMessage(content=content or "")]
 
     @vf.cleanup
     async def close_sessions(self, state: vf.State) -> None:
