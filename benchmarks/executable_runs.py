@@ -26,8 +26,8 @@ marker, are answered by the tool-executor LLM (the simulator). The sources:
 Reported per source and mode: functions imported, whether the run completed, tasks, dialogues
 made and accepted (the dataset), the share of tasks accepted, LLM calls and tokens per accepted
 dialogue (every stage, judges included), the tool role's LLM calls (0 when every call ran), and
-how many accepted dialogues executed real calls; process starts (dialogues and replays) per
-executed dialogue, and the CPU time of the benchmark's whole process tree (driver, Prefect, Ray
+how many accepted dialogues executed real calls; process starts (every stage's: listing and
+vetting, exploration and blueprints, dialogues and replays) per executed dialogue, and the CPU time of the benchmark's whole process tree (driver, Prefect, Ray
 and its workers, the sources' processes: `/proc` times of the living and what they reaped) per
 executed dialogue (per accepted dialogue for the played run). All runs share one Prefect server and one local
 Ray, as the test suite's runs do; each run has its own storage root, so no LLM cache is shared.
@@ -140,8 +140,9 @@ def figures(summary: dict[str, Any], source: str) -> dict[str, Any]:
         "tool_role_tokens": int(tool_role.get("prompt_tokens", 0)) + int(tool_role.get("completion_tokens", 0)),
         "executed_dialogues": stages.get("dialogues", {}).get("profile", {}).get(DIALOGUES_BY_SOURCE, {}).get(source, 0),
         "executed_any": stages.get("dialogues", {}).get("profile", {}).get(EXECUTED, {}).get("any", 0),
-        "process_starts": sum(stages.get(stage, {}).get("profile", {}).get(SESSIONS_STARTED, {}).get(source, 0)
-                              for stage in ("dialogues", "verify")),
+        # Every process the run started for the source: its listing and vetting, exploration and
+        # blueprints, the dialogues and the verifier's replays.
+        "process_starts": sum(s.get("profile", {}).get(SESSIONS_STARTED, {}).get(source, 0) for s in stages.values()),
         "executed_accepted": stages.get(DATASET_STAGE, {}).get("profile", {}).get(DIALOGUES_BY_SOURCE, {}).get(source, 0),
         "rejections": {s: dict(list(v.get("rejections", {}).items())[:3]) for s, v in stages.items() if v.get("rejections")},
     }

@@ -204,8 +204,10 @@ def _print_executed(stages: tuple[StageSummary, ...]) -> None:
     typer.echo(f"executed tools: {shown}")
     accepted = next((s.items_out for s in stages if s.stage == DATASET_STAGE), 0)
     executed = profiles.get(DATASET_STAGE, {}).get(EXECUTED, {}).get("any", 0)
-    started = sum(profiles.get(stage, {}).get(SESSIONS_STARTED, {}).get(source, 0) for stage in ("dialogues", "verify") for source in sources)
-    reused = sum(profiles.get(stage, {}).get(SESSIONS_REUSED, {}).get(source, 0) for stage in ("dialogues", "verify") for source in sources)
+    # Every stage's sessions: the tools stage's listing and vetting, the tasks stage's exploration
+    # and blueprints, the dialogues and the verifier's replays.
+    started = sum(sum(profile.get(SESSIONS_STARTED, {}).values()) for profile in profiles.values())
+    reused = sum(sum(profile.get(SESSIONS_REUSED, {}).values()) for profile in profiles.values())
     if accepted:
         line = f"executed share: {executed} of {accepted} accepted dialogues ran a real tool ({100 * executed / accepted:.0f}%)"
         if started:
@@ -579,6 +581,8 @@ def tools_vet(
         typer.echo(f"{card.source}: {len(works)} of {len(card.tools)} tools work here, {len(card.admitted())} admitted; "
                    f"start {card.start_seconds:.2f} s, "
                    f"median call {(card.call_seconds or 0) * 1000:.0f} ms, memory {card.memory_mb or 0:.0f} MB")
+        if card.error_convention:
+            typer.echo(f"  unflagged errors: {card.error_convention.describe()}")
         for tool in card.tools:
             traits = [tool.status + (" (refused the probes: admitted)" if tool.admitted and tool.status != WORKS
                                      else " (refused the probes)" if tool.refused else "")]

@@ -271,7 +271,7 @@ def executed_tools(stats: RunStats) -> Section:
                                                  "(tools.environments, tools.mcp): every tool response was played by an LLM.",))
     started: Counter[str] = Counter()
     reused: Counter[str] = Counter()
-    for stage in ("dialogues", "verify"):
+    for stage in ("tools", "tasks", "dialogues", "verify"):  # listing and vetting, exploration and blueprints too
         started.update(stats.profile(stage, SESSIONS_STARTED))
         reused.update(stats.profile(stage, SESSIONS_REUSED))
     rows = tuple((source, count(n), count(made[CALLS_BY_SOURCE].get(source, 0)), count(made[ERRORS_BY_SOURCE].get(source, 0)),
@@ -280,7 +280,8 @@ def executed_tools(stats: RunStats) -> Section:
                  for source, n in sorted(sources.items()))
     table = Table("executed", "Dialogues whose calls ran on the real tool of an executable source (no LLM played it), "
                   "per source; error answers are results the assistant saw and could recover from; sessions (of the "
-                  "dialogues and of the verifier's replays) began with a process started for them or a warm one reset.",
+                  "source's listing and vetting, exploration and blueprints, the dialogues and the verifier's replays) "
+                  "began with a process started for them or a warm one reset.",
                   ("source", "dialogues", "calls", "error answers", "in the dataset", "share of the dataset",
                    "processes started", "sessions reused"), rows)
     notes = []

@@ -37,9 +37,10 @@ import asyncio
 import json
 import random
 import re
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections import Counter
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Sequence
 
 from toolfactory.config import BlueprintsConfig
@@ -284,6 +285,8 @@ class Blueprints:
         self._slots = {name: asyncio.Semaphore(s.max_sessions) for name, s in self._source_settings.items()}
         self._starting: dict[str, asyncio.Future[Any]] = {}
         self._warm: dict[str, bool | None] = {}  # what vetting found of each source's reset
+        self.sessions: Counter[tuple[str, str]] = Counter()
+        """Sessions opened, by (source, ``started`` or ``reused``): the stage counts them."""
 
     def applies(self, tool: Tool) -> bool:
         """Whether `tool`'s tasks are blueprints: blueprints are on and it runs on a configured source."""
@@ -327,11 +330,14 @@ class Blueprints:
         async with self._slots[source], self._session(source) as session:
             return await session.state()
 
-    def _session(self, source: str) -> AbstractAsyncContextManager[Session]:
+    @asynccontextmanager
+    async def _session(self, source: str) -> AsyncIterator[Session]:
         """A fresh session of `source`: a warm process reset for it where vetting found the reset
         keeps sessions apart, as the dialogues stage opens them (:mod:`toolfactory.executable.pool`)."""
         settings = self._source_settings[source]
-        return open_session(self._environments[source], settings, warm(settings, self._warm.get(source)))
+        async with open_session(self._environments[source], settings, warm(settings, self._warm.get(source))) as session:
+            self.sessions[(source, "reused" if getattr(session, "reused", False) else "started")] += 1
+            yield session
 
     def _prompt(self, tools: list[Tool], turns: int, initial: dict[str, Any]) -> str:
         def block(tool: Tool) -> dict[str, str]:

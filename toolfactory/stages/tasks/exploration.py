@@ -40,6 +40,7 @@ from typing import Any
 from toolfactory.executable.probes import probe_arguments
 from toolfactory.executable.registry import environments, source_settings
 from toolfactory.executable.session import Environment, ExecutionFailed, executable_source
+from toolfactory.executable.counts import SESSIONS_REUSED, SESSIONS_STARTED
 from toolfactory.executable.pool import open_session, warm
 from toolfactory.executable.vetting import vetted_function, vetted_warm
 from toolfactory.models import Function, Tool
@@ -92,6 +93,8 @@ class Exploration:
     calls: int = 0
     failure: str | None = None
     """The reason code when the exploration failed (then there are no facts)."""
+    began: str | None = None
+    """How its session began: ``started`` (a new process) or ``reused`` (a warm one reset)."""
 
 
 def facts_in(value: Any, label: str = "") -> list[Fact]:
@@ -194,6 +197,7 @@ async def explore(environment: Environment, tool: Tool) -> Exploration:
     # dialogues stage opens its sessions), else a new one.
     fresh = open_session(environment, settings, warm(settings, vetted_warm(tool))) if settings is not None else environment.session()
     async with fresh as session:
+        result.began = "reused" if getattr(session, "reused", False) else "started"
         initial = await session.state()
         # Only what a fresh environment holds every time: a clock's answer or a state with a
         # timestamp would make the request prompts differ from run to run, so a re-run could not
@@ -304,6 +308,8 @@ class Explorer:
             log.warning("exploring %s failed", source, exc_info=True)
             found = Exploration(source=source, failure=EXPLORE_ERROR)
         self._out.count(PROFILE, f"{source}: {found.failure or 'explored'}")
+        if found.began is not None:
+            self._out.count(SESSIONS_REUSED if found.began == "reused" else SESSIONS_STARTED, source)
         if found.failure is None:
             self._out.count(FACTS_PROFILE, source, len(found.facts))
             self._out.count(CALLS_PROFILE, source, found.calls)

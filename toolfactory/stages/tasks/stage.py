@@ -40,6 +40,7 @@ import random
 from collections import Counter
 from typing import Any, ClassVar
 
+from toolfactory.executable.counts import SESSIONS_REUSED, SESSIONS_STARTED
 from toolfactory.executable.session import executable_source
 from toolfactory.models import Rejected, Task, Tool
 from toolfactory.recipes import recipe_named
@@ -121,6 +122,8 @@ class TasksStage:
         finally:
             if parts.api_filter is not None:
                 await parts.api_filter.aclose()
+        for (source, began), n in sorted((blueprints.sessions if blueprints is not None else {}).items()):
+            out.count(SESSIONS_REUSED if began == "reused" else SESSIONS_STARTED, source, n)
         _profile(out)
         return out
 

@@ -21,6 +21,7 @@ import asyncio
 import json
 from typing import Any
 
+from toolfactory.executable.counts import SESSIONS_STARTED
 from toolfactory.config import ToolsConfig
 from toolfactory.executable.session import EXEC_START_FAILED, Environment, ExecutionFailed
 from toolfactory.executable.settings import ExecutableSourceSettings
@@ -48,11 +49,13 @@ async def import_executable(name: str, tools: ToolsConfig, stage: str = "tools",
     try:
         listed = await asyncio.wait_for(environment.list_tools(), settings.start_timeout_seconds)
     except (TimeoutError, ExecutionFailed) as exc:
+        out.count(SESSIONS_STARTED, name)
         detail = exc.message if isinstance(exc, ExecutionFailed) else f"no tools listed within {settings.start_timeout_seconds:g} s"
         out.reject(stage, stable_id("executable", name), [EXEC_START_FAILED], {"source": name}, f"{name}: {detail}")
         return out
     from toolfactory.executable.vetting import source_version
 
+    out.count(SESSIONS_STARTED, name)  # the listing's process
     for tool in listed:
         # The version of what runs, recorded with every call a dialogue makes on it: a replay on
         # another version that answers otherwise is drift (exec_source_drifted), not a bad record.
@@ -90,6 +93,8 @@ async def _vetted(tool: Tool, settings: ExecutableSourceSettings, environment: E
     key = f"{CARDS}/{card_key(settings, source_version(tool, settings), ATTEMPTS)}.json"
     held = store.read_bytes_or_none(key) if store is not None else None
     card = card_from(json.loads(held)) if held else await vet(restricted, ATTEMPTS, settings.vet_timeout_seconds)
+    if restricted.opened:
+        out.count(SESSIONS_STARTED, settings.name, restricted.opened)
     if card.failure is not None:
         reason = card.failure.partition(":")[0]
         out.reject(stage, stable_id("executable", settings.name), [reason if reason.startswith("exec_") else EXEC_START_FAILED],
@@ -122,11 +127,14 @@ class _Restricted:
 
     def __init__(self, environment: Environment, tool: Tool) -> None:
         self._environment, self._tool, self.name = environment, tool, environment.name
+        self.opened = 0
+        """Sessions opened (each a process started: vetting wants fresh ones)."""
 
     async def list_tools(self) -> list[Tool]:
         return [self._tool]
 
     def session(self) -> Any:
+        self.opened += 1
         return self._environment.session()
 
 
