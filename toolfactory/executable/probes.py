@@ -3,8 +3,9 @@
 For each parameter the candidates are, in order: what the schema documents (``examples``,
 ``example``, ``default``, ``const``, every ``enum`` value), values the description quotes as
 examples ("e.g. 'Europe/London'", "such as \\"docs\\""), and a plain value of its type and format
-(a date for ``format: date``, ``UTC`` for a time zone, a file name for a path), then strings
-the source itself answered before (see :func:`probe_arguments`). A probe takes
+(a date for ``format: date``, ``UTC`` for a time zone, a file name for a path, statements for
+a parameter that takes SQL: :func:`sql_statements`), then strings the source itself answered
+before (see :func:`probe_arguments`). A probe takes
 the i-th candidate of every parameter: the required ones first, then all. Every probe is checked
 against the schema with jsonschema; one that does not fit is dropped.
 """
@@ -45,6 +46,38 @@ _NAMED = (
 )
 
 
+# A parameter that takes SQL: its name or its description says so ("SQL query to execute").
+_SQL = re.compile(r"\bSQL\b", re.IGNORECASE)
+# The kinds of statement a description names, written as SQL writes them.
+_SQL_KINDS = ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE TABLE")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+NEW_TABLE = "probe_notes"  # the table a probe of a CREATE TABLE tool makes
+
+
+def takes_sql(name: str, schema: dict[str, Any]) -> bool:
+    """Whether a string parameter takes SQL, by its name or its description."""
+    return bool(_SQL.search(name.replace("_", " ")) or _SQL.search(str(schema.get("description") or "")))
+
+
+def sql_statements(described: str, found: tuple[str, ...]) -> list[str]:
+    """Statements that can run on any SQL database, of the kinds `described` names (a SELECT
+    when it names none): on each table among the names the source answered (`found`: a
+    listing's table names), rows inserted with their defaults, deleted or read; then a table
+    made, and a constant read. A write that can succeed is what tells a write tool from a read
+    one; a name that is no table only costs a refused probe."""
+    kinds = [kind for kind in _SQL_KINDS if re.search(rf"\b{kind}\b", described)] or ["SELECT"]
+    out: list[str] = []
+    for table in (name for name in found if _IDENTIFIER.match(name)):
+        out += [statement for kind, statement in (("INSERT", f"INSERT INTO {table} DEFAULT VALUES"),
+                                                  ("DELETE", f"DELETE FROM {table}"),
+                                                  ("SELECT", f"SELECT * FROM {table} LIMIT 5")) if kind in kinds]
+    if "CREATE TABLE" in kinds:
+        out.append(f"CREATE TABLE {NEW_TABLE} (id INTEGER PRIMARY KEY, note TEXT)")
+    if "SELECT" in kinds:
+        out.append("SELECT 1")
+    return out
+
+
 def documented(schema: dict[str, Any]) -> list[Any]:
     """The values a parameter's schema documents, in order."""
     found: list[Any] = []
@@ -75,13 +108,15 @@ def _type(schema: dict[str, Any]) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def plain(name: str, schema: dict[str, Any]) -> list[Any]:
+def plain(name: str, schema: dict[str, Any], described: str = "", found: tuple[str, ...] = ()) -> list[Any]:
     """Plain values of the parameter's type (and format, and name)."""
     kind = _type(schema)
     if kind == "string":
-        found = [_FORMATS[schema["format"]]] if schema.get("format") in _FORMATS else []
-        found += [value for pattern, value in _NAMED if pattern.search(name)]
-        return [*found, "example"]
+        values: list[Any] = [_FORMATS[schema["format"]]] if schema.get("format") in _FORMATS else []
+        if takes_sql(name, schema):
+            values += sql_statements(f"{described}\n{schema.get('description') or ''}", found)
+        values += [value for pattern, value in _NAMED if pattern.search(name)]
+        return [*values, "example"]
     if kind in ("integer", "number"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         value = max(1, int(low) + 1) if isinstance(low, (int, float)) else 1
@@ -97,14 +132,14 @@ def plain(name: str, schema: dict[str, Any]) -> list[Any]:
     return ["example"]
 
 
-def candidates(name: str, schema: dict[str, Any], found: tuple[str, ...] = ()) -> list[Any]:
+def candidates(name: str, schema: dict[str, Any], found: tuple[str, ...] = (), described: str = "") -> list[Any]:
     """A parameter's candidate values without repeats: documented first, then a value of its
-    format or name, then values the source itself answered (`found`, for a string), then a
-    plain value of its type."""
+    format, language or name, then values the source itself answered (`found`, for a string),
+    then a plain value of its type. `described`: the function's description."""
     out: list[Any] = []
     seen: set[str] = set()
     answered = list(found) if _type(schema) == "string" and not schema.get("enum") else []
-    typed = plain(name, schema)
+    typed = plain(name, schema, described, found)
     # documented, then a value of its format or name, then what the source answered, then any
     for value in [*documented(schema), *typed[:-1], *answered, *typed[-1:]]:
         key = json.dumps(value, sort_keys=True, default=str)
@@ -114,23 +149,27 @@ def candidates(name: str, schema: dict[str, Any], found: tuple[str, ...] = ()) -
     return out
 
 
-def instance(schema: dict[str, Any], index: int, required_only: bool, found: tuple[str, ...] = ()) -> dict[str, Any]:
+def instance(schema: dict[str, Any], index: int, required_only: bool, found: tuple[str, ...] = (),
+             described: str = "") -> dict[str, Any]:
     """An object for `schema`: the `index`-th candidate of each property (the last where fewer)."""
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    listed = schema.get("properties")
+    properties: dict[str, Any] = listed if isinstance(listed, dict) else {}
     required = [name for name in schema.get("required") or [] if name in properties]
     chosen = required if required_only else list(properties)
     out: dict[str, Any] = {}
     for name in chosen:
-        values = candidates(name, properties[name] if isinstance(properties[name], dict) else {}, found)
+        values = candidates(name, properties[name] if isinstance(properties[name], dict) else {}, found, described)
         if values:
             out[name] = values[min(index, len(values) - 1)]
     return out
 
 
-def probe_arguments(schema: dict[str, Any], limit: int = 3, found: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def probe_arguments(schema: dict[str, Any], limit: int = 3, found: tuple[str, ...] = (),
+                    described: str = "") -> list[dict[str, Any]]:
     """Up to `limit` distinct argument objects that fit `schema` (see the module doc); `found`:
     strings the source answered before (names of things that exist there), tried after the
-    documented values."""
+    documented values; `described`: the function's description (the kinds of SQL statement it
+    runs)."""
     try:
         validator_class = validators.validator_for(schema)
         validator_class.check_schema(schema)
@@ -139,7 +178,7 @@ def probe_arguments(schema: dict[str, Any], limit: int = 3, found: tuple[str, ..
         validator = None
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for arguments in _drafts(schema, limit, found):
+    for arguments in _drafts(schema, limit, found, described):
         key = json.dumps(arguments, sort_keys=True, default=str)
         if key in seen or (validator is not None and not validator.is_valid(arguments)):
             continue
@@ -150,10 +189,10 @@ def probe_arguments(schema: dict[str, Any], limit: int = 3, found: tuple[str, ..
     return out
 
 
-def _drafts(schema: dict[str, Any], limit: int, found: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-    for index in range(limit + len(found) + 3):
-        yield instance(schema, index, required_only=True, found=found)
-        yield instance(schema, index, required_only=False, found=found)
+def _drafts(schema: dict[str, Any], limit: int, found: tuple[str, ...], described: str) -> Iterator[dict[str, Any]]:
+    for index in range(limit + 3 * len(found) + 5):
+        yield instance(schema, index, required_only=True, found=found, described=described)
+        yield instance(schema, index, required_only=False, found=found, described=described)
 
 
 def strings_in(value: Any, limit: int = 8) -> list[str]:

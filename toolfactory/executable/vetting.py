@@ -10,7 +10,8 @@ that fit its parameters (:mod:`.probes`: documented examples first). The answers
                        (admitted when the source has a login tool of its own and refused the
                        probes rather than failing: BFCL's ``authenticate_twitter``);
 ``errors``             every probe failed otherwise (``refused`` when every failure was answered
-                       as data, BFCL's ``{"error": …}``, or by an exception naming bad input,
+                       as data, BFCL's ``{"error": …}`` or a text by the source's error
+                       convention, or by an exception naming bad input,
                        ``ValueError``: the tool ran and said no to the arguments; a run admits
                        such a tool);
 ``fails_session``      a probe failed the session itself (it hung past ``call_timeout_seconds``,
@@ -29,6 +30,11 @@ state); an MCP tool that says it is read-only (``readOnlyHint``) and changes the
 dishonest hint. The card of a source also holds its start time, its median call time and the
 peak memory of its processes.
 
+Before the probes, a session of its own calls each tool in ways that must fail (a tool that is
+not listed, missing or mistyped arguments, a value that names nothing): the answers that are not
+flagged as errors teach the source's error convention (:mod:`.error_convention`: ``Error: …``,
+``{"error": …}``), kept on the card; a probe answered by it has failed.
+
 The probes run in one session, tool after tool, in the order the source lists them, and then
 once more for the tools that got no working answer: strings the source answered or holds in its
 state (a file's name, an issued id) are tried after the documented values, so a tool that needs
@@ -43,12 +49,13 @@ from contextlib import AsyncExitStack
 import json
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from statistics import median
 from typing import Any
 
 from toolfactory.executable.confine import descendants
+from toolfactory.executable.error_convention import ErrorConvention, InvalidCall, answer_value, invalid_calls, learn
 from toolfactory.executable.probes import probe_arguments, strings_in
 from toolfactory.executable.session import CallResult, Environment, ExecutionFailed, Session
 from toolfactory.models import Function, Tool
@@ -101,8 +108,8 @@ class ToolCard:
     """What the source says (an MCP ``readOnlyHint``); None when it says nothing."""
     call_seconds: float = 0.0
     refused: bool = False
-    """Every failing probe was refused: answered as data (a structured answer the source's
-    convention marks as an error: BFCL's ``{"error": "cd: no such folder"}``) or by an exception
+    """Every failing probe was refused: answered as data (an answer the source's convention
+    marks as an error: BFCL's ``{"error": "cd: no such folder"}``, ``Error: …``) or by an exception
     that names bad input (``ValueError``, ``KeyError``, ``LookupError``…). The tool ran and said no
     to the arguments, which says more about the probes than about the tool."""
     login_tool: str | None = None
@@ -147,6 +154,9 @@ class SourceCard:
     state_reproducible: bool | None = None
     """Whether two fresh sessions that made the same calls showed the same state (None: the source
     shows none). False: a replay's state can never match a dialogue's, so it is not compared."""
+    error_convention: ErrorConvention = field(default_factory=ErrorConvention)
+    """How the source answers a failed call without flagging it (learnt from calls that must
+    fail; empty when it flags its errors)."""
 
     def working(self) -> list[str]:
         return [t.name for t in self.tools if t.status == WORKS]
@@ -201,6 +211,7 @@ class _Sessions:
         self.started: float | None = None  # seconds the first session took to open
         self.memory: list[float] = []
         self.worked: list[tuple[str, dict[str, Any]]] = []  # this line of sessions' working calls
+        self.convention = ErrorConvention()  # answers it matches are errors
 
     async def session(self) -> Session:
         if self.current is None:
@@ -226,6 +237,8 @@ class _Sessions:
         session = await self.session()
         try:
             answer = await session.call(name, arguments)
+            if not answer.is_error and self.convention.matches(answer.content, answer.structured):
+                answer = replace(answer, is_error=True)
             if not answer.is_error:
                 self.worked.append((name, arguments))
             return answer
@@ -250,6 +263,7 @@ class _Probing:
 
     def __init__(self, session: _Sessions, hints: dict[str, Any], attempts: int) -> None:
         self.session, self.hints, self.attempts = session, hints, attempts
+        self.convention = session.convention
         self.cards: dict[str, ToolCard] = {}
         self.answers: dict[str, str] = {}  # the deciding answer in full, by tool
         self.order: list[str] = []  # the tools whose probe worked, in the order it did
@@ -268,7 +282,7 @@ class _Probing:
         status, chosen = (held.status, held.arguments) if held else (ERRORS, None)
         answer = CallResult(content=held.answer if held else "no arguments fit its parameters", is_error=True)
         # A second round tries the same values again too: the state they meet has changed.
-        for arguments in probe_arguments(function.parameters, self.attempts, tuple(self.found)):
+        for arguments in probe_arguments(function.parameters, self.attempts, tuple(self.found), function.description):
             tried += 1
             started = time.perf_counter()
             said = await self.session.call(function.name, arguments)
@@ -276,12 +290,13 @@ class _Probing:
             if said.structured is _FAILED:  # it hung or crashed its session: not probed again
                 status, chosen, answer = FAILS_SESSION, arguments, said
                 break
-            refused = refused and (not said.is_error or isinstance(said.structured, dict) or bool(_BAD_INPUT.match(said.content)))
+            refused = refused and (not said.is_error or isinstance(said.structured, dict) or bool(_BAD_INPUT.match(said.content))
+                                   or self.convention.matches(said.content, said.structured))
             # The most telling answer decides: one that works, else one naming the network, a key.
             if _RANK[classify(said)] <= _RANK[status]:
                 status, chosen, answer = classify(said), arguments, said
             if status == WORKS:
-                self._learn(answer.structured if answer.structured is not None else answer.content)
+                self._learn(answer_value(answer.structured, answer.content))
                 self.order.append(function.name)
                 break
         after = await self.session.state()
@@ -378,7 +393,10 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
     hints: dict[str, Any] = {}
     for tool in tools:
         hints.update((tool.provenance.get("mcp") or {}).get("functions") or {})
+    card.error_convention = await _learn_convention(environment, functions)
     first, second, third = _Sessions(environment), _Sessions(environment), _Sessions(environment)
+    for line in (first, second, third):
+        line.convention = card.error_convention
     try:
         await first.session()  # a source that cannot start fails its card
         probing = _Probing(first, hints, attempts)
@@ -415,13 +433,35 @@ async def _vet(environment: Environment, attempts: int, card: SourceCard) -> Non
     card.memory_mb = max(first.memory + second.memory + third.memory, default=0.0) or None
 
 
+async def _learn_convention(environment: Environment, functions: list[Function]) -> ErrorConvention:
+    """The source's error convention, from the unflagged answers to calls that must fail, made
+    in a session of their own (what such a call wrote is not seen by the probes). A tool whose
+    call failed the session is not called again."""
+    session = _Sessions(environment)
+    unflagged: list[tuple[InvalidCall, str, Any]] = []
+    failed: set[str] = set()
+    try:
+        await session.session()  # a source that cannot start fails its card
+        for call in invalid_calls(functions):
+            if call.name in failed:
+                continue
+            said = await session.call(call.name, call.arguments)
+            if said.structured is _FAILED:
+                failed.add(call.name)
+            elif not said.is_error:
+                unflagged.append((call, said.content, said.structured))
+    finally:
+        await session.close()
+    return learn(unflagged)
+
+
 # --- in a run: the tools stage vets each source once per configuration and version -------------
 
 #: Where a tool keeps what vetting found (``functions``: a card per function, and the source's
 #: figures).
 PROVENANCE = "vetting"
 #: Bumped when what vetting does changes, so that cards made before are not reused.
-VETTING_VERSION = 4
+VETTING_VERSION = 5
 CARDS = "vetting"  # the folder of the storage root that keeps the cards
 
 
@@ -429,6 +469,12 @@ def vetted_function(tool: Tool, name: str) -> dict[str, Any]:
     """What vetting found of `tool`'s function `name` ({} when it was not vetted)."""
     found = (tool.provenance.get(PROVENANCE) or {}).get("functions") or {}
     return found.get(name) or {}
+
+
+def vetted_error_convention(tool: Tool) -> ErrorConvention:
+    """How `tool`'s source answers a failed call without flagging it, as vetting learnt (empty
+    when it was not vetted, or flags its errors): `matches` tells such an answer."""
+    return ErrorConvention.from_dict((tool.provenance.get(PROVENANCE) or {}).get("error_convention"))
 
 
 def vetted_warm(tool: Tool) -> bool | None:
@@ -460,8 +506,12 @@ def card_key(settings: Any, version: str, attempts: int) -> str:
 
 
 def card_from(data: dict[str, Any]) -> SourceCard:
+    """A card as :meth:`SourceCard.to_dict` wrote it (one written before conventions were learnt
+    has none: an empty one)."""
     tools = [ToolCard(**{k: v for k, v in t.items() if k != "hint_honest"}) for t in data.get("tools") or []]
-    return SourceCard(**{**{k: v for k, v in data.items() if k != "tools"}, "tools": tools})
+    convention = ErrorConvention.from_dict(data.get("error_convention"))
+    return SourceCard(**{**{k: v for k, v in data.items() if k not in ("tools", "error_convention")},
+                         "tools": tools, "error_convention": convention})
 
 
 def provenance(card: SourceCard, cached: bool) -> dict[str, Any]:
@@ -469,6 +519,7 @@ def provenance(card: SourceCard, cached: bool) -> dict[str, Any]:
     return {"version": VETTING_VERSION, "cached": cached, "start_seconds": card.start_seconds,
             "call_seconds": card.call_seconds, "memory_mb": card.memory_mb, "warm": card.warm,
             "reset_seconds": card.reset_seconds, "state_reproducible": card.state_reproducible,
+            "error_convention": card.error_convention.to_dict(),
             "functions": {t.name: {"status": t.status, "refused": t.refused, "admitted": t.admitted,
                                    "deterministic": t.deterministic,
                                    "changes_state": t.changes_state,
