@@ -145,6 +145,12 @@ def test_a_state_that_differs_after_a_turn_but_not_at_the_end_is_caught_as_bfcl_
     assert checked["error_type"] == "multi_turn:instance_state_mismatch"  # BFCL: not after turn 1
     [verdict] = asyncio.run(ExecutionLayer({}).verdicts(unbooked))
     assert verdict.code == "exec_state_mismatch" and verdict.message.startswith("after user turn 1, TravelAPI"), verdict.message
+    # Asked to check from the record: the imported record keeps no state per turn, so only a
+    # replay can hold it to the targets per turn, and the layer replays it.
+    layer = ExecutionLayer({}, mode="record")
+    [verdict] = asyncio.run(layer.verdicts(unbooked))
+    assert verdict.code == "exec_state_mismatch" and verdict.message.startswith("after user turn 1, TravelAPI"), verdict.message
+    assert layer.tally.live and not layer.tally.from_record
     del unbooked.generation["execution"]["target_turn_states"]  # a record of the final state alone
     assert verdicts(unbooked) == []
 

@@ -406,6 +406,18 @@ def named_sources(dialogue: Dialogue) -> list[str]:
     return sorted(names)
 
 
+def turns_unproven(dialogue: Dialogue) -> bool:
+    """Whether `dialogue`'s task holds the state after each user turn to a target
+    (``target_turn_states``) that its record cannot be checked against: it keeps no state per
+    user message (``turn_states``), only the final one."""
+    executed = dialogue.generation.get(EXECUTION) or {}
+    if not executed.get("target_turn_states"):
+        return False
+    recorded = executed.get("turn_states")
+    users = sum(message.role == "user" for message in dialogue.messages)
+    return not (isinstance(recorded, list) and len(recorded) == users)
+
+
 class ExecutionLayer:
     """The execution layer over a set of configured sources (a verify shard, a verify run): see
     the module doc for `mode` and `unavailable`."""
@@ -446,13 +458,19 @@ class ExecutionLayer:
                                                      " ".join(str(exc).split())[:300]))
             return judged(dialogue, found, self._disabled, policy)
         names = named_sources(dialogue)
-        if self._mode == FROM_RECORD or (self._unavailable == FROM_RECORD and set(names) & set(self.tally.unavailable)):
+        # From the record, unless the record cannot prove what the task asks: the state after each
+        # user turn of a record that keeps the final state alone (BFCL's imported trajectories) is
+        # a replay's to find, where the sources can start.
+        record_only = self._mode == FROM_RECORD and not turns_unproven(dialogue)
+        if record_only or (self._unavailable == FROM_RECORD and set(names) & set(self.tally.unavailable)):
             return self._from_record(dialogue, sources, names, policy)
         found = await replay(dialogue, sources)
         self.sessions.update(found.began.items())
         failure = found.failure
         if failure is not None and failure.reason == EXEC_START_FAILED and failure.source is not None:
             self.tally.unavailable.setdefault(failure.source, failure.message)
+            if self._mode == FROM_RECORD:  # the replay was a bonus: the record is checked as asked
+                return self._from_record(dialogue, sources, names, policy)
             if self._unavailable == "raise":
                 raise SourceUnavailable(failure.source, dialogue.id, failure.message)
             if self._unavailable == FROM_RECORD:

@@ -33,7 +33,9 @@ What the record can prove:
 What it cannot prove: that the source *would* answer so (a result recorded consistently but
 never produced: only a replay finds ``exec_result_mismatch`` or ``exec_source_drifted``); a state
 recorded consistently but wrong; the state after each user turn of a record that keeps the final
-state only (made before records kept ``turn_states``: then ``target_turn_states`` need a replay);
+state only (made before records kept ``turn_states``, or imported: BFCL's trajectories), so the
+execution layer replays such a record whose task has ``target_turn_states`` even when asked to
+check from the record, and checks it from the record only where its sources cannot start;
 a record without result digests (earlier runs, BFCL's imported trajectories) beyond its calls and
 states. ``benchmarks/replay_agreement.py`` measures how often the two verdicts differ.
 
