@@ -232,3 +232,22 @@ def test_a_live_layer_that_must_not_fall_back_raises_naming_the_source(quoted: D
         asyncio.run(layer.verdicts(quoted))
     assert raised.value.source == "quotes" and raised.value.record_id == "d"
     assert live_codes(quoted, config([quotes()])) == []
+
+
+def test_an_answer_that_is_an_error_by_the_source_s_learnt_convention_is_recorded_replayed_and_checked_as_one() -> None:
+    # The ledger answers a failed deposit with the text "Ledger error: …", not an exception:
+    # vetting learns that label, and the dialogue's record, its replay and its check agree.
+    cfg = config(environments=[{"name": "ledger", "class_path": "ledger_env:Ledger"}])
+    failed = executed(cfg, "ledger", [("deposit", {"account": "bob", "amount": 5})])
+    execution = failed.generation["execution"]
+    assert execution["calls"][0]["is_error"] is True
+    assert "Ledger error" in execution["error_conventions"]["ledger"]["labels"]
+    assert record_codes(failed, cfg) == ["exec_error_unrecovered"]
+    assert live_codes(failed, cfg) == ["exec_error_unrecovered"]
+    recovered = executed(cfg, "ledger", [("deposit", {"account": "bob", "amount": 5}), ("deposit", {"account": "alice", "amount": 5})])
+    assert [call["is_error"] for call in recovered.generation["execution"]["calls"]] == [True, False]
+    assert record_codes(recovered, cfg) == [] and live_codes(recovered, cfg) == []
+    # A record that calls the learnt error a success is caught from the record.
+    hidden = failed.model_copy(deep=True)
+    hidden.generation["execution"]["calls"][0]["is_error"] = False
+    assert "exec_record_inconsistent" in record_codes(hidden, cfg)

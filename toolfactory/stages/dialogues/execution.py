@@ -37,7 +37,7 @@ import json
 import weakref
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from toolfactory.config import ToolsConfig
@@ -53,7 +53,8 @@ from toolfactory.executable.session import (
 )
 from toolfactory.executable.settings import ExecutableSourceSettings
 from toolfactory.executable.pool import open_session, warm
-from toolfactory.executable.vetting import vetted_function, vetted_warm
+from toolfactory.executable.error_convention import ErrorConvention
+from toolfactory.executable.vetting import vetted_error_convention, vetted_function, vetted_warm
 from toolfactory.models import Function, Message, Task, Tool, ToolCall, canonical_json
 from toolfactory.stages.dialogues.agents import call_error, unsendable
 from toolfactory.stages.verify.from_record import RESULT_DIGEST, result_digest
@@ -94,12 +95,17 @@ class DialogueExecution:
         self._functions: dict[str, tuple[str, Function]] = {}
         self._versions: dict[str, str] = {}
         self._unreproducible: set[str] = set()  # sources whose state two identical sessions disagree on
+        # How each source answers a failed call without flagging it, as vetting learnt: such an
+        # answer is recorded (and shown to the simulation) as the error it is.
+        self._conventions: dict[str, ErrorConvention] = {}
         for tool in task.tools:
             source = executable_source(tool)
             if source is not None and (tool.provenance.get("executable") or {}).get("version"):
                 self._versions.setdefault(source, str(tool.provenance["executable"]["version"]))
             if source is not None and (tool.provenance.get("vetting") or {}).get("state_reproducible") is False:
                 self._unreproducible.add(source)
+            if source is not None and source not in self._conventions and vetted_error_convention(tool):
+                self._conventions[source] = vetted_error_convention(tool)
             for function in tool.functions if source is not None else []:
                 self._functions.setdefault(function.name, (source, function))
         # The coerced calls, by what they hold as run: what the model sent and how it was changed.
@@ -185,6 +191,9 @@ class DialogueExecution:
                 if session is None:
                     session = self._sessions[name] = await self._open(name, vetted_warm(tool))
                 result = await session.call(call.name, arguments)
+            convention = self._conventions.get(name)
+            if not result.is_error and convention is not None and convention.matches(result.content, result.structured):
+                result = replace(result, is_error=True)
         except ExecutionFailed as failed:
             # The call was made and its environment failed it: kept with the rejected dialogue, so
             # that it counts with the calls its source was given.
@@ -262,6 +271,9 @@ class DialogueExecution:
         versions = {name: self._versions[name] for name in sorted(self._sessions) if self._versions.get(name)}
         if versions:
             out["versions"] = versions  # what ran, by source: a replay on another version may drift
+        conventions = {name: self._conventions[name].to_dict() for name in sorted(self._sessions) if name in self._conventions}
+        if conventions:
+            out["error_conventions"] = conventions  # the replay and the record check read errors alike
         unreproducible = sorted(self._unreproducible & set(self._sessions))
         if unreproducible:
             out["state_unreproducible"] = unreproducible  # vetting: the replay cannot compare their state

@@ -43,12 +43,13 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeGuard
 
 from pydantic import ValidationError
 
 from toolfactory.errors import TerminalError
+from toolfactory.executable.error_convention import ErrorConvention
 from toolfactory.executable.pool import open_session, warm
 from toolfactory.executable.python_env import PythonEnvironment
 from toolfactory.executable.settings import PythonEnvironmentSettings
@@ -289,12 +290,18 @@ async def replay(dialogue: Dialogue, sources: Mapping[str, Source]) -> Replay:
                 out.turn_states.append({name: await (await opened(name)).state() for name in names})
 
         path = "generation.execution"
+        learnt = executed.get("error_conventions")
+        conventions = {name: ErrorConvention.from_dict(value) for name, value in (learnt if isinstance(learnt, dict) else {}).items()
+                       if isinstance(value, dict)}
         try:
             for call in calls:
                 path = call.path
                 await turns_ended(call.turn)
                 session = await opened(call.source)
                 call.result = await session.call(call.name, json.loads(call.arguments or "{}"))
+                convention = conventions.get(call.source)
+                if not call.result.is_error and convention is not None and convention.matches(call.result.content, call.result.structured):
+                    call.result = replace(call.result, is_error=True)  # an error by the source's learnt convention
                 if not complete:  # the recorded flags belong to another sequence of calls: use the replay's
                     call.recorded_error = call.result.is_error
             path = "generation.execution.target_turn_states"

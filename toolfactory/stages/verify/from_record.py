@@ -19,8 +19,9 @@ What the record can prove:
   message whose digest differs was edited, and a call with no tool message lost its answer.
 * **Errors follow the source's conventions.** Where the source's settings are known (a BFCL preset
   the record names, or the run's configuration), an answer that is an error by the source's own
-  convention (``error_keys``: BFCL's ``{"error": …}``) must be recorded as one, and a Python
-  environment's recorded error must be an exception's ``Name: message`` or such an answer.
+  convention (``error_keys``: BFCL's ``{"error": …}``; or the one vetting learnt, which the record
+  keeps under ``error_conventions``: a leading ``Database error:``) must be recorded as one, and a
+  Python environment's recorded error must be an exception's ``Name: message`` or such an answer.
 * **The states hold together.** Each source a recorded call ran on has its final state recorded;
   where the record keeps the state after each user turn (``turn_states``), it keeps one entry
   per user message, each source that has a state is in the entry of every turn from its first
@@ -51,6 +52,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from toolfactory.executable.error_convention import ErrorConvention
 from toolfactory.executable.settings import ExecutableSourceSettings, PythonEnvironmentSettings
 from toolfactory.models import Dialogue
 
@@ -95,10 +97,15 @@ def _shown(content: str | None) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def error_by_convention(settings: ExecutableSourceSettings | None, content: str) -> bool | None:
-    """Whether `content` is an error by the source's own convention (None: the convention is unknown)."""
+def error_by_convention(settings: ExecutableSourceSettings | None, content: str, learnt: Any = None) -> bool | None:
+    """Whether `content` is an error by the source's own convention: its settings' (``error_keys``)
+    or the one vetting learnt, which the record keeps (``error_conventions``); None when neither
+    is known."""
+    convention = ErrorConvention.from_dict(learnt if isinstance(learnt, dict) else None)
+    if convention.matches(content):
+        return True
     if settings is None:
-        return None
+        return None if not convention else False
     try:
         structured = json.loads(content)
     except (ValueError, RecursionError):
@@ -134,7 +141,7 @@ def inconsistencies(dialogue: Dialogue, path: list[tuple[str, str, str, str, str
                                  f"{source}.{name} (its digest differs): edited after the run"))
             continue
         known = settings.get(source)
-        by_convention = error_by_convention(known, answer)
+        by_convention = error_by_convention(known, answer, (executed.get("error_conventions") or {}).get(source))
         is_error = bool(entry.get("is_error"))
         if by_convention and not is_error:
             findings.append((at, f"{source}.{name} answered {_shown(answer)!r}, an error by its source's convention, "
