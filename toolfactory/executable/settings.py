@@ -47,7 +47,9 @@ class ExecutableSourceSettings(BaseModel):
     """A call's result is cut at this many bytes (marked as cut); a process that writes far more
     than this fails its dialogue (`exec_output_flood`)."""
     max_sessions: int = Field(4, ge=1, le=256)
-    """Fresh environments of this source open at once in one worker process (warm ones included)."""
+    """Fresh environments of this source open at once in one shard (a dialogue waits for one
+    rather than open more). Warm processes are kept per Ray node (see
+    :mod:`toolfactory.executable.node_pool`), so a node keeps at most as many as its shards hold at once."""
     warm_sessions: bool | None = None
     """Keep the source's processes between dialogues and hand each dialogue a fresh environment by
     resetting one (a Python environment's instance made anew, a server's working folder emptied)
