@@ -246,7 +246,7 @@ async def hosted_session(ref: HostRef, environment: Environment, settings: Execu
     lease, reused, version = answer
     session = HostedSession(actor, lease, reused, version)
     try:
-        yield session  # type: ignore[misc]
+        yield session
     finally:
         release = asyncio.ensure_future(_remote(actor.release.remote(lease, session.reusable)))
         with suppress(BaseException):
