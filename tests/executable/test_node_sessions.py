@@ -129,3 +129,30 @@ def test_a_session_the_host_no_longer_holds_fails_as_a_crash_not_a_hang() -> Non
     failed = asyncio.run(go())
     assert failed.reason == "exec_server_crashed"
     assert "given back" in failed.message
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_host_nobody_closed_stops_itself_and_its_processes_once_idle() -> None:
+    import ray
+
+    env = file_system()
+    name = f"toolfactory-sessions-idle-{uuid.uuid4().hex[:8]}"
+    host = ray.remote(SessionHost).options(name=name, lifetime="detached", num_cpus=0).remote(0.2, 2.0)
+    answer = ray.get(host.acquire.remote(env, "files", os.getpid()), timeout=600)
+    assert isinstance(answer, tuple), answer
+    kept = descendants(ray.get(host.pid.remote(), timeout=120))
+    assert kept
+    ray.get(host.release.remote(answer[0], True), timeout=120)  # idle from now on, its process kept warm
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            ray.get_actor(name)
+        except ValueError:
+            break
+        time.sleep(0.5)
+    with pytest.raises(ValueError):
+        ray.get_actor(name)
+    deadline = time.monotonic() + 60
+    while any(process_alive(pid) for pid in kept) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(process_alive(pid) for pid in kept), "its warm process stopped with it"

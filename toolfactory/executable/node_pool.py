@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -40,6 +41,8 @@ from toolfactory.models import canonical_json
 
 #: How often the host looks for leases whose worker process died (seconds).
 SWEEP_SECONDS = 5.0
+#: A host that has leased nothing for this long stops (its run's driver died before closing it).
+IDLE_EXIT_SECONDS = 900.0
 #: No pool limit of the host's own: the shards' slots bound the sessions (see the module doc).
 UNBOUNDED = 1 << 30
 PREFIX = "toolfactory-sessions-"
@@ -76,11 +79,13 @@ def current_host() -> HostRef | None:
 class SessionHost:
     """The Ray actor: the node's warm pools, leased out session by session."""
 
-    def __init__(self, sweep_s: float = SWEEP_SECONDS) -> None:
+    def __init__(self, sweep_s: float = SWEEP_SECONDS, idle_exit_s: float | None = None) -> None:
         self._pools: dict[str, _SourcePool] = {}
         self._leases: dict[str, tuple[_SourcePool, _Held, int]] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._sweep_s = sweep_s
+        self._idle_exit_s = idle_exit_s
+        self._last_used = time.monotonic()
 
     def pid(self) -> int:
         """The host's process (the sources' processes are its descendants)."""
@@ -92,6 +97,7 @@ class SessionHost:
     async def acquire(self, environment: Environment, key: str, holder: int) -> tuple[str, bool, str | None] | _Failed:
         """A fresh session of `environment` for the worker process `holder`: (lease, reused, the
         source's version), or why it could not start."""
+        self._last_used = time.monotonic()
         if self._sweeper is None:
             self._sweeper = asyncio.create_task(self._sweep())
         pool = self._pools.get(key)
@@ -119,6 +125,7 @@ class SessionHost:
             return _Failed(exc.reason, exc.message)
 
     async def release(self, lease: str, reusable: bool) -> None:
+        self._last_used = time.monotonic()
         found = self._leases.pop(lease, None)
         if found is not None:
             await found[0].release(found[1], reusable)
@@ -151,6 +158,13 @@ class SessionHost:
                 if not _alive(holder):
                     with suppress(Exception):
                         await self.release(lease, False)
+            if self._idle_exit_s is not None and not self._leases and time.monotonic() - self._last_used > self._idle_exit_s:
+                # Nobody closed it (its run's driver was killed): it stops its processes and
+                # itself, rather than hold them on the cluster for good.
+                await self.close()
+                import ray
+
+                ray.actor.exit_actor()
 
 
 @dataclass(frozen=True)
@@ -181,7 +195,7 @@ def _host(ref: HostRef) -> Any:
     return ray.remote(SessionHost).options(
         name=ref.name, get_if_exists=True, lifetime="detached", num_cpus=0, max_restarts=0, max_concurrency=1024,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=ref.node_id, soft=False),
-    ).remote()
+    ).remote(SWEEP_SECONDS, IDLE_EXIT_SECONDS)
 
 
 class HostedSession:
@@ -228,19 +242,20 @@ async def _remote(reply: Any) -> Any:
 async def hosted_session(ref: HostRef, environment: Environment, settings: ExecutableSourceSettings) -> AsyncIterator[Session]:
     """A fresh session of `environment` leased from the host `ref` names, given back on leaving
     (reusable unless one of its calls failed or was cut short)."""
-    actor = _host(ref)
     key = canonical_json([settings.name, settings.model_dump(mode="json")])
-    acquired = asyncio.ensure_future(_remote(actor.acquire.remote(environment, key, os.getpid())))
-    try:
-        answer = await asyncio.shield(acquired)
-    except asyncio.CancelledError:
-        # The caller gave up as the host handed a session out: it goes back, unused.
-        def give_back(done: asyncio.Future[Any]) -> None:
-            if not done.cancelled() and done.exception() is None and not isinstance(done.result(), _Failed):
-                actor.release.remote(done.result()[0], True)
-
-        acquired.add_done_callback(give_back)
-        raise
+    for attempt in (1, 2):
+        actor = _host(ref)
+        acquired = asyncio.ensure_future(_remote(actor.acquire.remote(environment, key, os.getpid())))
+        try:
+            answer = await asyncio.shield(acquired)
+            break
+        except ExecutionFailed:
+            if attempt == 2:
+                raise
+            # The host stopped as this worker found it (idle for long): the next one is made anew.
+        except asyncio.CancelledError:
+            acquired.add_done_callback(_give_back(actor))
+            raise
     if isinstance(answer, _Failed):
         raise answer.raised()
     lease, reused, version = answer
@@ -251,6 +266,16 @@ async def hosted_session(ref: HostRef, environment: Environment, settings: Execu
         release = asyncio.ensure_future(_remote(actor.release.remote(lease, session.reusable)))
         with suppress(BaseException):
             await asyncio.shield(release)
+
+
+def _give_back(actor: Any) -> Any:
+    """A callback that gives back, unused, a session handed out to a caller that gave up."""
+
+    def give_back(done: asyncio.Future[Any]) -> None:
+        if not done.cancelled() and done.exception() is None and not isinstance(done.result(), _Failed):
+            actor.release.remote(done.result()[0], True)
+
+    return give_back
 
 
 def close_hosts(run_id: str, timeout_s: float) -> int:
