@@ -164,7 +164,7 @@ class SessionHost:
                 await self.close()
                 import ray
 
-                ray.actor.exit_actor()
+                ray.actor.exit_actor()  # type: ignore[no-untyped-call]
 
 
 @dataclass(frozen=True)
