@@ -1,6 +1,6 @@
 """Whole runs over executable tool sources, against the same tools played by an LLM.
 
-    python -m benchmarks.executable_runs [--sources files,time,memory,everything] [--modes executed,cold,played]
+    python -m benchmarks.executable_runs [--sources files,time,memory,everything] [--modes executed,nightly,cold,played]
         [--instructions 12] [--obedience 1.0] [--out PATH]
 
 Each source is imported as the run's only tools, and two runs are made with the same
@@ -12,7 +12,9 @@ system, whose 18 functions share one preamble in their descriptions, the three s
 assistant decision then pick different functions and invent different file names: ToolACE's
 self-consistency rejects nearly every dialogue (`dialogue_inconsistent_decision`) in both modes,
 and the run says nothing about execution.
-In the *executed* run the tools come from the source and every call goes to a fresh copy of the
+The *nightly* run is the executed run again on a fresh root that holds the executed run's
+vetting cards (the next night of a factory on one storage root, whose sources' versions and
+settings did not change): it starts no vetting session. In the *executed* run the tools come from the source and every call goes to a fresh copy of the
 real tool: a warm process reset for it where vetting found the reset keeps sessions apart (see
 docs/tools/vetting.md); the *cold* run is the same with `warm_sessions: false`, a process started
 for every session of a dialogue and of the verifier's replay. In the *played* run the same tools, written to a catalog file without their executable
@@ -39,6 +41,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -53,6 +56,7 @@ from toolfactory.config import ToolsConfig
 from toolfactory.executable.confine import descendants
 from toolfactory.executable.counts import DIALOGUES_BY_SOURCE, EXECUTED, SESSIONS_STARTED
 from toolfactory.executable.registry import environments
+from toolfactory.executable.vetting import CARDS
 from toolfactory.stages import DATASET_STAGE
 
 SOURCES = ("files", "time", "memory", "everything")
@@ -178,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", default=",".join(SOURCES), help="comma-separated, of: " + ", ".join(SOURCES))
     parser.add_argument("--instructions", type=int, default=12, help="tasks.instructions_per_tool of every run")
     parser.add_argument("--obedience", type=float, default=1.0, help="llm.simulator.obedience of every run (see above)")
-    parser.add_argument("--modes", default="", help="comma-separated, of: executed, cold, played (default: all)")
+    parser.add_argument("--modes", default="", help="comma-separated, of: executed, nightly, cold, played (default: all)")
     parser.add_argument("--out", default=str(RESULTS_DIR / "executable_runs.json"))
     args = parser.parse_args(argv)
     names = [n for n in args.sources.split(",") if n]
@@ -196,13 +200,21 @@ def main(argv: list[str] | None = None) -> int:
             field, entry = source_entry(name, url)
             catalog = Path(tmp) / f"{name}-played.json"
             functions = played_catalog(field, entry, catalog)
-            modes = [("executed", {field: [entry]}), ("cold", {field: [{**entry, "warm_sessions": False}]}),
+            modes = [("executed", {field: [entry]}), ("nightly", {field: [entry]}),
+                     ("cold", {field: [{**entry, "warm_sessions": False}]}),
                      ("played", {"files": [{"path": str(catalog), "format": "catalog"}]})]
             if args.modes:
                 modes = [m for m in modes if m[0] in args.modes.split(",")]
             for mode, tools in modes:
+                root = Path(tmp) / f"{name}-{mode}"
+                if mode == "nightly":
+                    # The next night on the same storage root: the executed run's vetting cards are
+                    # there (its LLM cache is not: a night asks other questions).
+                    cards = Path(tmp) / f"{name}-executed" / CARDS
+                    if cards.is_dir():
+                        shutil.copytree(cards, root / CARDS)
                 cpu = tree_cpu_seconds()
-                summary = run(overrides(Path(tmp) / f"{name}-{mode}", args.instructions, tools, args.obedience))
+                summary = run(overrides(root, args.instructions, tools, args.obedience))
                 row = {"source": name, "mode": mode, "functions": functions, "wall_s": summary["wall_s"],
                        "cpu_s": round(tree_cpu_seconds() - cpu, 1), **figures(summary, name)}
                 per = row["executed_dialogues"] if mode != "played" else row["accepted"]
