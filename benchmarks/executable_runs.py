@@ -97,8 +97,10 @@ def played_catalog(field: str, entry: dict[str, Any], path: Path) -> int:
     return sum(len(tool.functions) for tool in listed)
 
 
-def overrides(root: Path, instructions: int, tools: dict[str, Any], obedience: float = 1.0) -> list[str]:
+def overrides(root: Path, instructions: int, tools: dict[str, Any], obedience: float = 1.0,
+              executable_instructions: int | None = None) -> list[str]:
     values: dict[str, Any] = {
+        "tasks.instructions_per_executable_tool": executable_instructions if executable_instructions else "null",
         "llm.simulator.obedience": obedience,
         "storage.root": str(root),
         "tools.builtin_catalog": False,
@@ -181,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.executable_runs", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sources", default=",".join(SOURCES), help="comma-separated, of: " + ", ".join(SOURCES))
     parser.add_argument("--instructions", type=int, default=12, help="tasks.instructions_per_tool of every run")
+    parser.add_argument("--executable-instructions", type=int, default=None,
+                        help="tasks.instructions_per_executable_tool of the runs over the real source (up to 200; "
+                             "the played run keeps --instructions, at most 50): how process starts grow with a run's size")
     parser.add_argument("--obedience", type=float, default=1.0, help="llm.simulator.obedience of every run (see above)")
     parser.add_argument("--modes", default="", help="comma-separated, of: executed, nightly, cold, played (default: all)")
     parser.add_argument("--out", default=str(RESULTS_DIR / "executable_runs.json"))
@@ -214,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
                     if cards.is_dir():
                         shutil.copytree(cards, root / CARDS)
                 cpu = tree_cpu_seconds()
-                summary = run(overrides(root, args.instructions, tools, args.obedience))
+                summary = run(overrides(root, args.instructions, tools, args.obedience,
+                                        args.executable_instructions if mode != "played" else None))
                 row = {"source": name, "mode": mode, "functions": functions, "wall_s": summary["wall_s"],
                        "cpu_s": round(tree_cpu_seconds() - cpu, 1), **figures(summary, name)}
                 per = row["executed_dialogues"] if mode != "played" else row["accepted"]
