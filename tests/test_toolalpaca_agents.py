@@ -174,6 +174,15 @@ def test_the_user_agent_lists_every_function_an_instruction_needs(sim: Any) -> N
     assert any(len(t.relevant_functions) > 1 for t in tasks)  # instructions that need several calls
 
 
+def test_many_instructions_for_one_tool_are_asked_a_batch_at_a_time_and_all_differ(sim: Any) -> None:
+    # 40 instructions in one answer outgrow the user role's 512 tokens and are cut off
+    # (llm_truncated, with no larger re-ask); a batch of them fits.
+    tasks = run(sim, lambda ctx: toolalpaca_tasks(WEATHER, 40, ctx, recipe="toolalpaca"), None,
+                "llm.roles.user.max_tokens_ceiling=512")
+    assert len(tasks) == 40
+    assert len({t.id for t in tasks}) == 40 and len({t.instruction for t in tasks}) == 40
+
+
 def test_the_openapi_document_keeps_output_descriptions_and_error_responses() -> None:
     from toolfactory.stages.dialogues.agents import error_statuses
     from toolfactory.definitions.convert import functions_from_openapi

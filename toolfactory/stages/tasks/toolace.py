@@ -27,6 +27,7 @@ from toolfactory.stages.base import ShardContext
 from toolfactory.stages.pool.hierarchy import PoolHierarchy
 from toolfactory.stages.tasks.complexity_guide import NO_CALL_MODES, Complexity
 from toolfactory.stages.tasks.data_flow import Link, links
+from toolfactory.stages.tasks.batches import in_batches
 from toolfactory.stages.tasks.exploration import Explorer, section_for, with_section
 from toolfactory.stages.tasks.sampling import other_domain_tools, sample_tool_set, weighted
 
@@ -166,13 +167,20 @@ async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng:
             else:  # no two of these functions chain: the other mode of several calls
                 mode = "parallel"
     names = [fn.name for tool in offered for fn in tool.functions]
-    prompt = PROMPT.format(
-        count=count, guide=MODE_GUIDES[mode], style=style, note=note, functions=_functions_text(offered),
-        turns=f"The conversation will have {turns} user turns; write only the first request now." if turns > 1 else "",
-        calls=f"Each request needs {guide.calls} function calls in all.\n" if guide and guide.calls >= 2 and mode in ("parallel", "dependent") else "",
-    )
-    prompt = with_section(prompt, await section_for(explorer, offered) if mode != "non_tool" else "")
-    answer = await ctx.gateway.structured("user", [{"role": "user", "content": prompt}], _schema(count, names), name="requests")
+    section = await section_for(explorer, offered) if mode != "non_tool" else ""
+
+    def prompt(n: int) -> str:
+        return with_section(PROMPT.format(
+            count=n, guide=MODE_GUIDES[mode], style=style, note=note, functions=_functions_text(offered),
+            turns=f"The conversation will have {turns} user turns; write only the first request now." if turns > 1 else "",
+            calls=f"Each request needs {guide.calls} function calls in all.\n" if guide and guide.calls >= 2 and mode in ("parallel", "dependent") else "",
+        ), section)
+
+    async def ask(content: str, n: int) -> list[dict[str, Any]]:
+        answer = await ctx.gateway.structured("user", [{"role": "user", "content": content}], _schema(n, names), name="requests")
+        return list(answer["requests"])
+
+    requests = await in_batches(count, prompt, ask, lambda item: str(item["request"]))
     return [
         Task(
             id=stable_id(recipe, anchor.id, str(ctx.config.run.seed), str(k)),
@@ -185,5 +193,5 @@ async def toolace_tasks(anchor: Tool, hierarchy: PoolHierarchy, count: int, rng:
             turns=turns,
             style=style,
         )
-        for k, item in enumerate(answer["requests"])
+        for k, item in enumerate(requests)
     ]

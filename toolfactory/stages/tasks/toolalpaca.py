@@ -15,6 +15,7 @@ from typing import Any
 from toolfactory.models import Task, Tool, stable_id
 from toolfactory.stages.base import ShardContext
 from toolfactory.stages.dialogues.modes import OPEN_MODE
+from toolfactory.stages.tasks.batches import in_batches
 from toolfactory.stages.tasks.exploration import Explorer, section_for, with_section
 
 USER_AGENT_PROMPT = """\
@@ -74,13 +75,19 @@ def instruction_schema(tool: Tool, count: int) -> dict[str, Any]:
 async def toolalpaca_tasks(tool: Tool, count: int, ctx: ShardContext, explorer: Explorer | None = None, *,
                            recipe: str) -> list[Task]:
     """`count` instructions the user agent writes for `tool`, made for `recipe`."""
-    prompt = USER_AGENT_PROMPT.format(
-        count=count, name=tool.name, description=tool.description or tool.introduction, functions=describe_functions(tool),
-    )
-    prompt = with_section(prompt, await section_for(explorer, [tool]))
-    answer = await ctx.gateway.structured(
-        "user", [{"role": "user", "content": prompt}], instruction_schema(tool, count), name="instructions"
-    )
+    section = await section_for(explorer, [tool])
+
+    def prompt(n: int) -> str:
+        return with_section(USER_AGENT_PROMPT.format(
+            count=n, name=tool.name, description=tool.description or tool.introduction, functions=describe_functions(tool),
+        ), section)
+
+    async def ask(content: str, n: int) -> list[dict[str, Any]]:
+        answer = await ctx.gateway.structured("user", [{"role": "user", "content": content}], instruction_schema(tool, n),
+                                              name="instructions")
+        return list(answer["instructions"])
+
+    instructions = await in_batches(count, prompt, ask, lambda item: str(item["instruction"]))
     return [
         Task(
             id=stable_id(tool.id, str(ctx.config.run.seed), str(k)),
@@ -90,5 +97,5 @@ async def toolalpaca_tasks(tool: Tool, count: int, ctx: ShardContext, explorer: 
             recipe=recipe,
             mode=OPEN_MODE,
         )
-        for k, item in enumerate(answer["instructions"])
+        for k, item in enumerate(instructions)
     ]

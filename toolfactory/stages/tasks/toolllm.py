@@ -20,6 +20,7 @@ from toolfactory.models import Rejected, Task, stable_id
 from toolfactory.stages.base import ShardContext, StageOutput
 from toolfactory.stages.dialogues.modes import OPEN_MODE
 from toolfactory.stages.tasks.api_filter import ApiFilter
+from toolfactory.stages.tasks.batches import in_batches
 from toolfactory.stages.tasks.exploration import Explorer, section_for, with_section
 from toolfactory.stages.tasks.sampling import ToolSet
 
@@ -98,12 +99,14 @@ async def toolllm_tasks(tool_set: ToolSet, count: int, rng: random.Random, ctx: 
     examples = rng.sample(pool, min(3, len(pool)))
     multi = "" if tool_set.scenario == "single_tool" else ", from at least two different tools in each query"
     what = "a tool" if len(tool_set.tools) == 1 else f"{len(tool_set.tools)} tools"
-    prompt = PROMPT.format(
-        what=what, count=count, multi=multi, seeds="\n\n".join(render_seed(s) for s in examples), apis=_apis_text(tool_set)
-    )
-    prompt = with_section(prompt, await section_for(explorer, tool_set.tools))
+    section = await section_for(explorer, tool_set.tools)
+
+    def prompt(n: int) -> str:
+        return with_section(PROMPT.format(
+            what=what, count=n, multi=multi, seeds="\n\n".join(render_seed(s) for s in examples), apis=_apis_text(tool_set)
+        ), section)
+
     schema = json.loads(json.dumps(ANSWER_SCHEMA))
-    schema["properties"]["queries"]["maxItems"] = count
     # API names are constrained to the sampled ones: decoders that enforce the schema cannot
     # hallucinate one, and elsewhere a hallucinated name fails the schema and is re-asked. What
     # the filter below still drops is an API paired with a tool that does not have it (as
@@ -111,11 +114,17 @@ async def toolllm_tasks(tool_set: ToolSet, count: int, rng: random.Random, ctx: 
     pair = schema["properties"]["queries"]["items"]["properties"]["relevant_apis"]["items"]["properties"]
     pair["tool"]["enum"] = sorted({tool.name for tool in tool_set.tools})
     pair["api"]["enum"] = sorted({fn.name for tool in tool_set.tools for fn in tool.functions})
-    answer = await ctx.gateway.structured("user", [{"role": "user", "content": prompt}], schema, name="instructions")
+
+    async def ask(content: str, n: int) -> list[dict[str, Any]]:
+        schema["properties"]["queries"]["maxItems"] = n
+        answer = await ctx.gateway.structured("user", [{"role": "user", "content": content}], schema, name="instructions")
+        return list(answer["queries"])
+
+    queries = await in_batches(count, prompt, ask, lambda item: str(item["query"]))
     offered = {(tool.name.casefold(), fn.name.casefold()): fn.name for tool in tool_set.tools for fn in tool.functions}
     anchor = tool_set.tools[0]
     results: list[Task | Rejected] = []
-    for k, item in enumerate(answer["queries"]):
+    for k, item in enumerate(queries):
         task_id = stable_id(recipe, anchor.id, str(ctx.config.run.seed), str(k))
         relevant: list[str] = []
         for api in item["relevant_apis"]:
