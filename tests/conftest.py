@@ -99,23 +99,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 break
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _no_prefect_server_left() -> Iterator[None]:
-    """Every Prefect server this pytest process started is stopped when its session ends: the
-    harness's, and an ephemeral one Prefect starts for a flow run without an API URL. Prefect
-    stops those at interpreter exit (atexit), which a pytest-xdist worker skips, so one outlived
-    the suite, re-parented to init. Set up first, so torn down last."""
-    yield
-    from prefect.server.api.server import SubprocessASGIServer
-
-    for server in list(SubprocessASGIServer._instances.values()):
-        if server.server_process is not None and server.server_process.poll() is None:
-            try:
-                server.stop()
-            except Exception:  # noqa: BLE001 - the next one is stopped all the same
-                pass
-
-
 @pytest.fixture(scope="session")
 def prefect_api() -> Iterator[str]:
     from prefect.settings import PREFECT_API_URL
