@@ -187,7 +187,7 @@ def _zombie(pid: int) -> bool:
 def _sweep_stale_cgroups() -> None:
     """Kill what is left in the cgroups of launchers that were killed outright (SIGKILL)."""
     try:
-        stale = [p for p in CGROUP_PIDS.glob(f"{CGROUP_PREFIX}*") if not _alive(int(p.name[len(CGROUP_PREFIX):]))]
+        stale = [p for p in CGROUP_PIDS.glob(f"{CGROUP_PREFIX}*") if not alive(int(p.name[len(CGROUP_PREFIX):]))]
     except (OSError, ValueError):
         return
     for path in stale:
@@ -199,7 +199,8 @@ def _sweep_stale_cgroups() -> None:
             pass
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists (a process of another user counts as existing)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -34,6 +34,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
+from toolfactory.executable.confine import alive
 from toolfactory.executable.pool import Counts, _Held, _SourcePool
 from toolfactory.executable.session import EXEC_CRASHED, CallResult, Environment, ExecutionFailed, Session
 from toolfactory.executable.settings import ExecutableSourceSettings
@@ -155,7 +156,7 @@ class SessionHost:
         while True:
             await asyncio.sleep(self._sweep_s)
             for lease, (_pool, _held, holder) in list(self._leases.items()):
-                if not _alive(holder):
+                if not alive(holder):
                     with suppress(Exception):
                         await self.release(lease, False)
             if self._idle_exit_s is not None and not self._leases and time.monotonic() - self._last_used > self._idle_exit_s:
@@ -176,16 +177,6 @@ class _Failed:
 
     def raised(self) -> ExecutionFailed:
         return ExecutionFailed(self.reason, self.message)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _host(ref: HostRef) -> Any:
