@@ -6,7 +6,6 @@ final step's reward is the execution verdict."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,17 +13,14 @@ from typing import Any
 
 import pytest
 
-from conftest import _ci
 from toolfactory.models import Dialogue
 from toolfactory.rl.replay_policy import ReplayPolicy, plan_of, serve
 from toolfactory.rl.tasks import Task, read_tasks
 
 from .conftest import final_state, mutants
+from .extras import needs_extra
 
-if importlib.util.find_spec("skyrl_gym") is None:  # make test installs it; under CI its absence fails
-    if _ci():
-        pytest.fail("needs the rl extra (skyrl-gym): make test installs it", pytrace=False)
-    pytest.skip("needs the rl extra (skyrl-gym): make test installs it", allow_module_level=True)
+needs_extra("skyrl_gym", "skyrl-gym", module_level=True)
 skyrl_gym = importlib.import_module("skyrl_gym")
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib.util
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,22 +20,15 @@ from typing import Any
 
 import pytest
 
-from conftest import _ci
 from toolfactory.models import Dialogue
 from toolfactory.rl.replay_policy import ReplayPolicy, plan_of, serve
 from toolfactory.rl.tasks import Task, read_tasks, write_tasks
 
 from .conftest import Plan
+from .extras import needs_extra
 
 TURN_PATH = "generation.execution.target_turn_states"
 KEY = "TOOLFACTORY_RL_TEST_KEY"
-
-
-def _needs(module: str, extra: str) -> None:
-    if importlib.util.find_spec(module) is None:  # make test installs it; under CI its absence fails
-        if _ci():
-            pytest.fail(f"needs the rl extra ({extra}): make test installs it", pytrace=False)
-        pytest.skip(f"needs the rl extra ({extra}): make test installs it")
 
 
 @dataclass(frozen=True)
@@ -102,7 +94,7 @@ def test_a_row_without_turn_states_still_loads_and_a_wrong_one_names_the_field(b
 
 
 def test_skyrl_scores_a_turn_answered_late_zero_and_the_ground_truth_one(late: list[Late]) -> None:
-    _needs("skyrl_gym", "skyrl-gym")
+    needs_extra("skyrl_gym", "skyrl-gym")
     from openai import OpenAI
 
     from toolfactory.rl.skyrl_env import dataset_row, rollout
@@ -127,7 +119,7 @@ def test_skyrl_scores_a_turn_answered_late_zero_and_the_ground_truth_one(late: l
 
 def test_verifiers_scores_a_turn_answered_late_zero_and_the_ground_truth_one(
         late: list[Late], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _needs("verifiers", "verifiers")
+    needs_extra("verifiers", "verifiers")
     import verifiers as vf
     from verifiers.types import ClientConfig
 
@@ -157,7 +149,7 @@ def test_verifiers_scores_a_turn_answered_late_zero_and_the_ground_truth_one(
 
 
 def test_a_run_s_tasks_export_is_held_to_each_turn_s_state(tasks_export: Path) -> None:
-    _needs("skyrl_gym", "skyrl-gym")
+    needs_extra("skyrl_gym", "skyrl-gym")
     from openai import OpenAI
 
     from toolfactory.rl.skyrl_env import dataset_row, rollout

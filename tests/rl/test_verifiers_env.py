@@ -5,7 +5,6 @@ and the rubric's reward is the execution verdict."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,17 +12,14 @@ from typing import Any
 
 import pytest
 
-from conftest import _ci
 from toolfactory.models import Dialogue
 from toolfactory.rl.replay_policy import ReplayPolicy, plan_of, serve
 from toolfactory.rl.tasks import Task, write_tasks
 
 from .conftest import final_state, mutants
+from .extras import needs_extra
 
-if importlib.util.find_spec("verifiers") is None:  # make test installs it; under CI its absence fails
-    if _ci():
-        pytest.fail("needs the rl extra (verifiers): make test installs it", pytrace=False)
-    pytest.skip("needs the rl extra (verifiers): make test installs it", allow_module_level=True)
+needs_extra("verifiers", "verifiers", module_level=True)
 vf = importlib.import_module("verifiers")
 KEY = "TOOLFACTORY_RL_TEST_KEY"
 
