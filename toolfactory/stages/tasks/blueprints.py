@@ -95,16 +95,6 @@ Guidelines:
 3. Each request says, in a user's own words, everything its calls need (names, values, amounts)
    and never names a function."""
 
-DESIGNER_PROMPT = """\
-You design a task for an assistant that can use the tool below, together with its ground truth.
-""" + _GUIDELINES + """
-<TOOL>
-Name: {name}
-Description: {description}
-Functions:
-{functions}
-Starting state: {state}
-</TOOL>"""
 
 #: Over two sources: the same guidelines, and a fourth that asks for a task needing both.
 SPANNING_PROMPT = """\
@@ -122,6 +112,10 @@ Functions:
 {functions}
 Starting state: {state}
 </TOOL>"""
+
+DESIGNER_PROMPT = """\
+You design a task for an assistant that can use the tool below, together with its ground truth.
+""" + _GUIDELINES + "\n" + _TOOL_BLOCK
 
 REPAIR_PROMPT = """\
 That blueprint was run on fresh environments and did not hold: {problem}
